@@ -1,0 +1,178 @@
+/**
+ * Builds the app: the request handler over the route manifest, for `main.ts` and tests.
+ */
+import {
+  type AppDeps,
+  closeDeps,
+  createDeps,
+  type DepsOptions,
+} from "./lib/deps.ts";
+import { ApiError, errorResponse, toApiError } from "./lib/errors.ts";
+import {
+  allowedMethods,
+  createRouter,
+  type Ctx,
+  type Handler,
+  type Method,
+  type Middleware,
+  type MiddlewareModule,
+  type RequestState,
+  runChain,
+  withHeaders,
+} from "./lib/http.ts";
+import { requestIdFrom } from "./lib/request_id.ts";
+import { redactText } from "./lib/log.ts";
+import { initServices } from "./lib/services.ts";
+import manifest from "./manifest.ts";
+
+export interface App {
+  deps: AppDeps;
+  handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response>;
+  /** Stops background work and closes KV (unless the caller passed its own KV). */
+  close(): Promise<void>;
+}
+
+const router = createRouter(manifest);
+
+/** Middlewares whose folder is a prefix of `pathname`, outermost first, for unmatched paths. */
+function fallbackMiddlewares(pathname: string): Middleware[] {
+  const found: { dir: string; handlers: Middleware[] }[] = [];
+  for (const [file, mod] of Object.entries(manifest.routes)) {
+    const dir = file.match(/^\.\/routes(.*)\/_middleware\.tsx?$/)?.[1];
+    if (dir === undefined) continue;
+    if (dir === "" || pathname === dir || pathname.startsWith(dir + "/")) {
+      const h = (mod as MiddlewareModule).handler;
+      found.push({ dir, handlers: Array.isArray(h) ? h : [h] });
+    }
+  }
+  return found.sort((a, b) => a.dir.length - b.dir.length).flatMap((x) =>
+    x.handlers
+  );
+}
+
+function remoteAddrOf(info?: Deno.ServeHandlerInfo): string {
+  const addr = info?.remoteAddr as Deno.NetAddr | undefined;
+  return addr?.hostname ?? "unknown";
+}
+
+/** Builds the app on `deps` (or on dependencies built from `options`). */
+export async function createApp(
+  options: DepsOptions & { deps?: AppDeps } = {},
+): Promise<App> {
+  const deps = options.deps ?? await createDeps(options);
+  await initServices(deps);
+
+  const handler = async (
+    req: Request,
+    info?: Deno.ServeHandlerInfo,
+  ): Promise<Response> => {
+    const url = new URL(req.url);
+    const state: RequestState = {
+      requestId: requestIdFrom(req.headers.get("x-request-id")),
+      startedAt: performance.now(),
+      headers: new Headers(),
+    };
+    const isApi = url.pathname.startsWith("/v1/") || url.pathname === "/v1";
+    const ctx: Ctx = {
+      req,
+      url,
+      params: {},
+      state,
+      deps,
+      remoteAddr: remoteAddrOf(info),
+      next: () => Promise.reject(new Error("next() outside a chain")),
+    };
+
+    let res: Response;
+    try {
+      const match = router.match(url);
+      let middlewares: Middleware[];
+      let last: Handler;
+      if (!match) {
+        state.route = "(unmatched)";
+        middlewares = fallbackMiddlewares(url.pathname);
+        last = () => {
+          throw new ApiError("AVTR_NOT_FOUND", "No route matches this path");
+        };
+      } else {
+        ctx.params = match.params;
+        state.route = match.route.template;
+        middlewares = match.route.middlewares;
+        last = resolveHandler(match.route.module, req.method as Method);
+      }
+      res = await runChain(ctx, middlewares, last);
+    } catch (err) {
+      res = renderError(ctx, err);
+    }
+
+    res = withHeaders(res, state.headers);
+    if (isApi) {
+      res = withHeaders(res, new Headers({ "x-request-id": state.requestId }));
+    }
+    if (req.method === "HEAD" && res.body) {
+      res = new Response(null, { status: res.status, headers: res.headers });
+    }
+    // Upgraded sockets answer 101; their handlers log their own lifecycle.
+    deps.log.info("request", {
+      request_id: state.requestId,
+      method: req.method,
+      route: state.route,
+      path: redactText(url.pathname),
+      status: res.status,
+      duration_ms: Math.round((performance.now() - state.startedAt) * 100) /
+        100,
+      tenant: state.principal?.tenantId,
+    });
+    return res;
+  };
+
+  return {
+    deps,
+    handler,
+    close: () => closeDeps(deps, !options.kv && !options.deps),
+  };
+}
+
+function resolveHandler(
+  mod: { handler?: unknown; default?: unknown },
+  method: Method,
+): Handler {
+  const h = mod.handler;
+  if (typeof h === "function") return h as Handler;
+  const table = (h ?? {}) as Partial<Record<Method, Handler>>;
+  const fn = table[method] ?? (method === "HEAD" ? table.GET : undefined);
+  if (fn) return fn;
+  const allow = allowedMethods(mod as never);
+  return () => {
+    throw new ApiError(
+      "AVTR_METHOD_NOT_ALLOWED",
+      `Method ${method} is not allowed on this path`,
+      {
+        headers: { allow: allow.join(", ") },
+      },
+    );
+  };
+}
+
+/** Renders a thrown value as the flat error body; unexpected causes go to the log only. */
+export function renderError(ctx: Ctx, err: unknown): Response {
+  const apiErr = toApiError(err);
+  if (
+    apiErr.code === "AVTR_INTERNAL_ERROR" ||
+    apiErr.code === "AVTR_SESSION_STATE_UNAVAILABLE"
+  ) {
+    const cause = apiErr.cause ?? err;
+    ctx.deps.log.error("request failed", {
+      request_id: ctx.state.requestId,
+      code: apiErr.code,
+      err: cause instanceof Error
+        ? { name: cause.name, message: cause.message, stack: cause.stack }
+        : String(cause),
+    });
+  }
+  return errorResponse(
+    apiErr,
+    ctx.state.requestId,
+    ctx.deps.config.docsBaseUrl,
+  );
+}

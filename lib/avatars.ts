@@ -1,0 +1,93 @@
+/**
+ * The avatar catalog: the avatars and backgrounds the built-in renderer draws. The create
+ * call validates `avatar_config` against it; the renderer reads the drawing parameters.
+ */
+
+export interface AvatarDef {
+  id: string;
+  name: string;
+  /** Skin, hair, shirt and accent colours as RGB triples, for the renderer. */
+  palette: {
+    skin: [number, number, number];
+    hair: [number, number, number];
+    shirt: [number, number, number];
+    eyes: [number, number, number];
+  };
+  /** Face shape: width/height ratio of the head ellipse. */
+  headAspect: number;
+  hairStyle: "short" | "long" | "bun";
+}
+
+export interface BackgroundDef {
+  id: string;
+  name: string;
+  /** Top and bottom colours of the vertical gradient. */
+  top: [number, number, number];
+  bottom: [number, number, number];
+}
+
+export const AVATARS: readonly AvatarDef[] = [
+  {
+    id: "ava",
+    name: "Ava",
+    palette: {
+      skin: [235, 196, 164],
+      hair: [92, 58, 38],
+      shirt: [46, 98, 168],
+      eyes: [60, 90, 60],
+    },
+    headAspect: 0.78,
+    hairStyle: "long",
+  },
+  {
+    id: "leo",
+    name: "Leo",
+    palette: {
+      skin: [176, 122, 88],
+      hair: [30, 24, 20],
+      shirt: [180, 64, 52],
+      eyes: [50, 36, 24],
+    },
+    headAspect: 0.84,
+    hairStyle: "short",
+  },
+  {
+    id: "mira",
+    name: "Mira",
+    palette: {
+      skin: [250, 220, 196],
+      hair: [196, 150, 70],
+      shirt: [60, 140, 110],
+      eyes: [40, 80, 140],
+    },
+    headAspect: 0.76,
+    hairStyle: "bun",
+  },
+];
+
+export const BACKGROUNDS: readonly BackgroundDef[] = [
+  { id: "studio", name: "Studio", top: [44, 52, 66], bottom: [18, 22, 30] },
+  {
+    id: "office",
+    name: "Office",
+    top: [206, 214, 222],
+    bottom: [150, 160, 172],
+  },
+  {
+    id: "sunset",
+    name: "Sunset",
+    top: [250, 170, 110],
+    bottom: [120, 60, 110],
+  },
+];
+
+export const DEFAULT_AVATAR_ID = "ava";
+export const DEFAULT_BG_ID = "studio";
+
+export function findAvatar(id: string): AvatarDef | undefined {
+  return AVATARS.find((a) => a.id === id);
+}
+
+export function findBackground(id: string): BackgroundDef | undefined {
+  return BACKGROUNDS.find((b) => b.id === id);
+}

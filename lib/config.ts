@@ -1,0 +1,183 @@
+/**
+ * Configuration from environment variables (DECISIONS 1). `loadConfig` is pure: it takes
+ * the environment as a record so tests build configs without touching `Deno.env`.
+ */
+
+export interface Config {
+  port: number;
+  /** A path, `:memory:`, a KV Connect URL, or undefined for `Deno.openKv()`'s default. */
+  kvPath: string | undefined;
+  adminApiKey: string | undefined;
+  /** HMAC key bytes for tokens, or null when `TOKEN_SECRET` is set but unusable. */
+  tokenSecret: Uint8Array | null;
+  /** True when no `TOKEN_SECRET` was set and a per-process one was generated. */
+  tokenSecretGenerated: boolean;
+  rateLimitPerMinute: number;
+  maxConcurrentSessions: number;
+  renderMaxSessions: number;
+  startTimeoutMs: number;
+  endCleanupTimeoutMs: number;
+  sessionConnectTimeoutS: number;
+  sessionIdleTimeoutS: number;
+  sessionMaxDurationS: number;
+  webhookSecret: string | undefined;
+  allowPrivateNetworkTargets: boolean;
+  sfu: {
+    url: string;
+    apiKey: string;
+    apiSecret: string;
+    iceServers: IceServer[];
+  } | null;
+  idp: {
+    issuer: string;
+    jwksUrl: string | undefined;
+    jwks: string | undefined;
+    azpAllowlist: string[];
+  } | null;
+  docsBaseUrl: string;
+  /** Public base URL of this instance, when known (used in printed hints). */
+  publicUrl: string | undefined;
+  /** Endpoints of the vendor providers: configuration, so tests point them at loopback. */
+  providerEndpoints: {
+    vendorARealtimeUrl: string;
+    vendorBUrl: string;
+    vendorCUrl: string;
+    vendorCApiUrl: string;
+  };
+  /** Remote render worker base URL; unset uses the built-in renderer in-process. */
+  renderWorkerUrl: string | undefined;
+  renderWorkerToken: string | undefined;
+}
+
+export interface IceServer {
+  urls: string | string[];
+  username?: string;
+  credential?: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+export const DEFAULT_DOCS_BASE_URL = "https://docs.avatar.example.com";
+
+function int(
+  env: Record<string, string | undefined>,
+  name: string,
+  def: number,
+  min = 0,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) {
+    throw new ConfigError(`${name} must be an integer >= ${min}`);
+  }
+  return n;
+}
+
+function bool(env: Record<string, string | undefined>, name: string): boolean {
+  const raw = (env[name] ?? "").toLowerCase();
+  if (raw === "" || raw === "false" || raw === "0" || raw === "no") {
+    return false;
+  }
+  if (raw === "true" || raw === "1" || raw === "yes") return true;
+  throw new ConfigError(`${name} must be true or false`);
+}
+
+/** Default render slots: what two encoder processes per core sustain at 25 fps. */
+export function defaultRenderSlots(
+  cores = navigator.hardwareConcurrency ?? 2,
+): number {
+  return Math.max(1, cores * 2);
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const rawSecret = env.TOKEN_SECRET;
+  let tokenSecret: Uint8Array | null;
+  let tokenSecretGenerated = false;
+  if (rawSecret === undefined) {
+    tokenSecret = crypto.getRandomValues(new Uint8Array(32));
+    tokenSecretGenerated = true;
+  } else {
+    const bytes = new TextEncoder().encode(rawSecret);
+    tokenSecret = bytes.length >= 32 ? bytes : null;
+  }
+
+  let sfu: Config["sfu"] = null;
+  if (env.SFU_URL) {
+    let iceServers: IceServer[] = [];
+    if (env.ICE_SERVERS) {
+      try {
+        iceServers = JSON.parse(env.ICE_SERVERS);
+      } catch {
+        throw new ConfigError(
+          "ICE_SERVERS must be a JSON array of ICE servers",
+        );
+      }
+    }
+    sfu = {
+      url: env.SFU_URL,
+      apiKey: env.SFU_API_KEY ?? "",
+      apiSecret: env.SFU_API_SECRET ?? "",
+      iceServers,
+    };
+  }
+
+  let idp: Config["idp"] = null;
+  if (env.IDP_ISSUER) {
+    if (!env.IDP_JWKS_URL && !env.IDP_JWKS) {
+      throw new ConfigError("IDP_ISSUER needs IDP_JWKS_URL or IDP_JWKS");
+    }
+    idp = {
+      issuer: env.IDP_ISSUER,
+      jwksUrl: env.IDP_JWKS_URL || undefined,
+      jwks: env.IDP_JWKS || undefined,
+      azpAllowlist: (env.IDP_AZP_ALLOWLIST ?? "").split(",").map((s) =>
+        s.trim()
+      ).filter(
+        Boolean,
+      ),
+    };
+  }
+
+  const docsBaseUrl = env.DOCS_BASE_URL || DEFAULT_DOCS_BASE_URL;
+  if (!docsBaseUrl.startsWith("https://")) {
+    throw new ConfigError("DOCS_BASE_URL must be an https:// URL");
+  }
+
+  return {
+    port: int(env, "PORT", 8000),
+    kvPath: env.KV_PATH || undefined,
+    adminApiKey: env.ADMIN_API_KEY || undefined,
+    tokenSecret,
+    tokenSecretGenerated,
+    rateLimitPerMinute: int(env, "RATE_LIMIT_PER_MINUTE", 600, 1),
+    maxConcurrentSessions: int(env, "MAX_CONCURRENT_SESSIONS", 20, 1),
+    renderMaxSessions: int(env, "RENDER_MAX_SESSIONS", defaultRenderSlots(), 0),
+    startTimeoutMs: int(env, "START_TIMEOUT_MS", 15000, 1),
+    endCleanupTimeoutMs: int(env, "END_CLEANUP_TIMEOUT_MS", 10000, 1),
+    sessionConnectTimeoutS: int(env, "SESSION_CONNECT_TIMEOUT_S", 900, 1),
+    sessionIdleTimeoutS: int(env, "SESSION_IDLE_TIMEOUT_S", 300, 1),
+    sessionMaxDurationS: int(env, "SESSION_MAX_DURATION_S", 3600, 1),
+    webhookSecret: env.WEBHOOK_SECRET || undefined,
+    allowPrivateNetworkTargets: bool(env, "ALLOW_PRIVATE_NETWORK_TARGETS"),
+    sfu,
+    idp,
+    docsBaseUrl,
+    publicUrl: env.PUBLIC_URL || undefined,
+    providerEndpoints: {
+      vendorARealtimeUrl: env.VENDOR_A_REALTIME_URL ||
+        "wss://api.vendor-a.example/v1/realtime",
+      vendorBUrl: env.VENDOR_B_URL || "wss://agents.vendor-b.example/v1/agent",
+      vendorCUrl: env.VENDOR_C_URL ||
+        "wss://api.vendor-c.example/v1/convai/conversation",
+      vendorCApiUrl: env.VENDOR_C_API_URL || "https://api.vendor-c.example",
+    },
+    renderWorkerUrl: env.RENDER_WORKER_URL || undefined,
+    renderWorkerToken: env.RENDER_WORKER_TOKEN || undefined,
+  };
+}

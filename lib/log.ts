@@ -1,0 +1,89 @@
+/**
+ * Structured JSON logging, one object a line. Every record passes through `redact`, so a
+ * credential that slips into a field is masked before it is written.
+ */
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogRecord = Record<string, unknown>;
+export type LogSink = (line: string) => void;
+
+const SECRET_FIELD =
+  /^(authorization|x-api-key|api_key|token|client_token|session_token|secret|password|client_secret|access_token|credential|auth_headers|signed_url|cookie)$/i;
+
+/** Masks `token=` query values and bearer credentials inside a string. */
+export function redactText(text: string): string {
+  return text
+    .replace(
+      /([?&](?:token|api_key|key|signature|sig|xi-api-key)=)[^&#\s"]*/gi,
+      "$1[redacted]",
+    )
+    .replace(/(bearer\s+)[A-Za-z0-9._~+/=-]+/gi, "$1[redacted]")
+    .replace(/avk_[A-Za-z0-9_-]+/g, "avk_[redacted]");
+}
+
+function redactValue(key: string, value: unknown, depth: number): unknown {
+  if (SECRET_FIELD.test(key)) return "[redacted]";
+  if (typeof value === "string") return redactText(value);
+  if (depth > 4 || value === null || typeof value !== "object") return value;
+  if (value instanceof Error) {
+    return { name: value.name, message: redactText(value.message) };
+  }
+  if (Array.isArray(value)) {
+    return value.map((v) => redactValue("", v, depth + 1));
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[k] = redactValue(k, v, depth + 1);
+  }
+  return out;
+}
+
+export function redact(record: LogRecord): LogRecord {
+  return redactValue("", record, 0) as LogRecord;
+}
+
+export interface Logger {
+  log(level: LogLevel, msg: string, fields?: LogRecord): void;
+  debug(msg: string, fields?: LogRecord): void;
+  info(msg: string, fields?: LogRecord): void;
+  warn(msg: string, fields?: LogRecord): void;
+  error(msg: string, fields?: LogRecord): void;
+}
+
+/** A logger writing JSON lines to `sink` (stdout by default), stamped by `now`. */
+export function createLogger(
+  sink: LogSink = (line) => console.log(line),
+  now: () => number = Date.now,
+  minLevel: LogLevel = "info",
+): Logger {
+  const order: Record<LogLevel, number> = {
+    debug: 0,
+    info: 1,
+    warn: 2,
+    error: 3,
+  };
+  const log = (level: LogLevel, msg: string, fields: LogRecord = {}) => {
+    if (order[level] < order[minLevel]) return;
+    const rec = redact({
+      ts: new Date(now()).toISOString(),
+      level,
+      msg,
+      ...fields,
+    });
+    sink(JSON.stringify(rec));
+  };
+  return {
+    log,
+    debug: (m, f) => log("debug", m, f),
+    info: (m, f) => log("info", m, f),
+    warn: (m, f) => log("warn", m, f),
+    error: (m, f) => log("error", m, f),
+  };
+}
+
+/** A logger that keeps its lines in memory, for tests that scan them. */
+export function memoryLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const logger = createLogger((line) => lines.push(line), Date.now, "debug");
+  return Object.assign(logger, { lines });
+}

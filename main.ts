@@ -1,0 +1,38 @@
+/** Wires the service: config → KV → app → `Deno.serve`. Nothing else happens here. */
+import { createApp } from "./app.ts";
+import { ConfigError, loadConfig } from "./lib/config.ts";
+
+let config;
+try {
+  config = loadConfig(Deno.env.toObject());
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(`configuration error: ${err.message}`);
+    Deno.exit(2);
+  }
+  throw err;
+}
+const app = await createApp({ config, env: undefined });
+const server = Deno.serve({
+  port: config.port,
+  onListen: ({ hostname, port }) => {
+    const host = hostname === "0.0.0.0" ? "localhost" : hostname;
+    const base = `http://${host}:${port}`;
+    console.log(`avatar session service listening on ${base}`);
+    console.log(`  REST API:       ${base}/v1/   (reference: ${base}/docs)`);
+    console.log(`  admin console:  ${base}/admin`);
+    if (!config.adminApiKey) {
+      console.log(
+        "  first admin credential: mint one with `npx --yes deno@2.9.6 task keys create --tenant admin --scopes keys:admin,sessions:read,sessions:write`, or set ADMIN_API_KEY",
+      );
+    }
+  },
+}, app.handler);
+
+const shutdown = async () => {
+  await server.shutdown();
+  await app.close();
+  Deno.exit(0);
+};
+Deno.addSignalListener("SIGINT", shutdown);
+Deno.addSignalListener("SIGTERM", shutdown);

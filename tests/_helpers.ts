@@ -1,0 +1,66 @@
+/** Shared test fixtures: the real app on `:memory:` KV with an injectable clock and log. */
+import { type App, createApp } from "../app.ts";
+import { memoryLogger } from "../lib/log.ts";
+
+/** A clock tests move by hand. */
+export class TestClock {
+  constructor(public t = Date.UTC(2026, 10, 22, 12, 0, 0)) {}
+  now = (): number => this.t;
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** The admin credential every test app accepts. */
+export const TEST_ADMIN_KEY = "test-admin-key-0123456789abcdefghijklmnop";
+export const TEST_TOKEN_SECRET = "test-token-secret-0123456789abcdefghijklmnop";
+
+export interface TestApp {
+  app: App;
+  log: ReturnType<typeof memoryLogger>;
+  clock: TestClock | undefined;
+  /** Calls the app's handler with a request for `path` on http://localhost. */
+  request(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the real app on `:memory:` KV. `env` overrides the defaults; pass a `TestClock`
+ * to drive time by hand (the app's clock is the real one otherwise).
+ */
+export async function testApp(
+  env: Record<string, string | undefined> = {},
+  options: { clock?: TestClock } = {},
+): Promise<TestApp> {
+  const log = memoryLogger();
+  const app = await createApp({
+    env: {
+      KV_PATH: ":memory:",
+      TOKEN_SECRET: TEST_TOKEN_SECRET,
+      ADMIN_API_KEY: TEST_ADMIN_KEY,
+      ...env,
+    },
+    log,
+    now: options.clock?.now,
+  });
+  return {
+    app,
+    log,
+    clock: options.clock,
+    request: (path, init) =>
+      app.handler(new Request(`http://localhost${path}`, init)),
+    close: () => app.close(),
+  };
+}
+
+/** Headers for a JSON request authenticated with `key`. */
+export function authJson(
+  key: string,
+  extra: Record<string, string> = {},
+): HeadersInit {
+  return {
+    authorization: `Bearer ${key}`,
+    "content-type": "application/json",
+    ...extra,
+  };
+}
