@@ -16,7 +16,6 @@ export const handler = {
     if (!ctx.deps.config.tokenSecret) checks.token_secret = "failing";
     const ready = Object.values(checks).every((v) => v === "ok");
     return json(
-      ctx,
       { status: ready ? "ready" : "not_ready", checks },
       ready ? 200 : 503,
     );
