@@ -4,7 +4,21 @@
  */
 import { type Config, loadConfig } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { idleRuntime, type SessionRuntime } from "./runtime.ts";
 import { openKv } from "./store.ts";
+
+/**
+ * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
+ * to the atomic operation that makes the move (so a webhook event is enqueued in the
+ * same commit), `afterCommit` hooks react once it is durable (release memory).
+ * `before` is null on create.
+ */
+export interface SessionHooks {
+  inCommit: Array<
+    (op: Deno.AtomicOperation, before: unknown | null, after: unknown) => void
+  >;
+  afterCommit: Array<(before: unknown | null, after: unknown) => void>;
+}
 
 export interface AppDeps {
   config: Config;
@@ -14,6 +28,11 @@ export interface AppDeps {
   log: Logger;
   /** Runs when the app closes, last registered first. */
   onClose: Array<() => void | Promise<void>>;
+  /** This process's instance id (owner of the sessions it creates). */
+  instanceId: string;
+  sessionHooks: SessionHooks;
+  /** The live side of sessions; replaced by the media plane at start. */
+  runtime: SessionRuntime;
 }
 
 export interface DepsOptions {
@@ -30,7 +49,16 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
   const kv = options.kv ?? await openKv(config.kvPath);
   const now = options.now ?? Date.now;
   const log = options.log ?? createLogger(undefined, now);
-  return { config, kv, now, log, onClose: [] };
+  return {
+    config,
+    kv,
+    now,
+    log,
+    onClose: [],
+    instanceId: crypto.randomUUID(),
+    sessionHooks: { inCommit: [], afterCommit: [] },
+    runtime: idleRuntime,
+  };
 }
 
 /** Runs every close hook (newest first) and closes KV when `closeKv` is set. */

@@ -1,0 +1,94 @@
+/**
+ * The conversation-engine port: what the media plane needs from a provider, whatever
+ * the provider. One adapter per `provider_type` implements `EngineFactory`.
+ */
+
+export const PROVIDER_TYPES = [
+  "vendor_a_realtime",
+  "vendor_b",
+  "external_engine",
+  "vendor_c",
+] as const;
+export type ProviderType = typeof PROVIDER_TYPES[number];
+
+/** Per-session provider credentials, as validated at create. Held only in the vault. */
+export type ProviderCredentials =
+  | { type: "vendor_a_realtime"; client_secret: string }
+  | { type: "vendor_b"; access_token: string; agent_id: string }
+  | {
+    type: "external_engine";
+    url: string;
+    auth_headers: Record<string, string>;
+    user_sample_rate: number;
+  }
+  | {
+    type: "vendor_c";
+    agent_id: string;
+    api_key?: string;
+    signed_url?: string;
+  };
+
+/** Per-turn pipeline failures of SPEC 6.2: the session survives them. */
+export type TurnErrorCode = "stt_failed" | "llm_failed" | "tts_failed";
+
+/** What an engine tells the media plane. Handlers must not throw. */
+export interface EngineEvents {
+  /** The engine is ready; agent audio will come at `agentSampleRate` Hz, PCM16 mono. */
+  onReady(info: { agentSampleRate: number }): void;
+  onResponseStart(responseId: string): void;
+  /** A chunk of the avatar's voice for the current response. */
+  onAgentAudio(pcm: Int16Array, sampleRate: number): void;
+  onResponseEnd(responseId: string): void;
+  /** `role` uses the engine's words; the media socket maps `agent` to `avatar`. */
+  onTranscript(
+    t: { role: "user" | "agent"; text: string; final: boolean },
+  ): void;
+  /** A per-turn failure (fatal false) or an engine failure that ends the session (fatal true). */
+  onError(e: { code: TurnErrorCode; fatal: boolean; message: string }): void;
+  /** The engine connection closed; `clean` when it followed a graceful end. */
+  onClose(info: { clean: boolean; reason: string }): void;
+}
+
+/** A live engine connection for one session. */
+export interface EngineConnection {
+  /** Microphone audio from the browser, PCM16LE mono at `sampleRate`; adapters resample. */
+  sendUserAudio(pcm: Int16Array, sampleRate: number): void;
+  /** A typed user turn. */
+  sendText(text: string): void;
+  /** Cut the avatar off: the engine stops the current response. */
+  interrupt(): void;
+  /**
+   * Graceful end: tell the engine the session ends and wait up to `timeoutMs` for it to
+   * close. Resolves `true` when it closed in time, `false` when it had to be dropped.
+   */
+  end(timeoutMs: number): Promise<boolean>;
+  /** Drop the connection at once (force end, failure). Idempotent. */
+  close(): void;
+}
+
+export interface EngineStartOptions {
+  sessionId: string;
+  credentials: ProviderCredentials;
+  events: EngineEvents;
+  /** Aborts the connect attempt (start timeout, session ended meanwhile). */
+  signal: AbortSignal;
+}
+
+/**
+ * Connects the engine and resolves once the connection is open and the session start was
+ * sent; readiness is reported through `events.onReady`. Rejects with `EngineStartError`.
+ */
+export type EngineFactory = (
+  options: EngineStartOptions,
+) => Promise<EngineConnection>;
+
+/** Why an engine could not start; `kind` maps to the create/activation error codes. */
+export class EngineStartError extends Error {
+  constructor(
+    readonly kind: "refused" | "unavailable" | "timeout" | "misconfigured",
+    message: string,
+  ) {
+    super(message);
+    this.name = "EngineStartError";
+  }
+}
