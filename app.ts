@@ -105,14 +105,19 @@ export async function createApp(
       res = renderError(ctx, err);
     }
 
-    res = withHeaders(res, state.headers);
-    if (isApi) {
-      res = withHeaders(res, new Headers({ "x-request-id": state.requestId }));
+    // A 101 upgrade response cannot be rebuilt; its headers are left as they are.
+    if (res.status !== 101) {
+      res = withHeaders(res, state.headers);
+      if (isApi) {
+        res = withHeaders(
+          res,
+          new Headers({ "x-request-id": state.requestId }),
+        );
+      }
     }
     if (req.method === "HEAD" && res.body) {
       res = new Response(null, { status: res.status, headers: res.headers });
     }
-    // Upgraded sockets answer 101; their handlers log their own lifecycle.
     deps.log.info("request", {
       request_id: state.requestId,
       method: req.method,

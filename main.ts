@@ -1,6 +1,7 @@
 /** Wires the service: config → KV → app → `Deno.serve`. Nothing else happens here. */
 import { createApp } from "./app.ts";
 import { ConfigError, loadConfig } from "./lib/config.ts";
+import { bufferedStdoutSink, createLogger } from "./lib/log.ts";
 
 let config;
 try {
@@ -12,7 +13,8 @@ try {
   }
   throw err;
 }
-const app = await createApp({ config, env: undefined });
+const sink = bufferedStdoutSink();
+const app = await createApp({ config, log: createLogger(sink) });
 const server = Deno.serve({
   port: config.port,
   onListen: ({ hostname, port }) => {
@@ -32,6 +34,7 @@ const server = Deno.serve({
 const shutdown = async () => {
   await server.shutdown();
   await app.close();
+  sink.flush();
   Deno.exit(0);
 };
 Deno.addSignalListener("SIGINT", shutdown);

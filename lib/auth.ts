@@ -1,11 +1,30 @@
 /**
  * REST authentication (SPEC 5.1): reads the credential from `Authorization: Bearer` or
  * `x-api-key`, resolves it to a `Principal`, and checks the route's scope. Resolution and
- * any KV reads the route needs (`prefetch`) share one `kv.getMany` round trip.
+ * any KV reads the route needs (`prefetch`) share one `kv.getMany` round trip, and no
+ * request writes to KV (DECISIONS 9): key use is counted in memory (lib/api_keys.ts).
+ * Key validity is never cached, so a revocation holds from the next request on, on every
+ * instance.
  */
 import { timingSafeEqual } from "node:crypto";
+import {
+  apiKeyKey,
+  noteKeyUsed,
+  parseApiKey,
+  principalFromKeyEntry,
+  startLastUsedFlusher,
+} from "./api_keys.ts";
+import type { AppDeps } from "./deps.ts";
 import { ApiError } from "./errors.ts";
 import type { Ctx } from "./http.ts";
+import {
+  idpKeySet,
+  idpPrincipal,
+  type IdpToken,
+  looksLikeJwt,
+  verifyIdpToken,
+} from "./idp.ts";
+import { idpOrgKey } from "./idp_orgs.ts";
 import {
   ADMIN_TENANT,
   type Principal,
@@ -13,6 +32,9 @@ import {
   SCOPES,
 } from "./principal.ts";
 import { kvTry } from "./store.ts";
+
+/** `kv.getMany` reads at most this many keys; one of them may be the credential's own. */
+export const MAX_PREFETCH = 9;
 
 /** The raw credential of a request, or null when none was sent. */
 export function credentialFrom(req: Request): string | null {
@@ -48,12 +70,19 @@ export interface AuthResult {
  * Authenticates the request and checks `scope`. Sets `ctx.state.principal`. Throws 401
  * (`AVTR_AUTH_MISSING_CREDENTIALS`, `AVTR_AUTH_INVALID_KEY`, `AVTR_AUTH_EXPIRED_TOKEN`) or
  * 403 (`AVTR_AUTH_MISSING_SCOPE`, `AVTR_AUTH_FORBIDDEN`, `AVTR_AUTH_IDP_ORG_UNMAPPED`).
+ * The key record (or IdP org mapping) and the `prefetch` keys (at most `MAX_PREFETCH`)
+ * are read in one `kv.getMany`; `entries` holds the prefetched ones, in order.
  */
 export async function authenticate(
   ctx: Ctx,
   scope: Scope,
   prefetch: Deno.KvKey[] = [],
 ): Promise<AuthResult> {
+  if (prefetch.length > MAX_PREFETCH) {
+    throw new RangeError(
+      `authenticate() prefetches at most ${MAX_PREFETCH} keys`,
+    );
+  }
   const credential = credentialFrom(ctx.req);
   if (credential === null) {
     throw new ApiError(
@@ -61,23 +90,53 @@ export async function authenticate(
       "No API key was supplied",
     );
   }
-  const admin = ctx.deps.config.adminApiKey;
-  let principal: Principal | null = null;
+  const deps = ctx.deps;
+  const admin = deps.config.adminApiKey;
+  let principal: Principal;
+  let entries: Deno.KvEntryMaybe<unknown>[];
   if (admin !== undefined && safeEqual(credential, admin)) {
     principal = { kind: "admin_key", tenantId: ADMIN_TENANT, scopes: SCOPES };
-  }
-  const entries = prefetch.length > 0
-    ? await kvTry(ctx.deps.kv.getMany(prefetch))
-    : [];
-  if (principal === null) {
-    throw new ApiError("AVTR_AUTH_INVALID_KEY", "The API key is not valid");
+    entries = prefetch.length > 0 ? await kvTry(deps.kv.getMany(prefetch)) : [];
+  } else if (deps.config.idp !== null && looksLikeJwt(credential)) {
+    const token: IdpToken = await verifyIdpToken(deps, credential);
+    if (token.orgId === null) {
+      principal = idpPrincipal(token, null);
+      entries = [];
+    } else {
+      const got = await kvTry(
+        deps.kv.getMany([idpOrgKey(token.orgId), ...prefetch]),
+      );
+      principal = idpPrincipal(token, got[0]);
+      entries = got.slice(1);
+    }
+  } else {
+    const parsed = parseApiKey(credential);
+    if (parsed === null) {
+      throw new ApiError("AVTR_AUTH_INVALID_KEY", "The API key is not valid");
+    }
+    const got = await kvTry(
+      deps.kv.getMany([apiKeyKey(parsed.keyId), ...prefetch]),
+    );
+    principal = principalFromKeyEntry(got[0], parsed.secret, deps.now());
+    noteKeyUsed(deps, parsed.keyId);
+    entries = got.slice(1);
   }
   ctx.state.principal = principal;
   if (!principal.scopes.includes(scope)) {
     throw new ApiError(
       "AVTR_AUTH_MISSING_SCOPE",
-      `The API key lacks the ${scope} scope`,
+      `The credential lacks the ${scope} scope`,
     );
   }
   return { principal, entries };
+}
+
+/**
+ * Starts authentication's background work on `deps` (called by `initServices`): the
+ * batched `last_used_at` flusher, and the IdP key set, so a malformed inline `IDP_JWKS`
+ * fails the start with a `ConfigError` instead of every request.
+ */
+export function initAuth(deps: AppDeps): void {
+  if (deps.config.idp !== null) idpKeySet(deps);
+  startLastUsedFlusher(deps);
 }

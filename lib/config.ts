@@ -21,6 +21,10 @@ export interface Config {
   sessionIdleTimeoutS: number;
   sessionMaxDurationS: number;
   webhookSecret: string | undefined;
+  /** Delays (ms) before each webhook retry; `WEBHOOK_RETRY_SCHEDULE_MS` overrides it. */
+  webhookRetryScheduleMs: number[];
+  /** Per-attempt webhook delivery timeout (ms). */
+  webhookTimeoutMs: number;
   allowPrivateNetworkTargets: boolean;
   sfu: {
     url: string;
@@ -77,6 +81,23 @@ function int(
     throw new ConfigError(`${name} must be an integer >= ${min}`);
   }
   return n;
+}
+
+/** A comma-separated list of non-negative integers (milliseconds). */
+function msList(
+  env: Record<string, string | undefined>,
+  name: string,
+  def: number[],
+): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return def;
+  const out = raw.split(",").map((s) => Number(s.trim()));
+  if (out.some((n) => !Number.isInteger(n) || n < 0)) {
+    throw new ConfigError(
+      `${name} must be a comma-separated list of integers >= 0`,
+    );
+  }
+  return out;
 }
 
 function bool(env: Record<string, string | undefined>, name: string): boolean {
@@ -164,6 +185,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     sessionIdleTimeoutS: int(env, "SESSION_IDLE_TIMEOUT_S", 300, 1),
     sessionMaxDurationS: int(env, "SESSION_MAX_DURATION_S", 3600, 1),
     webhookSecret: env.WEBHOOK_SECRET || undefined,
+    webhookRetryScheduleMs: msList(env, "WEBHOOK_RETRY_SCHEDULE_MS", [
+      5_000,
+      30_000,
+      120_000,
+      600_000,
+      1_800_000,
+      3_600_000,
+      10_800_000,
+      21_600_000,
+      43_200_000,
+    ]),
+    webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10_000, 1),
     allowPrivateNetworkTargets: bool(env, "ALLOW_PRIVATE_NETWORK_TARGETS"),
     sfu,
     idp,

@@ -6,6 +6,8 @@ import { type Config, loadConfig } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { idleRuntime, type SessionRuntime } from "./runtime.ts";
 import { openKv } from "./store.ts";
+import { CredentialVault } from "./vault.ts";
+import { RenderSlots } from "./render_slots.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
@@ -33,6 +35,10 @@ export interface AppDeps {
   sessionHooks: SessionHooks;
   /** The live side of sessions; replaced by the media plane at start. */
   runtime: SessionRuntime;
+  /** Per-session provider credentials, in memory only (lib/vault.ts). */
+  vault: CredentialVault;
+  /** This instance's render slots (lib/render_slots.ts). */
+  renderSlots: RenderSlots;
 }
 
 export interface DepsOptions {
@@ -58,6 +64,8 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
     instanceId: crypto.randomUUID(),
     sessionHooks: { inCommit: [], afterCommit: [] },
     runtime: idleRuntime,
+    vault: new CredentialVault(),
+    renderSlots: new RenderSlots(config.renderMaxSessions),
   };
 }
 

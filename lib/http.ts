@@ -59,10 +59,15 @@ export interface Manifest {
   routes: Record<string, RouteModule | MiddlewareModule>;
 }
 
+type Segment =
+  | { kind: "static"; value: string }
+  | { kind: "param"; name: string }
+  | { kind: "rest"; name: string };
+
 interface CompiledRoute {
   file: string;
   template: string;
-  pattern: URLPattern;
+  segments: Segment[];
   module: RouteModule;
   middlewares: Middleware[];
   /** More specific routes sort first: fewer dynamic segments, then longer. */
@@ -87,6 +92,52 @@ function middlewareDir(file: string): string {
   );
 }
 
+function compileTemplate(template: string): Segment[] {
+  return template.split("/").filter(Boolean).map((seg): Segment => {
+    if (seg.startsWith(":") && seg.endsWith("*")) {
+      return { kind: "rest", name: seg.slice(1, -1) };
+    }
+    if (seg.startsWith(":")) return { kind: "param", name: seg.slice(1) };
+    return { kind: "static", value: seg };
+  });
+}
+
+/**
+ * Matches path segments against a compiled template. Params are percent-decoded; a
+ * segment that does not decode makes the route not match (the caller answers 404).
+ */
+function matchSegments(
+  segments: Segment[],
+  parts: string[],
+): Record<string, string> | null {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i];
+    if (seg.kind === "rest") {
+      const rest = parts.slice(i);
+      if (rest.length === 0 || rest.some((p) => p === "")) return null;
+      try {
+        params[seg.name] = rest.map(decodeURIComponent).join("/");
+      } catch {
+        return null;
+      }
+      return params;
+    }
+    const part = parts[i];
+    if (part === undefined || part === "") return null;
+    if (seg.kind === "static") {
+      if (part !== seg.value) return null;
+    } else {
+      try {
+        params[seg.name] = decodeURIComponent(part);
+      } catch {
+        return null;
+      }
+    }
+  }
+  return parts.length === segments.length ? params : null;
+}
+
 export interface Router {
   match(url: URL): {
     route: CompiledRoute;
@@ -95,6 +146,11 @@ export interface Router {
   routes: CompiledRoute[];
 }
 
+/**
+ * Compiles the manifest into a matcher. Routes are grouped by segment count, so a
+ * request is compared only with templates of its own length (plus catch-alls), most
+ * specific first: a static segment wins over a parameter.
+ */
 export function createRouter(manifest: Manifest): Router {
   const middlewareByDir = new Map<string, Middleware[]>();
   for (const [file, mod] of Object.entries(manifest.routes)) {
@@ -106,42 +162,49 @@ export function createRouter(manifest: Manifest): Router {
   for (const [file, mod] of Object.entries(manifest.routes)) {
     if (/\/_[^/]*$/.test(file)) continue;
     const template = fileToTemplate(file);
+    const segments = compileTemplate(template);
+    // Middlewares of every folder on the file's path, outermost first.
+    const fileSegs = file.replace(/^\.\/routes/, "").split("/").filter(Boolean);
+    const dirs = new Set([""]);
+    for (let i = 1; i < fileSegs.length; i++) {
+      dirs.add("/" + fileSegs.slice(0, i).join("/"));
+    }
     const middlewares: Middleware[] = [];
-    // Outermost first: "", "/v1", "/v1/sessions", ...
-    const segments = template.split("/").filter(Boolean);
-    const dirs = [""];
-    for (let i = 0; i < segments.length; i++) {
-      const fileSegs = file.replace(/^\.\/routes/, "").split("/").filter(
-        Boolean,
-      );
-      dirs.push("/" + fileSegs.slice(0, i + 1).join("/"));
-    }
-    for (const d of new Set(dirs)) {
-      middlewares.push(...(middlewareByDir.get(d) ?? []));
-    }
-    const dynamic = segments.filter((s) => s.startsWith(":")).length;
+    for (const d of dirs) middlewares.push(...(middlewareByDir.get(d) ?? []));
+    const dynamic = segments.filter((s) => s.kind !== "static").length;
     routes.push({
       file,
       template,
-      pattern: new URLPattern({ pathname: template }),
+      segments,
       module: mod as RouteModule,
       middlewares,
       rank: dynamic * 1000 - segments.length,
     });
   }
   routes.sort((a, b) => a.rank - b.rank);
+  const byLength = new Map<number, CompiledRoute[]>();
+  const catchAll: CompiledRoute[] = [];
+  for (const r of routes) {
+    if (r.segments.some((s) => s.kind === "rest")) {
+      catchAll.push(r);
+      continue;
+    }
+    const list = byLength.get(r.segments.length) ?? [];
+    list.push(r);
+    byLength.set(r.segments.length, list);
+  }
   return {
     routes,
     match(url) {
-      for (const route of routes) {
-        const m = route.pattern.exec({ pathname: url.pathname });
-        if (m) {
-          const params: Record<string, string> = {};
-          for (const [k, v] of Object.entries(m.pathname.groups)) {
-            if (v !== undefined) params[k] = decodeURIComponent(v);
-          }
-          return { route, params };
-        }
+      const path = url.pathname;
+      const parts = path === "/" ? [] : path.slice(1).split("/");
+      for (const route of byLength.get(parts.length) ?? []) {
+        const params = matchSegments(route.segments, parts);
+        if (params) return { route, params };
+      }
+      for (const route of catchAll) {
+        const params = matchSegments(route.segments, parts);
+        if (params) return { route, params };
       }
       return null;
     },
@@ -192,7 +255,12 @@ export function json(
 
 /** Copies `extra` into `res`'s headers, cloning the response when they are immutable. */
 export function withHeaders(res: Response, extra: Headers): Response {
-  if ([...extra.keys()].length === 0) return res;
+  let empty = true;
+  for (const _ of extra.keys()) {
+    empty = false;
+    break;
+  }
+  if (empty) return res;
   try {
     for (const [k, v] of extra) if (!res.headers.has(k)) res.headers.set(k, v);
     return res;

@@ -10,8 +10,12 @@ export type LogSink = (line: string) => void;
 const SECRET_FIELD =
   /^(authorization|x-api-key|api_key|token|client_token|session_token|secret|password|client_secret|access_token|credential|auth_headers|signed_url|cookie)$/i;
 
+const MAYBE_SECRET = /=|bearer|avk_/i;
+
 /** Masks `token=` query values and bearer credentials inside a string. */
 export function redactText(text: string): string {
+  // Most strings hold none of the patterns: skip the replacements for them.
+  if (!MAYBE_SECRET.test(text)) return text;
   return text
     .replace(
       /([?&](?:token|api_key|key|signature|sig|xi-api-key)=)[^&#\s"]*/gi,
@@ -86,4 +90,39 @@ export function memoryLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
   const logger = createLogger((line) => lines.push(line), Date.now, "debug");
   return Object.assign(logger, { lines });
+}
+
+/**
+ * A stdout sink that batches lines and writes them every `intervalMs` (or at 64 KiB), so
+ * the request path never blocks on a synchronous console write. `flush()` writes what is
+ * pending; it also runs on process unload.
+ */
+export function bufferedStdoutSink(
+  intervalMs = 20,
+): LogSink & { flush(): void } {
+  const encoder = new TextEncoder();
+  let pending: string[] = [];
+  let bytes = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (pending.length === 0) return;
+    const data = encoder.encode(pending.join("\n") + "\n");
+    pending = [];
+    bytes = 0;
+    let off = 0;
+    while (off < data.length) off += Deno.stdout.writeSync(data.subarray(off));
+  };
+  globalThis.addEventListener("unload", flush);
+  const sink = (line: string) => {
+    pending.push(line);
+    bytes += line.length;
+    if (bytes >= 64 * 1024) flush();
+    else if (timer === undefined) {
+      timer = setTimeout(flush, intervalMs);
+      Deno.unrefTimer(timer as unknown as number);
+    }
+  };
+  return Object.assign(sink, { flush });
 }

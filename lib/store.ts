@@ -40,11 +40,83 @@ export async function kvTry<T>(
   }
 }
 
+/** SQLite's answer when another process holds the write lock of a shared KV file. */
+function isLocked(err: unknown): boolean {
+  return err instanceof Error &&
+    /database is locked|database table is locked/i.test(err.message);
+}
+
+const LOCK_RETRY_LIMIT = 60;
+
+/** Runs a write; while the file is locked by another process, tries again with jitter. */
+async function retryLocked<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isLocked(err) || attempt >= LOCK_RETRY_LIMIT) throw err;
+      await new Promise((r) =>
+        setTimeout(r, 1 + Math.random() * Math.min(20, 2 + attempt))
+      );
+    }
+  }
+}
+
+function lockRetryingAtomic(op: Deno.AtomicOperation): Deno.AtomicOperation {
+  const proxy: Deno.AtomicOperation = new Proxy(op, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop === "commit") return () => retryLocked(() => target.commit());
+      return (...args: unknown[]) => {
+        const out = value.apply(target, args);
+        return out === target ? proxy : out;
+      };
+    },
+  });
+  return proxy;
+}
+
+/**
+ * Wraps a KV handle so that writes refused with "database is locked" — what a local KV
+ * file answers while another process commits (measured: under contention most commits
+ * of two processes fail that way) — are retried. A failed commit applied nothing, so
+ * committing the same atomic operation again is safe; reads never fail this way.
+ */
+export function withLockRetry(kv: Deno.Kv): Deno.Kv {
+  return new Proxy(kv, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      switch (prop) {
+        case "atomic":
+          return () => lockRetryingAtomic(target.atomic());
+        case "set":
+        case "delete":
+        case "enqueue":
+          return (...args: unknown[]) =>
+            retryLocked(() =>
+              (value as (...a: unknown[]) => Promise<unknown>).apply(
+                target,
+                args,
+              )
+            );
+        default:
+          return value.bind(target);
+      }
+    },
+  });
+}
+
 /** Opens the KV store named by `path` (`:memory:`, a file, a KV Connect URL, or the default). */
 export async function openKv(path: string | undefined): Promise<Deno.Kv> {
   if (path && path !== ":memory:" && !/^[a-z]+:\/\//i.test(path)) {
     const dir = path.replace(/\/[^/]*$/, "");
     if (dir && dir !== path) await Deno.mkdir(dir, { recursive: true });
   }
-  return await Deno.openKv(path);
+  const kv = await Deno.openKv(path);
+  // A local file may be shared by several processes; other backends never answer "locked".
+  return path && path !== ":memory:" && !/^[a-z]+:\/\//i.test(path)
+    ? withLockRetry(kv)
+    : kv;
 }

@@ -1,7 +1,8 @@
-import { type Ctx, json } from "../lib/http.ts";
+import { json } from "../lib/http.ts";
 
 export const handler = {
-  GET(ctx: Ctx): Response {
+  /** Liveness: the process answers. Readiness (KV, token secret) is /readyz. */
+  GET(): Response {
     return json({ status: "ok" });
   },
 };

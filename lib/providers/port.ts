@@ -47,6 +47,11 @@ export interface EngineEvents {
   onError(e: { code: TurnErrorCode; fatal: boolean; message: string }): void;
   /** The engine connection closed; `clean` when it followed a graceful end. */
   onClose(info: { clean: boolean; reason: string }): void;
+  /**
+   * Optional: the provider detected the user speaking over the agent (barge-in) and
+   * cut the current response; stop playing agent audio already buffered.
+   */
+  onBargeIn?(): void;
 }
 
 /** A live engine connection for one session. */
@@ -91,4 +96,48 @@ export class EngineStartError extends Error {
     super(message);
     this.name = "EngineStartError";
   }
+}
+
+/** What adapters need from the app (a subset of `AppDeps`, so `AppDeps` fits). */
+export interface ProviderDeps {
+  config: {
+    allowPrivateNetworkTargets: boolean;
+    providerEndpoints: {
+      vendorARealtimeUrl: string;
+      vendorBUrl: string;
+      vendorCUrl: string;
+      vendorCApiUrl: string;
+    };
+  };
+  log: {
+    info(msg: string, fields?: Record<string, unknown>): void;
+    warn(msg: string, fields?: Record<string, unknown>): void;
+  };
+  /** DNS resolver for the SSRF guard (tests stub it); the system resolver by default. */
+  resolver?: (host: string) => Promise<string[]>;
+  /** Bound on a WebSocket upgrade; 10 s by default. */
+  connectTimeoutMs?: number;
+  /** Clock (epoch ms) for playback estimates; `Date.now` by default. */
+  now?: () => number;
+}
+
+/**
+ * The per-turn code for a provider's error message: `stt_failed` when it names speech
+ * recognition (stt, asr, speech-to-text, transcription), `tts_failed` when it names
+ * speech synthesis (tts, text-to-speech, synthesis), else `llm_failed`. First match wins.
+ */
+export function turnErrorCodeFor(message: string): TurnErrorCode {
+  if (
+    /(^|[^a-z])(stt|asr)([^a-z]|$)|speech[ _-]?to[ _-]?text|transcri/i.test(
+      message,
+    )
+  ) {
+    return "stt_failed";
+  }
+  if (
+    /(^|[^a-z])tts([^a-z]|$)|text[ _-]?to[ _-]?speech|synthes/i.test(message)
+  ) {
+    return "tts_failed";
+  }
+  return "llm_failed";
 }

@@ -1,0 +1,382 @@
+/**
+ * API benchmark (`deno task bench:api`). Starts, as subprocesses, a bare `Deno.serve`
+ * hello-JSON handler and the real service (`main.ts` on a temporary KV file), then drives
+ * each with `wrk` (a separate process) at 64 connections:
+ *
+ * 1. bare hello JSON;
+ * 2. authenticated `GET /v1/sessions/{id}` (status read);
+ * 3. create + end pairs: a wrk Lua script that follows every `POST /v1/sessions` with a
+ *    `POST /v1/sessions/{id}/end` of the session it created.
+ *
+ * Prints requests/s, p50 and p99 for each, the status-read/bare ratio and the machine.
+ * `bench/api.ts --bare <port>` is the bare server itself.
+ *
+ * Options: `--duration <s>` (default 10), `--connections <n>` (default 64),
+ * `--threads <n>` (wrk threads, default 1 so that wrk and the server each get a core).
+ */
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const WRK = "/usr/bin/wrk";
+const ADMIN_KEY = "bench-admin-key-0123456789abcdefghijklmnopqrstuvwxyz";
+const TOKEN_SECRET = "bench-token-secret-0123456789abcdefghijklmnopqrstuvwxyz";
+
+interface WrkResult {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  socket_errors: number;
+  /** Script-specific counters (status classes, pairs). */
+  counts: Record<string, number>;
+}
+
+function arg(name: string, def: number): number {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 ? Number(Deno.args[i + 1]) : def;
+}
+
+// ---------------------------------------------------------------------------
+// wrk scripts. Each thread counts responses by kind; done() aggregates and prints one
+// `RESULT {...}` JSON line.
+
+const LUA_COMMON = `
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+counts = {}
+local function count(k) counts[k] = (counts[k] or 0) + 1 end
+function done(summary, latency, requests)
+  local agg = {}
+  for _, t in ipairs(threads) do
+    local c = t:get("counts")
+    for k, v in pairs(c) do agg[k] = (agg[k] or 0) + v end
+  end
+  local parts = {}
+  for k, v in pairs(agg) do table.insert(parts, string.format('"%s":%d', k, v)) end
+  local e = summary.errors
+  io.write(string.format(
+    'RESULT {"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f,"socket_errors":%d,"counts":{%s}}\\n',
+    summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+    e.connect + e.read + e.write + e.timeout, table.concat(parts, ",")))
+end
+`;
+
+function luaGet(apiKey: string | null): string {
+  return LUA_COMMON + `
+${apiKey ? `wrk.headers["Authorization"] = "Bearer ${apiKey}"` : ""}
+function response(status, headers, body) count("s" .. status) end
+`;
+}
+
+function luaPairs(apiKey: string, createBody: string): string {
+  return LUA_COMMON + `
+local create_body = [[${createBody}]]
+local json_headers = { ["Authorization"] = "Bearer ${apiKey}", ["Content-Type"] = "application/json" }
+local end_headers = { ["Authorization"] = "Bearer ${apiKey}" }
+local queue = {}
+function request()
+  local id = table.remove(queue)
+  if id then
+    count("sent_end")
+    return wrk.format("POST", "/v1/sessions/" .. id .. "/end", end_headers)
+  end
+  count("sent_create")
+  return wrk.format("POST", "/v1/sessions", json_headers, create_body)
+end
+-- Responses do not say which request they answer: classify by body. Only end answers
+-- 409 AVTR_SESSION_CONFLICT / AVTR_SESSION_ENDED or carries ended_at.
+function response(status, headers, body)
+  if body:find('"client_token"', 1, true) then
+    table.insert(queue, body:match('"session_id":"([^"]+)"'))
+    count("create_200")
+  elseif body:find('"ended_at"', 1, true) then
+    count("end_" .. status)
+  else
+    local code = body:match('"code":"([A-Z_]+)"') or "none"
+    count(status .. "_" .. code)
+  end
+end
+`;
+}
+
+async function runWrk(url: string, lua: string): Promise<WrkResult> {
+  const script = await Deno.makeTempFile({ suffix: ".lua" });
+  await Deno.writeTextFile(script, lua);
+  try {
+    const out = await new Deno.Command(WRK, {
+      args: [
+        "-t",
+        String(arg("threads", 1)),
+        "-c",
+        String(arg("connections", 64)),
+        "-d",
+        `${arg("duration", 10)}s`,
+        "--timeout",
+        "5s",
+        "-s",
+        script,
+        url,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    const line = text.split("\n").find((l) => l.startsWith("RESULT "));
+    if (!out.success || !line) {
+      throw new Error(
+        `wrk failed: ${text}${new TextDecoder().decode(out.stderr)}`,
+      );
+    }
+    return JSON.parse(line.slice("RESULT ".length)) as WrkResult;
+  } finally {
+    await Deno.remove(script);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Subprocesses
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+interface Server {
+  base: string;
+  child: Deno.ChildProcess;
+  stderr: () => string;
+}
+
+function spawn(
+  args: string[],
+  env: Record<string, string>,
+  port: number,
+): Server {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env,
+    cwd: ROOT,
+    stdin: "null",
+    // The service writes one access-log line per request: part of its real cost.
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let err = "";
+  (async () => {
+    const dec = new TextDecoder();
+    for await (const chunk of child.stderr) {
+      err = (err + dec.decode(chunk)).slice(-4000);
+    }
+  })();
+  return { base: `http://127.0.0.1:${port}`, child, stderr: () => err };
+}
+
+async function waitReady(server: Server, path: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(server.base + path);
+      await res.body?.cancel();
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server did not become ready:\n${server.stderr()}`);
+}
+
+async function stop(server: Server): Promise<void> {
+  try {
+    server.child.kill("SIGTERM");
+  } catch {
+    // already gone
+  }
+  await server.child.status;
+}
+
+// ---------------------------------------------------------------------------
+
+async function bareServer(port: number): Promise<void> {
+  const body = JSON.stringify({ hello: "world" });
+  Deno.serve(
+    { hostname: "127.0.0.1", port, onListen: () => {} },
+    () =>
+      new Response(body, {
+        headers: { "content-type": "application/json; charset=utf-8" },
+      }),
+  );
+  await new Promise(() => {});
+}
+
+async function machine(): Promise<Record<string, string>> {
+  // Deno reads /proc only with --allow-all; `cat` needs just --allow-run.
+  const cpuinfo = await new Deno.Command("cat", {
+    args: ["/proc/cpuinfo"],
+    stdout: "piped",
+  }).output().then((o) => new TextDecoder().decode(o.stdout)).catch(() => "");
+  const model = cpuinfo.match(/model name\s*:\s*(.+)/)?.[1] ?? "unknown";
+  const wrk = await new Deno.Command(WRK, { args: ["-v"], stdout: "piped" })
+    .output().then((o) => new TextDecoder().decode(o.stdout).split("\n")[0])
+    .catch(() => "unknown");
+  return {
+    nproc: String(navigator.hardwareConcurrency),
+    cpu: model,
+    deno: Deno.version.deno,
+    v8: Deno.version.v8,
+    wrk: wrk.trim(),
+    os: `${Deno.build.os} ${Deno.build.arch}`,
+  };
+}
+
+async function api(
+  base: string,
+  path: string,
+  key: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(base + path, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${key}`,
+      "content-type": "application/json",
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : {} };
+}
+
+function fmt(r: WrkResult): string {
+  return `${r.rps.toFixed(0).padStart(8)} req/s   p50 ${
+    r.p50_ms.toFixed(2).padStart(6)
+  } ms   p99 ${r.p99_ms.toFixed(2).padStart(6)} ms   ${
+    JSON.stringify(r.counts)
+  }${r.socket_errors ? `   socket errors ${r.socket_errors}` : ""}`;
+}
+
+async function main(): Promise<void> {
+  const conns = arg("connections", 64);
+  const info = await machine();
+  console.log(`machine: ${JSON.stringify(info)}`);
+  console.log(
+    `wrk: ${arg("threads", 1)} thread(s), ${conns} connections, ${
+      arg("duration", 10)
+    } s each\n`,
+  );
+
+  // 1. bare
+  const barePort = freePort();
+  const bare = spawn(
+    ["run", "--allow-net", "bench/api.ts", "--bare", String(barePort)],
+    {},
+    barePort,
+  );
+  let bareResult: WrkResult;
+  try {
+    await waitReady(bare, "/");
+    await runWrk(bare.base + "/", luaGet(null)); // warm-up
+    bareResult = await runWrk(bare.base + "/", luaGet(null));
+  } finally {
+    await stop(bare);
+  }
+  console.log(`bare hello JSON         ${fmt(bareResult)}`);
+
+  // 2 + 3. the service
+  const kvPath = await Deno.makeTempFile({ suffix: ".kv" });
+  const port = freePort();
+  const service = spawn(["run", "-A", "main.ts"], {
+    PORT: String(port),
+    KV_PATH: kvPath,
+    ADMIN_API_KEY: ADMIN_KEY,
+    TOKEN_SECRET,
+    RATE_LIMIT_PER_MINUTE: "100000000",
+    MAX_CONCURRENT_SESSIONS: "10000000",
+    RENDER_MAX_SESSIONS: "10000000",
+  }, port);
+  const results: Record<string, WrkResult> = { bare: bareResult };
+  const notes: string[] = [];
+  try {
+    await waitReady(service, "/healthz");
+    const minted = await api(service.base, "/v1/api-keys", ADMIN_KEY, {
+      tenant_id: "bench",
+      scopes: ["sessions:read", "sessions:write"],
+      name: "bench",
+    });
+    if (minted.status !== 201) {
+      throw new Error(`POST /v1/api-keys answered ${minted.status}`);
+    }
+    const key = String(minted.body.api_key);
+    const createBody = {
+      provider_type: "external_engine",
+      provider_config: {
+        external_engine: {
+          url: "wss://example.com/engine",
+          auth_headers: { authorization: "Bearer engine-credential" },
+        },
+      },
+      transport: "websocket_fmp4",
+    };
+    const created = await api(service.base, "/v1/sessions", key, createBody);
+    if (created.status !== 200) {
+      notes.push(
+        `POST /v1/sessions answered ${created.status} ${
+          JSON.stringify(created.body)
+        }: status read and create+end not measured`,
+      );
+    } else {
+      const id = String(created.body.session_id);
+      const url = `${service.base}/v1/sessions/${id}`;
+      await runWrk(url, luaGet(key)); // warm-up
+      results.status = await runWrk(url, luaGet(key));
+      console.log(`GET /v1/sessions/{id}   ${fmt(results.status)}`);
+
+      results.pairs = await runWrk(
+        service.base + "/v1/sessions",
+        luaPairs(key, JSON.stringify(createBody)),
+      );
+      // A pair is a create answered 200 whose end was answered: 200, or 409 when the
+      // session never became active (no media socket in this benchmark).
+      const c = results.pairs.counts;
+      const pairs = Object.entries(c)
+        .filter(([k]) =>
+          k.startsWith("end_") || k === "409_AVTR_SESSION_CONFLICT" ||
+          k === "409_AVTR_SESSION_ENDED"
+        )
+        .reduce((n, [, v]) => n + v, 0);
+      console.log(`create+end (requests)   ${fmt(results.pairs)}`);
+      console.log(
+        `create+end pairs        ${
+          (pairs / results.pairs.seconds).toFixed(0).padStart(8)
+        } pairs/s`,
+      );
+      const ratio = results.status.rps / bareResult.rps;
+      console.log(`\nstatus read / bare      ${ratio.toFixed(3)}`);
+      console.log(
+        `targets: ratio >= 0.25 ${
+          ratio >= 0.25 ? "met" : "MISSED"
+        }; p99 < 10 ms ${
+          results.status.p99_ms < 10 ? "met" : "MISSED"
+        } (status read); pairs >= 500/s ${
+          pairs / results.pairs.seconds >= 500 ? "met" : "MISSED"
+        }`,
+      );
+    }
+  } finally {
+    await stop(service);
+    for (const suffix of ["", "-shm", "-wal"]) {
+      await Deno.remove(kvPath + suffix).catch(() => {});
+    }
+  }
+  for (const n of notes) console.log(`note: ${n}`);
+  console.log(`\nRESULTS ${JSON.stringify({ machine: info, results })}`);
+}
+
+if (Deno.args[0] === "--bare") {
+  await bareServer(Number(Deno.args[1]));
+} else if (import.meta.main) {
+  await main();
+}

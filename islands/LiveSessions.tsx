@@ -1,0 +1,166 @@
+/**
+ * The sessions table and live counter. Server-rendered with the first snapshot; once
+ * hydrated it follows `/admin/sessions/events` (server-sent events) and re-renders on
+ * every snapshot. EventSource reconnects by itself after a drop; the server sends a full
+ * snapshot on every (re)connect, so the table resumes where the stream left off.
+ */
+import { useEffect, useState } from "preact/hooks";
+import {
+  formatDuration,
+  formatShortTime,
+  formatTime,
+  sessionDuration,
+  sessionHref,
+  type SessionRow,
+} from "../lib/console/format.ts";
+
+export interface LiveSessionsProps {
+  rows: SessionRow[];
+  liveCount: number;
+  /** Server clock at render (epoch ms). */
+  now: number;
+  /** The SSE endpoint with the page's filters. */
+  streamUrl: string;
+  /** True when the table is filtered (changes the empty-state text). */
+  filtered: boolean;
+  [key: string]: unknown;
+}
+
+/** One snapshot as the stream sends it. */
+export interface SessionsSnapshot {
+  rows: SessionRow[];
+  live_count: number;
+  now: number;
+}
+
+type Link = "static" | "live" | "reconnecting" | "stopped";
+
+const LINK_TEXT: Record<Link, string> = {
+  static: "Not live",
+  live: "Live",
+  reconnecting: "Reconnecting…",
+  stopped: "Live updates stopped: reload the page",
+};
+
+export default function LiveSessions(props: LiveSessionsProps) {
+  const [snap, setSnap] = useState<SessionsSnapshot>({
+    rows: props.rows,
+    live_count: props.liveCount,
+    now: props.now,
+  });
+  const [link, setLink] = useState<Link>("static");
+  const [skew, setSkew] = useState(0);
+  const [, setTick] = useState(0);
+
+  useEffect(() => {
+    const es = new EventSource(props.streamUrl);
+    es.addEventListener("open", () => setLink("live"));
+    es.addEventListener("sessions", (e) => {
+      const next = JSON.parse((e as MessageEvent).data) as SessionsSnapshot;
+      setSkew(next.now - Date.now());
+      setSnap(next);
+      setLink("live");
+    });
+    es.addEventListener("signed_out", () => {
+      es.close();
+      setLink("stopped");
+    });
+    es.addEventListener("error", () => {
+      setLink(
+        es.readyState === EventSource.CLOSED ? "stopped" : "reconnecting",
+      );
+    });
+    const timer = setInterval(() => setTick((n) => n + 1), 1000);
+    return () => {
+      es.close();
+      clearInterval(timer);
+    };
+  }, [props.streamUrl]);
+
+  const now = link === "static" ? snap.now : Date.now() + skew;
+  return (
+    <div class="live-sessions">
+      <div class="live-bar">
+        <p class="counter">
+          <span class="counter-value" data-testid="live-count">
+            {snap.live_count}
+          </span>{" "}
+          live {snap.live_count === 1 ? "session" : "sessions"}
+        </p>
+        <p class={`link link-${link}`} role="status" aria-live="polite">
+          <span class="dot" aria-hidden="true" />
+          {LINK_TEXT[link]}
+        </p>
+      </div>
+      {snap.rows.length === 0
+        ? (
+          <div class="empty">
+            <p class="empty-title">No sessions</p>
+            <p>
+              {props.filtered
+                ? "No session matches these filters yet. New ones appear here as they are created."
+                : "Sessions appear here as soon as they are created with POST /v1/sessions."}
+            </p>
+          </div>
+        )
+        : (
+          <div class="table-wrap">
+            <table class="table table-cards" aria-label="Sessions">
+              <thead>
+                <tr>
+                  <th scope="col">Session</th>
+                  <th scope="col">Tenant</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Provider</th>
+                  <th scope="col">Transport</th>
+                  <th scope="col">Created (UTC)</th>
+                  <th scope="col">Started</th>
+                  <th scope="col">Ended</th>
+                  <th scope="col" class="num">Duration</th>
+                </tr>
+              </thead>
+              <tbody>
+                {snap.rows.map((r) => (
+                  <tr key={r.session_id} data-session-id={r.session_id}>
+                    <td class="mono" data-label="Session">
+                      <a href={sessionHref(r.session_id)}>{r.session_id}</a>
+                    </td>
+                    <td data-label="Tenant">{r.tenant_id}</td>
+                    <td data-label="Status">
+                      <span class={`badge badge-${r.status}`}>{r.status}</span>
+                    </td>
+                    <td data-label="Provider">{r.provider_type}</td>
+                    <td data-label="Transport">{r.transport}</td>
+                    <td
+                      class="nowrap"
+                      data-label="Created"
+                      title={formatTime(r.created_at)}
+                    >
+                      {formatShortTime(r.created_at, snap.now)}
+                    </td>
+                    <td
+                      class="nowrap"
+                      data-label="Started"
+                      title={formatTime(r.started_at)}
+                    >
+                      {formatShortTime(r.started_at, snap.now)}
+                    </td>
+                    <td
+                      class="nowrap"
+                      data-label="Ended"
+                      title={formatTime(r.ended_at)}
+                    >
+                      {formatShortTime(r.ended_at, snap.now)}
+                    </td>
+                    <td class="num nowrap" data-label="Duration">
+                      {formatDuration(sessionDuration(r, now))}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+    </div>
+  );
+}

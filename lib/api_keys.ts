@@ -1,0 +1,438 @@
+/**
+ * API keys (DECISIONS 2): minting, verifying, listing and revoking. A key's plaintext is
+ * `avk_<key_id>_<secret>`; only a SHA-256 hash of the secret is stored, and the plaintext
+ * leaves this module exactly once, in `createApiKey`'s result. `last_used_at` is counted
+ * in memory and merged into KV in batches (`startLastUsedFlusher`), never per request.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+import { parseOrThrow } from "./body.ts";
+import type { AppDeps } from "./deps.ts";
+import { ApiError } from "./errors.ts";
+import { fromBase64url, randomToken, ulid } from "./ids.ts";
+import { type Principal, type Scope, SCOPES } from "./principal.ts";
+import { kvTry } from "./store.ts";
+
+/** The plaintext prefix of every API key. */
+export const API_KEY_PREFIX = "avk_";
+const API_KEY_PATTERN = /^avk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
+const KEY_ID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+export const TENANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+const TENANT_ID_RULE = "Must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -";
+/** How often in-memory `last_used_at` stamps are merged into KV. */
+export const LAST_USED_FLUSH_MS = 1000;
+const FLUSH_BATCH = 100;
+
+/** The stored record of a key (never leaves `lib/`: the hash stays here). */
+export interface ApiKeyRecord {
+  key_id: string;
+  tenant_id: string;
+  scopes: Scope[];
+  name?: string;
+  created_at: number;
+  expires_at?: number;
+  revoked_at?: number;
+  /** base64url SHA-256 of the secret part of the plaintext. */
+  secret_hash: string;
+}
+
+/** What callers may see of a key: the record without its hash, plus `last_used_at`. */
+export interface ApiKeyView {
+  key_id: string;
+  tenant_id: string;
+  scopes: Scope[];
+  name?: string;
+  created_at: number;
+  expires_at?: number;
+  revoked_at?: number;
+  last_used_at?: number;
+}
+
+/** `["api_keys", keyId]` → `ApiKeyRecord`. */
+export function apiKeyKey(keyId: string): Deno.KvKey {
+  return ["api_keys", keyId];
+}
+
+/** `["api_keys_by_tenant", tenantId, keyId]` → keyId. */
+export function apiKeyByTenantKey(tenantId: string, keyId: string): Deno.KvKey {
+  return ["api_keys_by_tenant", tenantId, keyId];
+}
+
+/** `["api_keys_last_used", keyId]` → `Deno.KvU64` epoch ms (merged with `max`). */
+export function apiKeyLastUsedKey(keyId: string): Deno.KvKey {
+  return ["api_keys_last_used", keyId];
+}
+
+const NAME_RULE = { message: "Must be 1 to 100 characters" };
+const EPOCH_RULE = { message: "Must be an integer epoch ms" };
+
+/** Body of `POST /v1/api-keys` (and of the console's and CLI's mint forms). */
+export const apiKeyCreateSchema = z.strictObject({
+  tenant_id: z.string().regex(TENANT_ID_PATTERN, { message: TENANT_ID_RULE }),
+  scopes: z.array(z.enum(SCOPES)).min(1, {
+    message: "Must name at least one scope",
+  }).superRefine((scopes, ctx) => {
+    scopes.forEach((s, i) => {
+      if (scopes.indexOf(s) !== i) {
+        ctx.addIssue({
+          code: "custom",
+          message: `Scope ${s} is listed twice`,
+          path: [i],
+        });
+      }
+    });
+  }),
+  name: z.string().min(1, NAME_RULE).max(100, NAME_RULE).optional(),
+  expires_at: z.int(EPOCH_RULE).min(0, EPOCH_RULE).optional(),
+});
+export type ApiKeyCreateInput = z.output<typeof apiKeyCreateSchema>;
+
+/** The 201 answer of `POST /v1/api-keys`: the only place `api_key` ever appears. */
+export const apiKeyCreatedSchema = z.object({
+  key_id: z.string(),
+  api_key: z.string().describe("The key's plaintext. Shown once, never again"),
+  tenant_id: z.string(),
+  scopes: z.array(z.enum(SCOPES)),
+  name: z.string().optional(),
+  created_at: z.int().min(0),
+  expires_at: z.int().min(0).optional(),
+});
+export type ApiKeyCreated = z.output<typeof apiKeyCreatedSchema>;
+
+/** Splits a plaintext key into its id and secret, or null when it is not key-shaped. */
+export function parseApiKey(
+  plaintext: string,
+): { keyId: string; secret: string } | null {
+  const m = API_KEY_PATTERN.exec(plaintext);
+  return m ? { keyId: m[1], secret: m[2] } : null;
+}
+
+function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret).digest("base64url");
+}
+
+function hashMatches(secret: string, stored: string): boolean {
+  const a = createHash("sha256").update(secret).digest();
+  let b: Uint8Array;
+  try {
+    b = fromBase64url(stored);
+  } catch {
+    return false;
+  }
+  return b.length === a.length && timingSafeEqual(a, b);
+}
+
+function toView(record: ApiKeyRecord, lastUsed?: number): ApiKeyView {
+  const view: ApiKeyView = {
+    key_id: record.key_id,
+    tenant_id: record.tenant_id,
+    scopes: [...record.scopes],
+    created_at: record.created_at,
+  };
+  if (record.name !== undefined) view.name = record.name;
+  if (record.expires_at !== undefined) view.expires_at = record.expires_at;
+  if (record.revoked_at !== undefined) view.revoked_at = record.revoked_at;
+  if (lastUsed !== undefined) view.last_used_at = lastUsed;
+  return view;
+}
+
+/**
+ * Mints a key. Validates `input` (400 `AVTR_REQUEST_INVALID` with `param`, including an
+ * `expires_at` not after `deps.now()`), stores the record and its tenant index in one
+ * atomic create, and returns the view plus the plaintext, which is never stored.
+ */
+export async function createApiKey(
+  deps: AppDeps,
+  input: ApiKeyCreateInput,
+): Promise<{ key: ApiKeyView; api_key: string }> {
+  const data = parseOrThrow(apiKeyCreateSchema, input);
+  const now = deps.now();
+  if (data.expires_at !== undefined && data.expires_at <= now) {
+    throw invalidField("expires_at", "Must be in the future");
+  }
+  // A ULID collision is practically impossible; a failed create retries with a new id.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const keyId = ulid(now);
+    const secret = randomToken(32);
+    const record: ApiKeyRecord = {
+      key_id: keyId,
+      tenant_id: data.tenant_id,
+      scopes: [...data.scopes],
+      created_at: now,
+      secret_hash: hashSecret(secret),
+    };
+    if (data.name !== undefined) record.name = data.name;
+    if (data.expires_at !== undefined) record.expires_at = data.expires_at;
+    const primary = apiKeyKey(keyId);
+    const index = apiKeyByTenantKey(data.tenant_id, keyId);
+    const res = await kvTry(
+      deps.kv.atomic()
+        .check({ key: primary, versionstamp: null })
+        .check({ key: index, versionstamp: null })
+        .set(primary, record)
+        .set(index, keyId)
+        .commit(),
+    );
+    if (res.ok) {
+      deps.log.info("api key created", {
+        key_id: keyId,
+        tenant: data.tenant_id,
+        scopes: data.scopes,
+      });
+      return { key: toView(record), api_key: `avk_${keyId}_${secret}` };
+    }
+  }
+  throw new ApiError("AVTR_INTERNAL_ERROR", "Could not allocate a key id");
+}
+
+/**
+ * Revokes a key: sets `revoked_at` (checked against the versionstamp read). Revoking a
+ * revoked key changes nothing and reports `alreadyRevoked`. Throws 404
+ * `AVTR_API_KEY_NOT_FOUND` for an unknown key.
+ */
+export async function revokeApiKey(
+  deps: AppDeps,
+  keyId: string,
+): Promise<{ alreadyRevoked: boolean }> {
+  if (!KEY_ID_PATTERN.test(keyId)) throw keyNotFound();
+  // A concurrent write to the record (another revoke) fails the check; re-read and retry.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const entry = await kvTry(deps.kv.get<ApiKeyRecord>(apiKeyKey(keyId)));
+    if (entry.value === null) throw keyNotFound();
+    if (entry.value.revoked_at !== undefined) return { alreadyRevoked: true };
+    const res = await kvTry(
+      deps.kv.atomic().check(entry).set(entry.key, {
+        ...entry.value,
+        revoked_at: deps.now(),
+      }).commit(),
+    );
+    if (res.ok) {
+      deps.log.info("api key revoked", {
+        key_id: keyId,
+        tenant: entry.value.tenant_id,
+      });
+      return { alreadyRevoked: false };
+    }
+  }
+  throw new ApiError(
+    "AVTR_SESSION_STATE_UNAVAILABLE",
+    "The key could not be revoked right now",
+  );
+}
+
+function keyNotFound(): ApiError {
+  return new ApiError("AVTR_API_KEY_NOT_FOUND", "No API key with this key_id");
+}
+
+/** One key's view (with `last_used_at`), or null when there is no such key. */
+export async function getApiKey(
+  deps: AppDeps,
+  keyId: string,
+): Promise<ApiKeyView | null> {
+  if (!KEY_ID_PATTERN.test(keyId)) return null;
+  const [rec, used] = await kvTry(
+    deps.kv.getMany<[ApiKeyRecord, Deno.KvU64]>([
+      apiKeyKey(keyId),
+      apiKeyLastUsedKey(keyId),
+    ]),
+  );
+  if (rec.value === null) return null;
+  return toView(rec.value, lastUsedOf(deps, keyId, used.value));
+}
+
+/**
+ * Lists keys newest first, all of them or one tenant's, `limit` (1..100, default 50) a
+ * page; `cursor` continues where the previous page stopped (null on the last page).
+ */
+export async function listApiKeys(
+  deps: AppDeps,
+  options: { tenant_id?: string; cursor?: string; limit?: number } = {},
+): Promise<{ keys: ApiKeyView[]; cursor: string | null }> {
+  const limit = options.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+    throw invalidField("limit", "Must be 1 to 100");
+  }
+  const tenant = options.tenant_id;
+  if (tenant !== undefined && !TENANT_ID_PATTERN.test(tenant)) {
+    throw invalidField("tenant_id", TENANT_ID_RULE);
+  }
+  const prefix = tenant === undefined
+    ? ["api_keys"]
+    : ["api_keys_by_tenant", tenant];
+  const ids: string[] = [];
+  const records = new Map<string, ApiKeyRecord>();
+  let next = "";
+  try {
+    await kvTry(async () => {
+      const iter = deps.kv.list({ prefix }, {
+        reverse: true,
+        limit,
+        cursor: options.cursor || undefined,
+      });
+      for await (const entry of iter) {
+        const id = String(entry.key[entry.key.length - 1]);
+        ids.push(id);
+        if (tenant === undefined) records.set(id, entry.value as ApiKeyRecord);
+      }
+      next = iter.cursor;
+    });
+  } catch (err) {
+    // kv.list rejects a malformed cursor with a TypeError naming it.
+    if (options.cursor && err instanceof ApiError && isCursorError(err.cause)) {
+      throw invalidField("cursor", "Not a valid cursor");
+    }
+    throw err;
+  }
+  const keys: ApiKeyView[] = [];
+  for (let i = 0; i < ids.length; i += 5) {
+    const chunk = ids.slice(i, i + 5);
+    const wanted: Deno.KvKey[] = [];
+    for (const id of chunk) {
+      if (tenant !== undefined) wanted.push(apiKeyKey(id));
+      wanted.push(apiKeyLastUsedKey(id));
+    }
+    const got = await kvTry(deps.kv.getMany(wanted));
+    let j = 0;
+    for (const id of chunk) {
+      if (tenant !== undefined) {
+        const rec = got[j++].value as ApiKeyRecord | null;
+        if (rec !== null) records.set(id, rec);
+      }
+      const used = got[j++].value as Deno.KvU64 | null;
+      const rec = records.get(id);
+      if (rec) keys.push(toView(rec, lastUsedOf(deps, id, used)));
+    }
+  }
+  const cursor = ids.length === limit && next !== "" ? next : null;
+  return { keys, cursor };
+}
+
+function invalidField(param: string, rule: string): ApiError {
+  return new ApiError("AVTR_REQUEST_INVALID", `${param}: ${rule}`, { param });
+}
+
+function isCursorError(err: unknown): boolean {
+  return err instanceof Error && /cursor/i.test(err.message);
+}
+
+/**
+ * Checks a plaintext key against its stored entry: unknown, wrong secret or revoked →
+ * 401 `AVTR_AUTH_INVALID_KEY`; past `expires_at` → 401 `AVTR_AUTH_EXPIRED_TOKEN`.
+ * `entry` is the `apiKeyKey` entry (read by the caller, so it can share a round trip).
+ */
+export function principalFromKeyEntry(
+  entry: Deno.KvEntryMaybe<unknown>,
+  secret: string,
+  now: number,
+): Principal {
+  const rec = entry.value as ApiKeyRecord | null;
+  if (rec === null || !hashMatches(secret, rec.secret_hash)) {
+    throw invalidKey();
+  }
+  if (rec.revoked_at !== undefined) throw invalidKey();
+  if (rec.expires_at !== undefined && now >= rec.expires_at) {
+    throw new ApiError("AVTR_AUTH_EXPIRED_TOKEN", "The API key has expired");
+  }
+  return {
+    kind: "api_key",
+    tenantId: rec.tenant_id,
+    scopes: [...rec.scopes],
+    keyId: rec.key_id,
+  };
+}
+
+function invalidKey(): ApiError {
+  return new ApiError("AVTR_AUTH_INVALID_KEY", "The API key is not valid");
+}
+
+/**
+ * Resolves a plaintext key to its principal with one KV read (the console's sign-in uses
+ * it). Throws 401 `AVTR_AUTH_INVALID_KEY` or `AVTR_AUTH_EXPIRED_TOKEN`.
+ */
+export async function verifyApiKey(
+  deps: AppDeps,
+  plaintext: string,
+): Promise<Principal> {
+  const parsed = parseApiKey(plaintext);
+  if (parsed === null) throw invalidKey();
+  const entry = await kvTry(deps.kv.get(apiKeyKey(parsed.keyId)));
+  const principal = principalFromKeyEntry(entry, parsed.secret, deps.now());
+  noteKeyUsed(deps, parsed.keyId);
+  return principal;
+}
+
+// --- last_used_at: counted in memory, merged into KV in batches ---
+
+const pendingUse = new WeakMap<AppDeps, Map<string, number>>();
+
+function lastUsedOf(
+  deps: AppDeps,
+  keyId: string,
+  stored: Deno.KvU64 | null,
+): number | undefined {
+  const pending = pendingUse.get(deps)?.get(keyId);
+  const s = stored === null ? undefined : Number(stored.value);
+  if (pending === undefined) return s;
+  return s === undefined ? pending : Math.max(s, pending);
+}
+
+/** Records that `keyId` authenticated a request now (memory only; flushed later). */
+export function noteKeyUsed(deps: AppDeps, keyId: string): void {
+  const pending = pendingUse.get(deps);
+  if (pending === undefined) return;
+  const t = deps.now();
+  if ((pending.get(keyId) ?? -1) < t) pending.set(keyId, t);
+}
+
+/**
+ * Merges the pending `last_used_at` stamps into KV with atomic `max` (so instances never
+ * move a stamp backwards), in batches of 100 keys. Stamps whose commit fails are kept for
+ * the next flush.
+ */
+export async function flushLastUsed(deps: AppDeps): Promise<void> {
+  const pending = pendingUse.get(deps);
+  if (pending === undefined || pending.size === 0) return;
+  const batch = [...pending];
+  pending.clear();
+  for (let i = 0; i < batch.length; i += FLUSH_BATCH) {
+    const part = batch.slice(i, i + FLUSH_BATCH);
+    const op = deps.kv.atomic();
+    for (const [keyId, t] of part) {
+      op.max(apiKeyLastUsedKey(keyId), BigInt(t));
+    }
+    let ok = false;
+    try {
+      ok = (await op.commit()).ok;
+    } catch (err) {
+      deps.log.warn("last_used_at flush failed", { err });
+    }
+    if (!ok) {
+      for (const [keyId, t] of part) {
+        if ((pending.get(keyId) ?? -1) < t) pending.set(keyId, t);
+      }
+    }
+  }
+}
+
+/**
+ * Starts counting key use on `deps` and merging it into KV every `LAST_USED_FLUSH_MS`;
+ * on close the timer stops and a last flush runs (before KV closes).
+ */
+export function startLastUsedFlusher(deps: AppDeps): void {
+  if (pendingUse.has(deps)) return;
+  pendingUse.set(deps, new Map());
+  let flushing: Promise<void> | null = null;
+  const tick = () => {
+    if (flushing) return;
+    flushing = flushLastUsed(deps).finally(() => {
+      flushing = null;
+    });
+  };
+  const timer = setInterval(tick, LAST_USED_FLUSH_MS);
+  deps.onClose.push(async () => {
+    clearInterval(timer);
+    if (flushing) await flushing;
+    await flushLastUsed(deps);
+    pendingUse.delete(deps);
+  });
+}

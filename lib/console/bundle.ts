@@ -1,0 +1,107 @@
+/**
+ * Builds the console's browser bundle: `deno bundle` (esbuild inside) of
+ * lib/console/client.ts, which hydrates the islands, into static/build/client.js. A
+ * stamp of the sources' hash makes repeated builds (every test file, every start) free
+ * until a source changes; output is written to a temporary file and renamed, so
+ * concurrent builders never leave a half-written bundle.
+ *
+ * Run as a script (`deno task build`) or call `ensureIslandsBuilt()`.
+ */
+import { createHash } from "node:crypto";
+
+const ROOT = new URL("../../", import.meta.url);
+
+/** Where the bundle is written (served at /static/build/client.js). */
+export const BUNDLE_PATH = new URL("static/build/client.js", ROOT);
+const STAMP_PATH = new URL("static/build/client.hash", ROOT);
+const ENTRY = new URL("lib/console/client.ts", ROOT);
+const SOURCES = [
+  "islands/",
+  "lib/console/",
+  "components/",
+  "deno.json",
+];
+
+async function walk(url: URL, out: URL[]): Promise<void> {
+  const info = await Deno.stat(url).catch(() => null);
+  if (!info) return;
+  if (info.isFile) {
+    out.push(url);
+    return;
+  }
+  const entries: Deno.DirEntry[] = [];
+  for await (const e of Deno.readDir(url)) entries.push(e);
+  entries.sort((a, b) => a.name < b.name ? -1 : 1);
+  for (const e of entries) {
+    await walk(new URL(e.name + (e.isDirectory ? "/" : ""), url), out);
+  }
+}
+
+/** A hash of everything the bundle is built from. */
+export async function sourcesHash(): Promise<string> {
+  const files: URL[] = [];
+  for (const s of SOURCES) await walk(new URL(s, ROOT), files);
+  const h = createHash("sha256");
+  h.update(Deno.version.deno);
+  for (const f of files) {
+    h.update(f.pathname.slice(ROOT.pathname.length));
+    h.update(await Deno.readFile(f));
+  }
+  return h.digest("hex");
+}
+
+/**
+ * Builds static/build/client.js unless it is already built from the current sources.
+ * Returns true when it ran `deno bundle`. Throws with the bundler's output on failure.
+ */
+export async function ensureIslandsBuilt(
+  options: { force?: boolean } = {},
+): Promise<boolean> {
+  const hash = await sourcesHash();
+  if (!options.force) {
+    const stamp = await Deno.readTextFile(STAMP_PATH).catch(() => "");
+    const built = await Deno.stat(BUNDLE_PATH).then(() => true, () => false);
+    if (built && stamp.trim() === hash) return false;
+  }
+  await Deno.mkdir(new URL("static/build/", ROOT), { recursive: true });
+  const suffix = `${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`;
+  const tmp = new URL(`static/build/client.js.${suffix}`, ROOT);
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--quiet",
+      "--platform",
+      "browser",
+      "--minify",
+      "--config",
+      new URL("deno.json", ROOT).pathname,
+      "-o",
+      tmp.pathname,
+      ENTRY.pathname,
+    ],
+    cwd: ROOT.pathname,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    await Deno.remove(tmp).catch(() => {});
+    const text = new TextDecoder().decode(out.stderr) +
+      new TextDecoder().decode(out.stdout);
+    throw new Error(`deno bundle failed:\n${text}`);
+  }
+  await Deno.rename(tmp, BUNDLE_PATH);
+  const stampTmp = new URL(`static/build/client.hash.${suffix}`, ROOT);
+  await Deno.writeTextFile(stampTmp, hash + "\n");
+  await Deno.rename(stampTmp, STAMP_PATH);
+  return true;
+}
+
+if (import.meta.main) {
+  const force = Deno.args.includes("--force");
+  const built = await ensureIslandsBuilt({ force });
+  console.log(
+    built
+      ? `built ${BUNDLE_PATH.pathname}`
+      : `up to date: ${BUNDLE_PATH.pathname}`,
+  );
+}

@@ -1,0 +1,190 @@
+/**
+ * HTTP details of the admin console: cookies, form bodies, same-origin checks, redirects
+ * and the security headers every `/admin` response carries.
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { Ctx } from "../http.ts";
+
+/** The console session cookie (Path=/admin). */
+export const SESSION_COOKIE = "avtr_console";
+/** The sign-in form's double-submit CSRF cookie (Path=/admin/login). */
+export const LOGIN_CSRF_COOKIE = "avtr_console_login";
+/** The largest form body the console reads. */
+export const MAX_FORM_BYTES = 64 * 1024;
+
+/**
+ * Content-Security-Policy of every console response: scripts only from this origin (the
+ * island bundle), no inline script or style, never framed.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "manifest-src 'self'",
+].join("; ");
+
+/**
+ * Security headers of every `/admin` response. `Referrer-Policy: same-origin` (not
+ * `no-referrer`) because browsers send `Origin: null` on form posts under `no-referrer`,
+ * which would defeat the Origin check.
+ */
+export function securityHeaders(): Headers {
+  return new Headers({
+    "content-security-policy": CONSOLE_CSP,
+    "referrer-policy": "same-origin",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-resource-policy": "same-origin",
+    "permissions-policy": "camera=(), microphone=(), geolocation=()",
+    "cache-control": "no-store",
+  });
+}
+
+/** The value of cookie `name` in the request, or null. */
+export function readCookie(req: Request, name: string): string | null {
+  const header = req.headers.get("cookie");
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const i = part.indexOf("=");
+    if (i < 0) continue;
+    if (part.slice(0, i).trim() === name) {
+      const value = part.slice(i + 1).trim();
+      return /^[A-Za-z0-9_-]{1,200}$/.test(value) ? value : null;
+    }
+  }
+  return null;
+}
+
+/** True when the console is reached over https (directly, or per `PUBLIC_URL`). */
+export function isSecure(ctx: Ctx): boolean {
+  return ctx.url.protocol === "https:" ||
+    (ctx.deps.config.publicUrl ?? "").startsWith("https://");
+}
+
+export interface CookieOptions {
+  path: string;
+  maxAgeS: number;
+  secure: boolean;
+}
+
+/** A `Set-Cookie` value: HttpOnly, SameSite=Strict, Secure over https. */
+export function cookie(
+  name: string,
+  value: string,
+  options: CookieOptions,
+): string {
+  const parts = [
+    `${name}=${value}`,
+    `Path=${options.path}`,
+    `Max-Age=${Math.max(0, Math.floor(options.maxAgeS))}`,
+    "HttpOnly",
+    "SameSite=Strict",
+  ];
+  if (options.secure) parts.push("Secure");
+  return parts.join("; ");
+}
+
+/** The `Set-Cookie` value that starts console session `id`. */
+export function sessionCookie(ctx: Ctx, id: string, maxAgeMs: number): string {
+  return cookie(SESSION_COOKIE, id, {
+    path: "/admin",
+    maxAgeS: maxAgeMs / 1000,
+    secure: isSecure(ctx),
+  });
+}
+
+/** The `Set-Cookie` value that removes the console session cookie. */
+export function clearSessionCookie(ctx: Ctx): string {
+  return cookie(SESSION_COOKIE, "", {
+    path: "/admin",
+    maxAgeS: 0,
+    secure: isSecure(ctx),
+  });
+}
+
+/** Origins a state-changing console request may come from. */
+export function allowedOrigins(ctx: Ctx): string[] {
+  const out = [ctx.url.origin];
+  const pub = ctx.deps.config.publicUrl;
+  if (pub) {
+    try {
+      out.push(new URL(pub).origin);
+    } catch {
+      // An unparsable PUBLIC_URL adds nothing.
+    }
+  }
+  return out;
+}
+
+/** True when the request's `Origin` header names this console's origin. */
+export function originAllowed(ctx: Ctx): boolean {
+  const origin = ctx.req.headers.get("origin");
+  return origin !== null && allowedOrigins(ctx).includes(origin);
+}
+
+/** Constant-time comparison of two tokens. */
+export function tokensEqual(a: string, b: string): boolean {
+  const ab = new TextEncoder().encode(a);
+  const bb = new TextEncoder().encode(b);
+  if (ab.length !== bb.length || ab.length === 0) return false;
+  return timingSafeEqual(ab, bb);
+}
+
+export class FormTooLarge extends Error {}
+
+/**
+ * Reads an `application/x-www-form-urlencoded` body of at most 64 KiB. Other content
+ * types read as an empty form (the CSRF check then refuses the request).
+ */
+export async function readForm(req: Request): Promise<URLSearchParams> {
+  const type = (req.headers.get("content-type") ?? "").split(";")[0].trim()
+    .toLowerCase();
+  if (type !== "application/x-www-form-urlencoded" || !req.body) {
+    return new URLSearchParams();
+  }
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > MAX_FORM_BYTES) {
+      await reader.cancel();
+      throw new FormTooLarge("form body too large");
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    bytes.set(c, off);
+    off += c.length;
+  }
+  return new URLSearchParams(new TextDecoder().decode(bytes));
+}
+
+/** A 303 redirect to a console path. */
+export function redirect(location: string, headers?: HeadersInit): Response {
+  const h = new Headers(headers);
+  h.set("location", location);
+  return new Response(null, { status: 303, headers: h });
+}
+
+/** A `next` target that is safe to redirect to: a console path, never another origin. */
+export function safeNext(next: string | null): string {
+  if (
+    next && /^\/admin(\/[A-Za-z0-9_\-./:%?=&]*)?$/.test(next) &&
+    !next.includes("//") && !next.includes("\\")
+  ) {
+    return next;
+  }
+  return "/admin/sessions";
+}

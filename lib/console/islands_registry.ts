@@ -1,0 +1,16 @@
+/**
+ * Every island the browser bundle can hydrate, by name (the component's function name,
+ * which is what `Island` writes into `data-island`). tests/routes/admin check that each
+ * module under islands/ is listed here.
+ */
+import type { ComponentType } from "preact";
+import ConfirmButton from "../../islands/ConfirmButton.tsx";
+import CopyButton from "../../islands/CopyButton.tsx";
+import LiveSessions from "../../islands/LiveSessions.tsx";
+
+// deno-lint-ignore no-explicit-any
+export const ISLANDS: Record<string, ComponentType<any>> = {
+  ConfirmButton,
+  CopyButton,
+  LiveSessions,
+};

@@ -1,0 +1,205 @@
+/**
+ * The live sessions feed: snapshots of the newest sessions (with a live counter) and a
+ * server-sent-events stream of them. The stream polls KV every second rather than
+ * relying on `kv.watch`, which does not see other processes' writes to a local KV file
+ * (DECISIONS 0); polling works on every backend. It sends a snapshot at once on every
+ * (re)connect, then whenever the table would change, so a reconnecting EventSource
+ * resumes with the current state whatever it missed.
+ */
+import type { AppDeps } from "../deps.ts";
+import type { SessionStatus } from "../schemas.ts";
+import {
+  counterValue,
+  listSessions,
+  type SessionRecord,
+  tenantOpenSessionsKey,
+} from "../sessions.ts";
+import { kvTry } from "../store.ts";
+import type { SessionRow } from "./format.ts";
+
+export interface SessionsQuery {
+  tenant_id?: string;
+  status?: SessionStatus;
+  cursor?: string;
+}
+
+export interface SessionsSnapshot {
+  rows: SessionRow[];
+  /** Non-terminal sessions (of the tenant, when filtered by one). */
+  live_count: number;
+  /** Server clock (epoch ms) when the snapshot was read. */
+  now: number;
+  /** Set when older sessions follow. */
+  cursor?: string;
+}
+
+/** Rows per page of the sessions table. */
+export const SESSIONS_PAGE = 50;
+/** How often the stream polls KV. */
+export const POLL_MS = 1000;
+/** A comment line keeps idle connections (and proxies) open, and detects dead peers. */
+export const KEEPALIVE_MS = 15_000;
+
+/** The table row of a session record (only display fields; never credentials). */
+export function toRow(rec: SessionRecord): SessionRow {
+  const row: SessionRow = {
+    session_id: rec.session_id,
+    tenant_id: rec.tenant_id,
+    status: rec.status,
+    provider_type: rec.provider_type,
+    transport: rec.transport,
+    created_at: rec.created_at,
+  };
+  if (rec.started_at !== undefined) row.started_at = rec.started_at;
+  if (rec.ended_at !== undefined) row.ended_at = rec.ended_at;
+  if (rec.duration_s !== undefined) row.duration_s = rec.duration_s;
+  return row;
+}
+
+/** Counts non-terminal sessions: one tenant's counter, or every open-session marker. */
+export async function liveCount(
+  deps: AppDeps,
+  tenantId?: string,
+): Promise<number> {
+  if (tenantId !== undefined) {
+    return counterValue(
+      await kvTry(deps.kv.get(tenantOpenSessionsKey(tenantId))),
+    );
+  }
+  return await kvTry(async () => {
+    let n = 0;
+    for await (const _ of deps.kv.list({ prefix: ["sessions_open"] })) n++;
+    return n;
+  });
+}
+
+/** Reads one page of the sessions table and the live counter. */
+export async function sessionsSnapshot(
+  deps: AppDeps,
+  query: SessionsQuery,
+): Promise<SessionsSnapshot> {
+  const [page, count] = await Promise.all([
+    listSessions(deps, {
+      tenant_id: query.tenant_id,
+      status: query.status,
+      cursor: query.cursor,
+      limit: SESSIONS_PAGE,
+    }),
+    liveCount(deps, query.tenant_id),
+  ]);
+  const snap: SessionsSnapshot = {
+    rows: page.sessions.map(toRow),
+    live_count: count,
+    now: deps.now(),
+  };
+  if (page.cursor) snap.cursor = page.cursor;
+  return snap;
+}
+
+const openStreams = new WeakMap<AppDeps, Set<() => void>>();
+
+function register(deps: AppDeps, close: () => void): () => void {
+  let set = openStreams.get(deps);
+  if (!set) {
+    const streams = new Set<() => void>();
+    set = streams;
+    openStreams.set(deps, streams);
+    // Open streams would hold the server open at shutdown: end them first.
+    deps.onClose.push(() => {
+      for (const c of [...streams]) c();
+    });
+  }
+  set.add(close);
+  return () => set.delete(close);
+}
+
+export interface StreamOptions {
+  /** Re-checked before every poll; when false the stream says so and ends. */
+  stillAllowed: () => Promise<boolean>;
+  pollMs?: number;
+}
+
+/**
+ * A `text/event-stream` response: `event: sessions` with a JSON `SessionsSnapshot` at
+ * once and on every change, `event: signed_out` when the console session ends.
+ */
+export function sessionsStream(
+  deps: AppDeps,
+  query: SessionsQuery,
+  options: StreamOptions,
+): Response {
+  const enc = new TextEncoder();
+  const pollMs = options.pollMs ?? POLL_MS;
+  let closed = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let unregister = () => {};
+  let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
+
+  const stop = () => {
+    if (closed) return;
+    closed = true;
+    clearTimeout(timer);
+    unregister();
+    try {
+      controllerRef?.close();
+    } catch {
+      // Already closed by the peer.
+    }
+  };
+
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controllerRef = controller;
+      unregister = register(deps, stop);
+      const send = (text: string) => {
+        if (!closed) controller.enqueue(enc.encode(text));
+      };
+      send("retry: 2000\n\n");
+      let last = "";
+      let seq = 0;
+      let lastWrite = Date.now();
+      const tick = async () => {
+        if (closed) return;
+        try {
+          if (!(await options.stillAllowed())) {
+            send("event: signed_out\ndata: {}\n\n");
+            stop();
+            return;
+          }
+          const snap = await sessionsSnapshot(deps, query);
+          const key = JSON.stringify([snap.rows, snap.live_count]);
+          if (key !== last) {
+            last = key;
+            send(
+              `id: ${++seq}\nevent: sessions\ndata: ${
+                JSON.stringify(snap)
+              }\n\n`,
+            );
+            lastWrite = Date.now();
+          } else if (Date.now() - lastWrite >= KEEPALIVE_MS) {
+            send(": keep-alive\n\n");
+            lastWrite = Date.now();
+          }
+        } catch (err) {
+          // The store hiccuped: keep the stream, try again on the next poll.
+          deps.log.warn("console live feed poll failed", { err });
+        }
+        if (!closed) timer = setTimeout(tick, pollMs);
+      };
+      tick();
+    },
+    cancel() {
+      closed = true;
+      clearTimeout(timer);
+      unregister();
+    },
+  });
+  return new Response(body, {
+    status: 200,
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+    },
+  });
+}

@@ -1,0 +1,367 @@
+/**
+ * The media hub of one instance: accepts browser sockets, activates sessions (engine +
+ * renderer), and is the `SessionRuntime` the control plane ends sessions through — here,
+ * or on the instance that holds the session, via KV requests it polls for.
+ */
+import type { AppDeps } from "../deps.ts";
+import type { EngineFactory } from "../providers/port.ts";
+import { EngineStartError } from "../providers/port.ts";
+import type { RenderBackend } from "../render/port.ts";
+import type {
+  EndLiveOptions,
+  EndLiveResult,
+  SessionRuntime,
+} from "../runtime.ts";
+import {
+  endWithWarning,
+  isTerminal,
+  moveSession,
+  readSession,
+  type SessionRecord,
+} from "../sessions.ts";
+import { kvTry } from "../store.ts";
+import { LiveSession } from "./live.ts";
+import { presenceKey } from "./presence.ts";
+
+/** How often the holder looks for end requests and for its sessions ended elsewhere. */
+export const HUB_POLL_MS = 250;
+/** Close code for a socket refused after the upgrade (ended, failed or unknown session). */
+export const CLOSE_INVALID_SESSION = 4001;
+
+export const endRequestKey = (id: string) => ["end_requests", id] as const;
+export const endResultKey = (id: string) => ["end_results", id] as const;
+
+interface EndRequest {
+  force: boolean;
+  timeout_ms: number;
+  at: number;
+}
+
+export interface MediaHubOptions {
+  engineFactoryFor: (type: SessionRecord["provider_type"]) => EngineFactory;
+  render: RenderBackend;
+}
+
+function opened(ws: WebSocket): Promise<boolean> {
+  if (ws.readyState === WebSocket.OPEN) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    ws.addEventListener("open", () => resolve(true), { once: true });
+    ws.addEventListener("close", () => resolve(false), { once: true });
+  });
+}
+
+export class MediaHub implements SessionRuntime {
+  readonly live = new Map<string, LiveSession>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private polling = false;
+  private handlingEnd = new Set<string>();
+
+  constructor(readonly deps: AppDeps, readonly options: MediaHubOptions) {}
+
+  start(): void {
+    this.deps.sessionHooks.afterCommit.push((_before, after) => {
+      const rec = after as SessionRecord;
+      if (isTerminal(rec.status)) void this.release(rec.session_id, rec.status);
+    });
+    this.timer = setInterval(() => void this.poll(), HUB_POLL_MS);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    const all = [...this.live.values()];
+    this.live.clear();
+    await Promise.all(all.map(async (live) => {
+      await live.abort();
+      live.finish("ending");
+    }));
+  }
+
+  /** Takes a freshly upgraded browser socket for `session`. */
+  async accept(ws: WebSocket, session: SessionRecord): Promise<void> {
+    if (!await opened(ws)) return;
+    const id = session.session_id;
+    if (isTerminal(session.status) || session.owner !== this.deps.instanceId) {
+      // Only the instance holding the credentials can run the session (docs/operations.md).
+      if (
+        session.owner !== this.deps.instanceId && !isTerminal(session.status)
+      ) {
+        this.deps.log.warn(
+          "media socket reached an instance that does not hold the session",
+          {
+            session_id: id,
+          },
+        );
+      }
+      ws.send(
+        JSON.stringify({ type: "error", code: "invalid_session", fatal: true }),
+      );
+      ws.close(CLOSE_INVALID_SESSION, "invalid session");
+      return;
+    }
+    let live = this.live.get(id);
+    if (live) {
+      live.attach(ws, session.status);
+      await this.markPresence(id, true);
+      return;
+    }
+    live = new LiveSession(this.deps, id);
+    this.live.set(id, live);
+    live.onDetached = () => void this.markPresence(id, false);
+    live.onEngineFailed = (reason) => void this.engineFailed(id, reason);
+    live.attach(ws, session.status);
+    await this.markPresence(id, true);
+    await this.activate(live, session);
+  }
+
+  private async markPresence(id: string, attached: boolean): Promise<void> {
+    try {
+      await kvTry(this.deps.kv.set(presenceKey(id), {
+        attached,
+        since: this.deps.now(),
+        instance: this.deps.instanceId,
+      }, { expireIn: 8 * 24 * 3600 * 1000 }));
+    } catch (err) {
+      this.deps.log.warn("could not record media presence", {
+        session_id: id,
+        err,
+      });
+    }
+  }
+
+  /** created → activating → active (or → failed), bounded by START_TIMEOUT_MS. */
+  private async activate(
+    live: LiveSession,
+    session: SessionRecord,
+  ): Promise<void> {
+    const id = session.session_id;
+    const deps = this.deps;
+    if (session.status !== "created") {
+      // Active or activating without a live object here: this process lost it (restart).
+      await this.fail(live, "live media state was lost");
+      return;
+    }
+    const moved = await moveSession(deps, id, {
+      from: ["created"],
+      to: "activating",
+    }).catch(
+      () => null,
+    );
+    if (!moved?.ok) {
+      this.live.delete(id);
+      live.sendError("invalid_session", true);
+      live.finish(moved?.session?.status ?? "failed");
+      return;
+    }
+    live.send({ type: "session.state", status: "activating" });
+    const credentials = deps.vault.use(id);
+    if (!credentials) {
+      await this.fail(live, "provider credentials are not available");
+      return;
+    }
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), deps.config.startTimeoutMs);
+    let markReady!: () => void;
+    const ready = new Promise<void>((r) => markReady = r);
+    const initSent = new Promise<void>((r) => live.onInitSent = r);
+    const aborted = new Promise<never>((_, reject) =>
+      ac.signal.addEventListener(
+        "abort",
+        () => reject(new EngineStartError("timeout", "start timed out")),
+      )
+    );
+    try {
+      const [engineR, renderR] = await Promise.allSettled([
+        this.options.engineFactoryFor(session.provider_type)({
+          sessionId: id,
+          credentials,
+          events: live.engineEvents(() => markReady()),
+          signal: ac.signal,
+        }),
+        this.options.render.open({
+          sessionId: id,
+          avatarId: session.avatar_id,
+          bgId: session.bg_id,
+        }),
+      ]);
+      if (engineR.status === "fulfilled") live.engine = engineR.value;
+      if (renderR.status === "fulfilled") live.startRendering(renderR.value);
+      if (engineR.status === "rejected") throw engineR.reason;
+      if (renderR.status === "rejected") throw renderR.reason;
+      await Promise.race([Promise.all([ready, initSent]), aborted]);
+      if (live.closed) return;
+      const now = deps.now();
+      const active = await moveSession(deps, id, {
+        from: ["activating"],
+        to: "active",
+        patch: { started_at: now },
+      });
+      if (active.ok) live.send({ type: "session.state", status: "active" });
+    } catch (err) {
+      deps.log.warn("session activation failed", {
+        session_id: id,
+        reason: err instanceof Error ? err.message : String(err),
+      });
+      await this.fail(
+        live,
+        err instanceof Error ? err.message : "activation failed",
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async fail(live: LiveSession, reason: string): Promise<void> {
+    await live.abort();
+    const moved = await moveSession(this.deps, live.sessionId, {
+      from: ["created", "activating"],
+      to: "failed",
+    }).catch(() => null);
+    this.deps.log.info("session failed", {
+      session_id: live.sessionId,
+      reason,
+    });
+    if (!moved?.ok) {
+      await this.release(live.sessionId, moved?.session?.status ?? "failed");
+    }
+  }
+
+  /** An engine failure on a live session: end it with a warning, through the end path. */
+  private async engineFailed(id: string, reason: string): Promise<void> {
+    const live = this.live.get(id);
+    if (!live || live.closed) return;
+    const session = await readSession(this.deps, id).catch(() => null);
+    if (session?.status === "activating") {
+      await this.fail(live, reason);
+      return;
+    }
+    await endWithWarning(this.deps, id, reason).catch((err) =>
+      this.deps.log.error("could not end session after engine failure", {
+        session_id: id,
+        err,
+      })
+    );
+  }
+
+  /** Frees the live side after the session turned terminal (here or elsewhere). */
+  private async release(id: string, status: string): Promise<void> {
+    const live = this.live.get(id);
+    if (!live) return;
+    this.live.delete(id);
+    if (!live.closed) await live.abort();
+    if (status === "failed") {
+      live.sendError("invalid_session", true);
+      live.finish("failed");
+    } else {
+      live.finish(status);
+    }
+    await kvTry(this.deps.kv.delete(presenceKey(id))).catch(() => undefined);
+  }
+
+  /** SessionRuntime: tears down the live side here, or asks the holder through KV. */
+  async endLive(id: string, options: EndLiveOptions): Promise<EndLiveResult> {
+    const live = this.live.get(id);
+    if (live) {
+      const problems = await live.teardown(options.force, options.timeoutMs);
+      return {
+        warning: problems.length ? problems.join("; ") : undefined,
+        chunksRendered: live.stats.segmentsSent,
+      };
+    }
+    const session = await readSession(this.deps, id);
+    if (!session || session.owner === this.deps.instanceId) {
+      return { chunksRendered: 0 };
+    }
+    return await this.endRemote(id, options);
+  }
+
+  private async endRemote(
+    id: string,
+    options: EndLiveOptions,
+  ): Promise<EndLiveResult> {
+    const kv = this.deps.kv;
+    const request: EndRequest = {
+      force: options.force,
+      timeout_ms: options.timeoutMs,
+      at: this.deps.now(),
+    };
+    await kvTry(
+      kv.set(endRequestKey(id), request, {
+        expireIn: options.timeoutMs + 60_000,
+      }),
+    );
+    const deadline = performance.now() + options.timeoutMs + 2 * HUB_POLL_MS +
+      500;
+    while (performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      const res = await kvTry(kv.get<EndLiveResult>(endResultKey(id)));
+      if (res.value) {
+        await kvTry(kv.delete(endResultKey(id))).catch(() => undefined);
+        return res.value;
+      }
+    }
+    await kvTry(kv.delete(endRequestKey(id))).catch(() => undefined);
+    return {
+      warning: `the instance holding the live media did not answer within ${
+        Math.round(options.timeoutMs / 1000)
+      } s`,
+      chunksRendered: 0,
+    };
+  }
+
+  /** Holder side: answers end requests and releases sessions ended elsewhere. */
+  async poll(): Promise<void> {
+    if (this.polling || this.live.size === 0) return;
+    this.polling = true;
+    try {
+      const ids = [...this.live.keys()];
+      for (let i = 0; i < ids.length; i += 5) {
+        const batch = ids.slice(i, i + 5);
+        const keys = batch.flatMap((
+          id,
+        ) => [["sessions", id], endRequestKey(id)]);
+        const entries = await kvTry(this.deps.kv.getMany(keys as Deno.KvKey[]));
+        batch.forEach((id, j) => {
+          const session = entries[2 * j].value as SessionRecord | null;
+          const request = entries[2 * j + 1].value as EndRequest | null;
+          if (session && isTerminal(session.status)) {
+            void this.release(id, session.status);
+          } else if (request && !this.handlingEnd.has(id)) {
+            void this.answerEndRequest(id, request);
+          }
+        });
+      }
+    } catch (err) {
+      this.deps.log.warn("media hub poll failed", { err });
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async answerEndRequest(
+    id: string,
+    request: EndRequest,
+  ): Promise<void> {
+    const live = this.live.get(id);
+    if (!live) return;
+    this.handlingEnd.add(id);
+    try {
+      await kvTry(this.deps.kv.delete(endRequestKey(id)));
+      const problems = await live.teardown(request.force, request.timeout_ms);
+      const result: EndLiveResult = {
+        warning: problems.length ? problems.join("; ") : undefined,
+        chunksRendered: live.stats.segmentsSent,
+      };
+      if (result.warning === undefined) delete result.warning;
+      await kvTry(
+        this.deps.kv.set(endResultKey(id), result, { expireIn: 60_000 }),
+      );
+    } catch (err) {
+      this.deps.log.error("could not answer end request", {
+        session_id: id,
+        err,
+      });
+    } finally {
+      this.handlingEnd.delete(id);
+    }
+  }
+}

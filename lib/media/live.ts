@@ -1,0 +1,360 @@
+/**
+ * One live session on the instance that holds it: the browser socket (replaced on
+ * takeover), the conversation engine and the renderer, and the glue between them.
+ */
+import type { AppDeps } from "../deps.ts";
+import type { EngineConnection, EngineEvents } from "../providers/port.ts";
+import type { RenderSession, RenderSink } from "../render/port.ts";
+import { parseFragment, parseInit } from "../render/mp4.ts";
+import {
+  CLOSE_TAKEN_OVER,
+  DEFAULT_BROWSER_SAMPLE_RATE,
+  parseClientMessage,
+  pcmFromBytes,
+  type ServerMessage,
+  type SocketErrorCode,
+} from "./protocol.ts";
+
+/** Bytes a browser socket may have queued before media segments are dropped. */
+export const MAX_SOCKET_BUFFERED_BYTES = 1024 * 1024;
+
+/** Counters of one live session, for logs, the end result and tests. */
+export interface LiveStats {
+  segmentsSent: number;
+  segmentsDropped: number;
+  framesReceived: number;
+  invalidMessages: number;
+}
+
+export interface LiveSessionParts {
+  engine: EngineConnection;
+  render: RenderSession;
+}
+
+/** Send-side of one browser socket: JSON and binary frames, never throwing. */
+function sendJson(ws: WebSocket, msg: ServerMessage): void {
+  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+}
+
+export class LiveSession {
+  socket: WebSocket | null = null;
+  engine: EngineConnection | null = null;
+  render: RenderSession | null = null;
+  readonly stats: LiveStats = {
+    segmentsSent: 0,
+    segmentsDropped: 0,
+    framesReceived: 0,
+    invalidMessages: 0,
+  };
+  /** Set once the current socket got its init segment. */
+  initSent = false;
+  onInitSent: (() => void) | null = null;
+  /** Called when the last socket goes away (not on takeover). */
+  onDetached: (() => void) | null = null;
+  /** Called on an engine failure that ends the session. */
+  onEngineFailed: ((reason: string) => void) | null = null;
+  closed = false;
+
+  private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
+  private waitKeyframe = false;
+  /** trex default sample flags of the current stream, by track id. */
+  private trexDefaults = new Map<number, number>();
+  private turnSeq = 0;
+  private userTurn: string | null = null;
+  private avatarTurns = new Map<string, string>();
+  private currentAvatarTurn: string | null = null;
+
+  constructor(readonly deps: AppDeps, readonly sessionId: string) {}
+
+  /** Engine callbacks, bound to this session. */
+  engineEvents(onReady: (rate: number) => void): EngineEvents {
+    return {
+      onReady: ({ agentSampleRate }) => onReady(agentSampleRate),
+      onResponseStart: (responseId) => {
+        const turnId = this.nextTurn();
+        this.avatarTurns.set(responseId, turnId);
+        this.currentAvatarTurn = turnId;
+        this.send({ type: "turn.start", turn_id: turnId, role: "avatar" });
+      },
+      onAgentAudio: (pcm, rate) => this.render?.pushAudio(pcm, rate),
+      onResponseEnd: (responseId) => {
+        const turnId = this.avatarTurns.get(responseId);
+        if (!turnId) return;
+        this.avatarTurns.delete(responseId);
+        if (this.currentAvatarTurn === turnId) this.currentAvatarTurn = null;
+        this.send({ type: "turn.end", turn_id: turnId });
+      },
+      onTranscript: ({ role, text, final }) => {
+        if (role === "agent") {
+          const turnId = this.currentAvatarTurn ?? this.nextTurn();
+          this.send({
+            type: "transcript",
+            turn_id: turnId,
+            role: "avatar",
+            text,
+            final,
+          });
+        } else {
+          this.userTranscript(text, final);
+        }
+      },
+      onError: ({ code, fatal, message }) => {
+        this.deps.log.warn("engine error", {
+          session_id: this.sessionId,
+          code,
+          fatal,
+          message,
+        });
+        this.sendError(code, false);
+        if (fatal) {
+          this.onEngineFailed?.(`conversation engine failed (${code})`);
+        }
+      },
+      onBargeIn: () => this.cutAvatar(),
+      onClose: ({ clean, reason }) => {
+        if (!clean && !this.closed) {
+          this.deps.log.warn("engine closed", {
+            session_id: this.sessionId,
+            reason,
+          });
+          this.onEngineFailed?.("conversation engine disconnected");
+        }
+      },
+    };
+  }
+
+  private nextTurn(): string {
+    return `turn_${++this.turnSeq}`;
+  }
+
+  private userTranscript(text: string, final: boolean): void {
+    if (!this.userTurn) {
+      this.userTurn = this.nextTurn();
+      this.send({ type: "turn.start", turn_id: this.userTurn, role: "user" });
+    }
+    this.send({
+      type: "transcript",
+      turn_id: this.userTurn,
+      role: "user",
+      text,
+      final,
+    });
+    if (final) {
+      this.send({ type: "turn.end", turn_id: this.userTurn });
+      this.userTurn = null;
+    }
+  }
+
+  /** The renderer's sink for the current socket. */
+  private sinkFor(ws: WebSocket): RenderSink {
+    return {
+      onInit: (mime, init) => {
+        if (this.socket !== ws) return;
+        sendJson(ws, { type: "media.init", mime });
+        if (ws.readyState === WebSocket.OPEN) ws.send(init);
+        try {
+          this.trexDefaults = new Map(
+            parseInit(init).tracks.map((
+              t,
+            ) => [t.trackId, t.defaultSampleFlags]),
+          );
+        } catch {
+          this.trexDefaults = new Map();
+        }
+        this.waitKeyframe = false;
+        this.initSent = true;
+        this.onInitSent?.();
+      },
+      onSegment: (segment) => {
+        if (
+          this.socket !== ws || ws.readyState !== WebSocket.OPEN ||
+          !this.initSent
+        ) return;
+        if (this.waitKeyframe) {
+          if (!this.startsWithKeyframe(segment)) {
+            this.stats.segmentsDropped++;
+            return;
+          }
+          this.waitKeyframe = false;
+        }
+        if (ws.bufferedAmount > MAX_SOCKET_BUFFERED_BYTES) {
+          // A slow browser: drop rather than queue without bound, and resume on a keyframe.
+          this.stats.segmentsDropped++;
+          this.waitKeyframe = true;
+          return;
+        }
+        ws.send(segment);
+        this.stats.segmentsSent++;
+      },
+      onError: (err) => {
+        this.deps.log.error("render error", {
+          session_id: this.sessionId,
+          err,
+        });
+        this.sendError("avatar_render_failed", false);
+      },
+    };
+  }
+
+  /** Whether every track of `segment` starts on a sync sample (video: a keyframe). */
+  private startsWithKeyframe(segment: Uint8Array): boolean {
+    try {
+      const { tracks } = parseFragment(segment, this.trexDefaults);
+      return tracks.length > 0 && tracks.every((t) => t.firstSampleSync);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Makes `ws` the session's socket. An older socket gets `session_already_active` and
+   * is closed with 4000; the renderer starts a fresh stream for the new one.
+   */
+  attach(ws: WebSocket, status: string): void {
+    const old = this.socket;
+    this.socket = ws;
+    this.initSent = false;
+    if (old && old !== ws) {
+      sendJson(old, {
+        type: "error",
+        code: "session_already_active",
+        fatal: false,
+      });
+      try {
+        old.close(CLOSE_TAKEN_OVER, "taken over by a newer connection");
+      } catch { /* already closing */ }
+    }
+    ws.binaryType = "arraybuffer";
+    ws.onmessage = (ev) => this.onMessage(ev.data);
+    ws.onclose = () => {
+      if (this.socket === ws) {
+        this.socket = null;
+        this.render?.detach();
+        this.onDetached?.();
+      }
+    };
+    sendJson(ws, { type: "session.state", status });
+    if (this.render) this.render.attach(this.sinkFor(ws));
+  }
+
+  /** Starts streaming to the current socket once the renderer exists. */
+  startRendering(render: RenderSession): void {
+    this.render = render;
+    if (this.socket) render.attach(this.sinkFor(this.socket));
+  }
+
+  private onMessage(data: unknown): void {
+    if (data instanceof ArrayBuffer) {
+      this.stats.framesReceived++;
+      if (data.byteLength < 2) return;
+      this.engine?.sendUserAudio(pcmFromBytes(data), this.browserRate);
+      return;
+    }
+    if (typeof data !== "string") return;
+    const msg = parseClientMessage(data);
+    if (!msg) {
+      this.stats.invalidMessages++;
+      this.sendError("invalid_message", false);
+      return;
+    }
+    switch (msg.type) {
+      case "ping":
+        this.send({ type: "pong" });
+        break;
+      case "audio.config":
+        this.browserRate = msg.sample_rate;
+        break;
+      case "text": {
+        this.userTranscript(msg.text, true);
+        this.engine?.sendText(msg.text);
+        break;
+      }
+      case "interrupt":
+        this.engine?.interrupt();
+        this.cutAvatar();
+        break;
+    }
+  }
+
+  /** Stops the avatar mid-sentence: queued speech is dropped and its turn ends. */
+  private cutAvatar(): void {
+    this.render?.interrupt();
+    const turnId = this.currentAvatarTurn;
+    if (!turnId) return;
+    this.send({ type: "turn.end", turn_id: turnId });
+    for (const [rid, tid] of this.avatarTurns) {
+      if (tid === turnId) this.avatarTurns.delete(rid);
+    }
+    this.currentAvatarTurn = null;
+  }
+
+  send(msg: ServerMessage): void {
+    if (this.socket) sendJson(this.socket, msg);
+  }
+
+  sendError(code: SocketErrorCode, fatal: boolean): void {
+    this.send({ type: "error", code, fatal });
+  }
+
+  /**
+   * Graceful or forced teardown of engine and renderer. Resolves with what did not
+   * finish in time (empty when all did). The socket stays open for `session.ended`.
+   */
+  async teardown(force: boolean, timeoutMs: number): Promise<string[]> {
+    this.closed = true;
+    const problems: string[] = [];
+    const engine = this.engine;
+    const render = this.render;
+    const engineDone = (async () => {
+      if (!engine) return;
+      if (force) {
+        engine.close();
+        return;
+      }
+      const ok = await engine.end(timeoutMs).catch(() => false);
+      if (!ok) {
+        problems.push(
+          `conversation engine did not close within ${
+            Math.round(timeoutMs / 1000)
+          } s`,
+        );
+        engine.close();
+      }
+    })();
+    const renderDone = (async () => {
+      if (!render) return;
+      const { clean } = await render.stop({ graceful: !force, timeoutMs })
+        .catch(() => ({
+          clean: false,
+        }));
+      if (!clean && !force) {
+        problems.push(
+          `renderer did not stop within ${Math.round(timeoutMs / 1000)} s`,
+        );
+      }
+    })();
+    await Promise.all([engineDone, renderDone]);
+    return problems;
+  }
+
+  /** Sends `session.ended` and closes the socket with 1000. */
+  finish(status: string): void {
+    const ws = this.socket;
+    this.socket = null;
+    if (ws) {
+      sendJson(ws, { type: "session.ended", status });
+      try {
+        ws.close(1000, "session ended");
+      } catch { /* already closing */ }
+    }
+  }
+
+  /** Drops everything at once (failure paths, shutdown). */
+  async abort(): Promise<void> {
+    this.closed = true;
+    this.engine?.close();
+    await this.render?.stop({ graceful: false, timeoutMs: 0 }).catch(() =>
+      undefined
+    );
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Starts the media plane on an app's deps: the hub (the app's `SessionRuntime`), the
+ * instance heartbeat and the reaper.
+ */
+import type { AppDeps } from "../deps.ts";
+import { engineFactoryFor } from "../providers/registry.ts";
+import { createRenderBackend } from "../render/mod.ts";
+import { MediaHub } from "./hub.ts";
+import { startHeartbeat } from "./presence.ts";
+import { startReaper } from "./reaper.ts";
+
+const hubs = new WeakMap<AppDeps, MediaHub>();
+
+/** The media hub of `deps` (started by `startMediaPlane`). */
+export function mediaHubOf(deps: AppDeps): MediaHub {
+  const hub = hubs.get(deps);
+  if (!hub) throw new Error("media plane not started");
+  return hub;
+}
+
+/** Starts the hub, heartbeat and reaper; everything stops on `deps.onClose`. */
+export function startMediaPlane(deps: AppDeps): MediaHub {
+  const hub = new MediaHub(deps, {
+    engineFactoryFor: (type) => engineFactoryFor(deps, type),
+    render: createRenderBackend(deps),
+  });
+  hubs.set(deps, hub);
+  deps.runtime = hub;
+  hub.start();
+  startHeartbeat(deps);
+  startReaper(deps);
+  deps.onClose.push(() => hub.close());
+  return hub;
+}

@@ -1,0 +1,182 @@
+/**
+ * The ffmpeg binary and its command line. The binary comes from the npm package
+ * `@ffmpeg-installer/linux-x64`; `FFMPEG_PATH` overrides it. Deno's npm cache may drop
+ * the executable bit, so a non-executable binary is copied to a cache dir with 0755.
+ */
+import { createRequire } from "node:module";
+
+let located: Promise<string> | null = null;
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    const st = await Deno.stat(path);
+    return st.isFile && ((st.mode ?? 0) & 0o111) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `bin` itself when it is executable, else a copy of it in `cacheDir` with mode 0755
+ * (written to a temp name and renamed, so a half-written copy is never used).
+ */
+export async function executableCopy(
+  bin: string,
+  cacheDir: string,
+  name = "ffmpeg",
+): Promise<string> {
+  if (await isExecutable(bin)) return bin;
+  const copy = `${cacheDir}/${name}`;
+  const size = (await Deno.stat(bin)).size;
+  if (await isExecutable(copy) && (await Deno.stat(copy)).size === size) {
+    return copy;
+  }
+  await Deno.mkdir(cacheDir, { recursive: true });
+  const tmp = `${copy}.${crypto.randomUUID()}`;
+  await Deno.copyFile(bin, tmp);
+  await Deno.chmod(tmp, 0o755);
+  await Deno.rename(tmp, copy);
+  return copy;
+}
+
+async function locate(override: string | undefined): Promise<string> {
+  if (override) {
+    if (!await isExecutable(override)) {
+      throw new Error("FFMPEG_PATH does not name an executable file");
+    }
+    return override;
+  }
+  const require = createRequire(import.meta.url);
+  const pkgPath = require.resolve("@ffmpeg-installer/linux-x64/package.json");
+  const pkg = JSON.parse(await Deno.readTextFile(pkgPath));
+  const bin = pkgPath.replace(/package\.json$/, "ffmpeg");
+  const home = Deno.env.get("XDG_CACHE_HOME") ??
+    `${Deno.env.get("HOME") ?? "/tmp"}/.cache`;
+  return await executableCopy(
+    bin,
+    `${home}/avatar-service`,
+    `ffmpeg-linux-x64-${pkg.version}`,
+  );
+}
+
+/**
+ * The path of an executable ffmpeg: `FFMPEG_PATH` when set, else the npm package's
+ * binary (copied to a cache dir with 0755 when its executable bit is missing). Memoized.
+ */
+export function ffmpegPath(
+  override: string | undefined = Deno.env.get("FFMPEG_PATH"),
+): Promise<string> {
+  if (override !== undefined && override !== "") return locate(override);
+  located ??= locate(undefined).catch((err) => {
+    located = null;
+    throw err;
+  });
+  return located;
+}
+
+export interface StreamFormat {
+  width: number;
+  height: number;
+  fps: number;
+  /** Output (and raw input) audio rate, Hz. */
+  sampleRate: number;
+}
+
+/**
+ * ffmpeg arguments for one stream: raw I420 video and raw s16le mono audio read from
+ * two unix sockets, H.264 baseline + AAC-LC out as fragmented MP4 on stdout, one
+ * fragment per video frame (40 ms at 25 fps), a keyframe every second.
+ */
+export function encoderArgs(
+  fmt: StreamFormat,
+  videoSocket: string,
+  audioSocket: string,
+): string[] {
+  const gop = String(fmt.fps);
+  const fragUs = String(Math.round(1_000_000 / fmt.fps));
+  const lowLatencyInput = [
+    "-thread_queue_size",
+    "64",
+    "-probesize",
+    "32",
+    "-analyzeduration",
+    "0",
+    "-fflags",
+    "nobuffer",
+  ];
+  return [
+    "-hide_banner",
+    "-nostdin",
+    "-loglevel",
+    "error",
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "yuv420p",
+    "-video_size",
+    `${fmt.width}x${fmt.height}`,
+    "-framerate",
+    String(fmt.fps),
+    ...lowLatencyInput,
+    "-i",
+    `unix:${videoSocket}`,
+    "-f",
+    "s16le",
+    "-ar",
+    String(fmt.sampleRate),
+    "-ac",
+    "1",
+    ...lowLatencyInput,
+    "-i",
+    `unix:${audioSocket}`,
+    "-map",
+    "0:v:0",
+    "-map",
+    "1:a:0",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-tune",
+    "zerolatency",
+    "-profile:v",
+    "baseline",
+    "-pix_fmt",
+    "yuv420p",
+    "-g",
+    gop,
+    "-keyint_min",
+    gop,
+    "-sc_threshold",
+    "0",
+    "-force_key_frames",
+    `expr:eq(mod(n,${gop}),0)`,
+    "-bf",
+    "0",
+    "-crf",
+    "26",
+    "-maxrate",
+    "1500k",
+    "-bufsize",
+    "1500k",
+    "-c:a",
+    "aac",
+    "-b:a",
+    "64k",
+    "-ac",
+    "1",
+    "-ar",
+    String(fmt.sampleRate),
+    "-f",
+    "mp4",
+    "-movflags",
+    "empty_moov+default_base_moof+frag_keyframe",
+    "-frag_duration",
+    fragUs,
+    "-flush_packets",
+    "1",
+    "-max_interleave_delta",
+    "0",
+    "pipe:1",
+  ];
+}

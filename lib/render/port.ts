@@ -1,0 +1,68 @@
+/**
+ * The render port: what the media plane needs from an avatar renderer, wherever it runs
+ * (in-process or on a render worker). A session renders one avatar; each `attach` starts
+ * a fresh fMP4 stream (init segment, then moof+mdat segments) that a browser's
+ * MediaSource can play as is (DECISIONS 6).
+ */
+
+/** Where a stream's output goes. Handlers must not throw; they decide on slow consumers. */
+export interface RenderSink {
+  /** Once per stream, first: the MIME type with codecs and the init segment (ftyp+moov). */
+  onInit(mime: string, init: Uint8Array): void;
+  /** One media segment (moof+mdat), in order. */
+  onSegment(segment: Uint8Array): void;
+  /** The stream failed; nothing more comes to this sink. */
+  onError(err: Error): void;
+}
+
+/** Latency of agent audio: pushed → first segment carrying it handed to a sink. */
+export interface RenderStats {
+  /** Milliseconds per measured push (the most recent ones, bounded). */
+  audioLatencyMs: number[];
+  /** Agent audio dropped because the queue held more than its bound (samples at 48 kHz). */
+  droppedAudioSamples: number;
+  /** Agent audio waiting to be rendered (samples at 48 kHz). */
+  queuedAudioSamples: number;
+  /** Frames whose drawing was skipped because the renderer ran behind real time. */
+  skippedDraws: number;
+}
+
+export interface RenderSession {
+  /** Starts a fresh fMP4 stream to `sink` (init segment first, timestamps near 0, first fragment on a keyframe); ends any previous stream (takeover). */
+  attach(sink: RenderSink): void;
+  detach(): void;
+  /** Agent voice, PCM16 mono at sampleRate; resampled internally; drives the mouth and is the audio track. */
+  pushAudio(pcm: Int16Array, sampleRate: number): void;
+  /** Drop queued, not yet rendered agent audio (interrupt). */
+  interrupt(): void;
+  /** Media segments produced for sinks so far. */
+  readonly segmentsRendered: number;
+  /** Stops and releases everything (processes, pipes, timers). graceful: finish the current fragment within timeoutMs. Resolves {clean} — false when it had to kill. Idempotent. */
+  stop(options: { graceful: boolean; timeoutMs: number }): Promise<
+    { clean: boolean }
+  >;
+  /** Latency and drop counters, for metrics and docs/performance.md. */
+  stats(): RenderStats;
+}
+
+export interface RenderOpenOptions {
+  sessionId: string;
+  avatarId: string;
+  bgId: string;
+}
+
+/** Opens render sessions. `open` rejects with `RenderStartError`. */
+export interface RenderBackend {
+  open(options: RenderOpenOptions): Promise<RenderSession>;
+}
+
+/** Why a render session could not open; `kind` maps to AVTR_RENDER_FAILED / _TIMEOUT / _MISCONFIGURED. */
+export class RenderStartError extends Error {
+  constructor(
+    readonly kind: "failed" | "timeout" | "misconfigured",
+    message: string,
+  ) {
+    super(message);
+    this.name = "RenderStartError";
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The avatar's voice: agent PCM resampled to the stream rate, a bounded queue the
+ * render loop takes one frame's worth from each tick, and the analysis that turns each
+ * frame of audio into a mouth shape (smoothed RMS envelope for the opening,
+ * zero-crossing rate for a round-or-wide viseme).
+ */
+
+/** Audio rate of the stream (AAC-LC track and the raw input to the encoder). */
+export const STREAM_RATE = 48_000;
+
+/** Linear-interpolating resampler to `outRate`, continuous across chunks. */
+export class Resampler {
+  #inRate = 0;
+  #prev = 0;
+  #t = 1;
+
+  constructor(readonly outRate = STREAM_RATE) {}
+
+  /** Resamples one chunk of PCM16 mono at `inRate`. */
+  process(pcm: Int16Array, inRate: number): Int16Array {
+    if (inRate === this.outRate) return pcm.slice();
+    if (inRate !== this.#inRate) {
+      this.#inRate = inRate;
+      this.#prev = 0;
+      this.#t = 1;
+    }
+    const step = inRate / this.outRate;
+    const last = pcm.length; // index of pcm's last sample in [prev, ...pcm]
+    const n = Math.max(0, Math.ceil((last - this.#t) / step));
+    const out = new Int16Array(n);
+    let t = this.#t;
+    for (let k = 0; k < n; k++) {
+      const i = Math.floor(t);
+      const a = i === 0 ? this.#prev : pcm[i - 1];
+      const b = i + 1 > last ? a : pcm[i];
+      out[k] = Math.round(a + (b - a) * (t - i));
+      t += step;
+    }
+    if (last > 0) this.#prev = pcm[last - 1];
+    this.#t = t - last;
+    return out;
+  }
+}
+
+/** A FIFO of samples holding at most `maxSamples`; the oldest are dropped beyond it. */
+export class AudioQueue {
+  #chunks: Int16Array[] = [];
+  #length = 0;
+  /** Samples dropped because the queue was full, since creation. */
+  dropped = 0;
+
+  constructor(readonly maxSamples = 2 * STREAM_RATE) {}
+
+  get length(): number {
+    return this.#length;
+  }
+
+  /** Appends samples; returns how many old samples were dropped to stay in bound. */
+  push(samples: Int16Array): number {
+    if (samples.length === 0) return 0;
+    this.#chunks.push(samples);
+    this.#length += samples.length;
+    let over = this.#length - this.maxSamples;
+    const dropped = Math.max(0, over);
+    while (over > 0) {
+      const head = this.#chunks[0];
+      if (head.length <= over) {
+        this.#chunks.shift();
+        over -= head.length;
+        this.#length -= head.length;
+      } else {
+        this.#chunks[0] = head.subarray(over);
+        this.#length -= over;
+        over = 0;
+      }
+    }
+    this.dropped += dropped;
+    return dropped;
+  }
+
+  /** Takes `n` samples, padding with silence; `real` says how many came from the queue. */
+  take(n: number): { samples: Int16Array; real: number } {
+    const samples = new Int16Array(n);
+    let got = 0;
+    while (got < n && this.#chunks.length > 0) {
+      const head = this.#chunks[0];
+      const use = Math.min(head.length, n - got);
+      samples.set(head.subarray(0, use), got);
+      got += use;
+      if (use === head.length) this.#chunks.shift();
+      else this.#chunks[0] = head.subarray(use);
+    }
+    this.#length -= got;
+    return { samples, real: got };
+  }
+
+  /** Drops everything queued; returns how many samples that was. */
+  clear(): number {
+    const n = this.#length;
+    this.#chunks = [];
+    this.#length = 0;
+    return n;
+  }
+}
+
+export interface VoiceFeatures {
+  /** Root mean square, 0..1 of full scale. */
+  rms: number;
+  /** Zero crossings per sample, 0..1. */
+  zcr: number;
+}
+
+/** RMS and zero-crossing rate of one frame of audio. */
+export function analyzeVoice(samples: Int16Array): VoiceFeatures {
+  if (samples.length === 0) return { rms: 0, zcr: 0 };
+  let sum = 0;
+  let crossings = 0;
+  let prev = samples[0];
+  for (let i = 0; i < samples.length; i++) {
+    const s = samples[i];
+    sum += s * s;
+    if ((s >= 0) !== (prev >= 0)) crossings++;
+    prev = s;
+  }
+  return {
+    rms: Math.sqrt(sum / samples.length) / 32768,
+    zcr: crossings / samples.length,
+  };
+}
+
+/** Turns per-frame voice features into a smoothed mouth opening and width. */
+export class MouthFollower {
+  #open = 0;
+  #wide = 0.5;
+
+  /** The mouth for the next frame: opens fast, closes a little slower. */
+  next(f: VoiceFeatures): { open: number; wide: number } {
+    const db = f.rms > 0 ? 20 * Math.log10(f.rms) : -120;
+    const target = Math.min(1, Math.max(0, (db + 48) / 36));
+    const k = target > this.#open ? 0.65 : 0.35;
+    this.#open += (target - this.#open) * k;
+    if (this.#open < 0.01) this.#open = 0;
+    // Hissy sounds (many crossings) read as a wide mouth, voiced ones as rounder.
+    const wideTarget = target > 0
+      ? Math.min(1, Math.max(0, (f.zcr - 0.02) / 0.12))
+      : 0.5;
+    this.#wide += (wideTarget - this.#wide) * 0.4;
+    return { open: this.#open, wide: this.#wide };
+  }
+
+  reset(): void {
+    this.#open = 0;
+    this.#wide = 0.5;
+  }
+}
+
+/**
+ * How closed the eyes are at `t` seconds (0 open … 1 closed): a blink of ~160 ms every
+ * 2.5–5.5 s, at moments derived from `seed` so each session blinks on its own rhythm.
+ */
+export function blinkAt(t: number, seed: number): number {
+  let start = 1 + (seed % 1000) / 1000;
+  let i = 0;
+  while (start + 0.16 < t) {
+    const r = Math.abs(Math.sin((seed + i) * 12.9898) * 43758.5453) % 1;
+    start += 2.5 + 3 * r;
+    i++;
+  }
+  const d = t - start;
+  if (d < 0 || d > 0.16) return 0;
+  return 1 - Math.abs(d - 0.08) / 0.08;
+}

@@ -1,0 +1,47 @@
+/**
+ * Sessions: records, lifecycle moves, create and end (SPEC 2, 3, 4.1–4.4). The parts
+ * live in `lib/sessions/`; this module is the one import for routes and other surfaces.
+ */
+export {
+  conflictBackoff,
+  counterValue,
+  insertSession,
+  isTerminal,
+  KV_U64_MINUS_ONE,
+  listSessions,
+  type ListSessionsOptions,
+  MAX_COMMIT_ATTEMPTS,
+  type MoveOptions,
+  type MoveResult,
+  moveSession,
+  readSession,
+  recordOf,
+  sessionKey,
+  type SessionRecord,
+  sessionsByTenantKey,
+  sessionsOpenKey,
+  tenantOpenSessionsKey,
+  TERMINAL_RETENTION_MS,
+  TERMINAL_STATUSES,
+  type TimelineEntry,
+} from "./sessions/store.ts";
+export {
+  createSession,
+  type CreateSessionRequest,
+  type CreateSessionResult,
+  credentialsOf,
+  resolveAvatar,
+  resolveTransport,
+} from "./sessions/create.ts";
+export { endConflict, endSession, endWithWarning } from "./sessions/end.ts";
+export {
+  isSessionId,
+  issueMediaTokens,
+  ownedSession,
+  sessionNotFound,
+  toClientTokenResponse,
+  toEndResponse,
+  toSessionResponse,
+  toStatusResponse,
+} from "./sessions/views.ts";
+export type { SessionStatus, Transport } from "./schemas.ts";

@@ -1,0 +1,236 @@
+/**
+ * Session creation: the single create-and-start call of SPEC 4.1 / DECISIONS 4.
+ * validate → idempotency → tenant concurrency → render slot → provider pre-flight
+ * (bounded by `START_TIMEOUT_MS`) → credentials into the vault → one commit. Any failure
+ * frees the slot, zeroes the credentials and releases the idempotency claim.
+ */
+import {
+  DEFAULT_AVATAR_ID,
+  DEFAULT_BG_ID,
+  findAvatar,
+  findBackground,
+} from "../avatars.ts";
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../errors.ts";
+import {
+  beginIdempotent,
+  completeIdempotent,
+  fingerprintBody,
+  type IdempotencyClaim,
+  releaseIdempotent,
+} from "../idempotency.ts";
+import { ulid } from "../ids.ts";
+import { preflightProvider } from "../providers/preflight.ts";
+import type { ProviderCredentials } from "../providers/port.ts";
+import {
+  type CreateSessionInput,
+  parseCreateSession,
+  type SessionResponse,
+  type Transport,
+} from "../schemas.ts";
+import { kvTry } from "../store.ts";
+import {
+  concurrencyLimit,
+  type TenantSettings,
+  tenantSettingsKey,
+} from "../tenants.ts";
+import { requireTokenSecret } from "../tokens.ts";
+import {
+  concurrencyError,
+  counterValue,
+  insertSession,
+  readSession,
+  type SessionRecord,
+  tenantOpenSessionsKey,
+} from "./store.ts";
+import { toSessionResponse } from "./views.ts";
+
+export interface CreateSessionRequest {
+  tenantId: string;
+  /** The request body, a JSON object (not yet validated). */
+  body: Record<string, unknown>;
+  /** A valid `Idempotency-Key`, when the request had one. */
+  idempotencyKey?: string;
+}
+
+export interface CreateSessionResult {
+  response: SessionResponse;
+  /** True when an earlier request with the same `Idempotency-Key` made the session. */
+  replayed: boolean;
+}
+
+/** `auto` → SFU when configured, else fMP4; `webrtc_sfu` without SFU → 400. */
+export function resolveTransport(
+  deps: AppDeps,
+  requested: Transport,
+): Exclude<Transport, "auto"> {
+  if (requested === "auto") {
+    return deps.config.sfu ? "webrtc_sfu" : "websocket_fmp4";
+  }
+  if (requested === "webrtc_sfu" && !deps.config.sfu) {
+    throw new ApiError(
+      "AVTR_SFU_NOT_CONFIGURED",
+      "transport webrtc_sfu is not available on this deployment",
+      { param: "transport" },
+    );
+  }
+  return requested;
+}
+
+/** The catalog entries named by `avatar_config` (defaults when omitted), else 400. */
+export function resolveAvatar(
+  config: CreateSessionInput["avatar_config"],
+): { avatarId: string; bgId: string } {
+  const avatarId = config?.avatar_id ?? DEFAULT_AVATAR_ID;
+  const bgId = config?.bg_id ?? DEFAULT_BG_ID;
+  if (!findAvatar(avatarId)) {
+    throw new ApiError(
+      "AVTR_RENDER_MISCONFIGURED",
+      "avatar_config.avatar_id names no avatar of the catalog",
+      { param: "avatar_config.avatar_id" },
+    );
+  }
+  if (!findBackground(bgId)) {
+    throw new ApiError(
+      "AVTR_RENDER_MISCONFIGURED",
+      "avatar_config.bg_id names no background of the catalog",
+      { param: "avatar_config.bg_id" },
+    );
+  }
+  return { avatarId, bgId };
+}
+
+/** The credentials part of a validated request, for the vault. */
+export function credentialsOf(input: CreateSessionInput): ProviderCredentials {
+  const cfg = input.provider_config;
+  switch (input.provider_type) {
+    case "vendor_a_realtime":
+      return { type: "vendor_a_realtime", ...cfg.vendor_a_realtime! };
+    case "vendor_b":
+      return { type: "vendor_b", ...cfg.vendor_b! };
+    case "external_engine":
+      return { type: "external_engine", ...cfg.external_engine! };
+    case "vendor_c":
+      return { type: "vendor_c", ...cfg.vendor_c! };
+  }
+}
+
+/** Runs `work` with a signal aborted after `START_TIMEOUT_MS`. */
+async function withStartTimeout<T>(
+  deps: AppDeps,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const ctl = new AbortController();
+  const timer = setTimeout(
+    () => ctl.abort(new Error("start timeout")),
+    deps.config.startTimeoutMs,
+  );
+  try {
+    return await work(ctl.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Creates and starts a session for `tenantId` (SPEC 4.1). Throws the `ApiError`s of
+ * DECISIONS 3/4: 400s for the body, 422 for an idempotency mismatch, 429 over the
+ * tenant's limit, 502/503/504 from the provider pre-flight, 503 without render capacity,
+ * token secret or store.
+ */
+export async function createSession(
+  deps: AppDeps,
+  request: CreateSessionRequest,
+): Promise<CreateSessionResult> {
+  const input = parseCreateSession(request.body);
+  const transport = resolveTransport(deps, input.transport);
+  const { avatarId, bgId } = resolveAvatar(input.avatar_config);
+  requireTokenSecret(deps);
+
+  let claim: IdempotencyClaim | undefined;
+  if (request.idempotencyKey !== undefined) {
+    const begun = await beginIdempotent(
+      deps,
+      request.tenantId,
+      request.idempotencyKey,
+      fingerprintBody(deps, request.body),
+    );
+    if (begun.kind === "replay") {
+      const rec = await readSession(deps, begun.sessionId);
+      if (!rec || rec.tenant_id !== request.tenantId) {
+        throw new ApiError(
+          "AVTR_SESSION_STATE_UNAVAILABLE",
+          "The session of this Idempotency-Key cannot be read right now",
+        );
+      }
+      return { response: toSessionResponse(deps, rec), replayed: true };
+    }
+    claim = begun.claim;
+  }
+
+  const sessionId = `session:${ulid(deps.now())}`;
+  let committed = false;
+  try {
+    const [counter, settings] = await kvTry(deps.kv.getMany([
+      tenantOpenSessionsKey(request.tenantId),
+      tenantSettingsKey(request.tenantId),
+    ]));
+    const limit = concurrencyLimit(
+      deps,
+      settings.value as TenantSettings | null,
+    );
+    if (counterValue(counter) >= limit) throw concurrencyError(limit);
+    if (!deps.renderSlots.tryReserve(sessionId)) {
+      throw new ApiError(
+        "AVTR_RENDER_CAPACITY",
+        "No render capacity is free right now",
+      );
+    }
+    const creds = await withStartTimeout(
+      deps,
+      (signal) => preflightProvider(deps, credentialsOf(input), signal),
+    );
+    deps.vault.put(sessionId, creds);
+    const now = deps.now();
+    const record: SessionRecord = {
+      session_id: sessionId,
+      tenant_id: request.tenantId,
+      status: "created",
+      provider_type: input.provider_type,
+      transport,
+      avatar_id: avatarId,
+      bg_id: bgId,
+      ...(input.webhook_url ? { webhook_url: input.webhook_url } : {}),
+      created_at: now,
+      owner: deps.instanceId,
+      timeline: [{ status: "created", at: now }],
+    };
+    const held = claim;
+    await insertSession(
+      deps,
+      record,
+      limit,
+      held
+        ? {
+          check: held.key,
+          versionstamp: held.versionstamp,
+          apply: (op) => completeIdempotent(deps, op, held, sessionId),
+        }
+        : undefined,
+    );
+    committed = true;
+    deps.log.info("session created", {
+      session_id: sessionId,
+      tenant: request.tenantId,
+      provider_type: input.provider_type,
+      transport,
+    });
+    return { response: toSessionResponse(deps, record), replayed: false };
+  } finally {
+    if (!committed) {
+      deps.vault.zero(sessionId);
+      deps.renderSlots.release(sessionId);
+      if (claim) await releaseIdempotent(deps, claim);
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Public shapes of a session: the bodies of SPEC 2.3–2.7 built from a `SessionRecord`,
+ * with freshly minted media tokens where the shape carries them, and the ownership
+ * check every session-scoped call makes (SPEC 5.2).
+ */
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../errors.ts";
+import type {
+  ClientTokenResponse,
+  EndSessionResponse,
+  SessionResponse,
+  SessionStatusResponse,
+  StreamMetadata,
+} from "../schemas.ts";
+import { SESSION_ID_PATTERN } from "../schemas.ts";
+import { mintToken } from "../tokens.ts";
+import { recordOf, type SessionRecord } from "./store.ts";
+
+/** 404 `AVTR_SESSION_NOT_FOUND`, identical for absent and other tenants' sessions. */
+export function sessionNotFound(): ApiError {
+  return new ApiError("AVTR_SESSION_NOT_FOUND", "Session not found");
+}
+
+/** Whether `id` can name a session at all (SPEC 2.1). */
+export function isSessionId(id: string): boolean {
+  return id.length <= 128 && SESSION_ID_PATTERN.test(id);
+}
+
+/** The session in `entry` when `tenantId` owns it; else 404 `AVTR_SESSION_NOT_FOUND`. */
+export function ownedSession(
+  deps: AppDeps,
+  tenantId: string,
+  entry: Deno.KvEntryMaybe<unknown>,
+): SessionRecord {
+  const rec = recordOf(deps, entry);
+  if (!rec || rec.tenant_id !== tenantId) throw sessionNotFound();
+  return rec;
+}
+
+/** Media tokens and stream metadata for `rec`, both tokens minted now. */
+export function issueMediaTokens(
+  deps: AppDeps,
+  rec: SessionRecord,
+): {
+  client_token: string;
+  expires_at: number;
+  stream_metadata: StreamMetadata;
+} {
+  const client = mintToken(deps, rec.session_id, "client");
+  const session = mintToken(deps, rec.session_id, "session");
+  const sfu = rec.transport === "webrtc_sfu" ? deps.config.sfu : null;
+  return {
+    client_token: client.token,
+    expires_at: client.expiresAt,
+    stream_metadata: {
+      session_token: session.token,
+      sfu_endpoint: sfu ? sfu.url : null,
+      ice_servers: sfu ? sfu.iceServers : [],
+    },
+  };
+}
+
+/** SPEC 2.3, with fresh tokens. */
+export function toSessionResponse(
+  deps: AppDeps,
+  rec: SessionRecord,
+): SessionResponse {
+  const t = issueMediaTokens(deps, rec);
+  return {
+    session_id: rec.session_id,
+    client_token: t.client_token,
+    expires_at: t.expires_at,
+    status: rec.status,
+    transport: rec.transport,
+    stream_metadata: t.stream_metadata,
+  };
+}
+
+/** SPEC 2.5, with fresh tokens. */
+export function toClientTokenResponse(
+  deps: AppDeps,
+  rec: SessionRecord,
+): ClientTokenResponse {
+  const t = issueMediaTokens(deps, rec);
+  return { ...t, transport: rec.transport };
+}
+
+/** SPEC 2.6: never a token. */
+export function toStatusResponse(rec: SessionRecord): SessionStatusResponse {
+  const out: SessionStatusResponse = {
+    session_id: rec.session_id,
+    transport: rec.transport,
+    status: rec.status,
+    provider_type: rec.provider_type,
+    created_at: rec.created_at,
+  };
+  if (rec.started_at !== undefined) out.started_at = rec.started_at;
+  if (rec.ended_at !== undefined) out.ended_at = rec.ended_at;
+  return out;
+}
+
+/** SPEC 2.7 for a terminal `rec`. */
+export function toEndResponse(rec: SessionRecord): EndSessionResponse {
+  const out: EndSessionResponse = {
+    session_id: rec.session_id,
+    status: rec.status,
+    ended_at: rec.ended_at ?? 0,
+  };
+  if (rec.status === "ended_with_warnings") {
+    out.warning = rec.warning ?? "Cleanup reported a problem";
+  }
+  if (rec.chunks_rendered !== undefined) {
+    out.chunks_rendered = rec.chunks_rendered;
+  }
+  if (rec.duration_s !== undefined) out.duration_s = rec.duration_s;
+  return out;
+}

@@ -1,0 +1,150 @@
+/**
+ * The console's guard, around every /admin route: strict security headers, HTML error
+ * pages, the Origin check and form parsing for state-changing requests, the console
+ * session (re-checked on every request) and the CSRF token of every signed-in form.
+ */
+import {
+  clearSessionCookie,
+  FormTooLarge,
+  originAllowed,
+  readCookie,
+  readForm,
+  redirect,
+  securityHeaders,
+  SESSION_COOKIE,
+  tokensEqual,
+} from "../../lib/console/http.ts";
+import { consoleState, errorPage } from "../../lib/console/render.tsx";
+import { loadConsoleSession } from "../../lib/console/session.ts";
+import { toApiError } from "../../lib/errors.ts";
+import type { Ctx } from "../../lib/http.ts";
+
+/** Paths reachable without a console session. */
+const PUBLIC_PATHS = new Set(["/admin/login"]);
+/** The live stream answers 401 instead of redirecting (EventSource then stops). */
+const STREAM_PATH = "/admin/sessions/events";
+
+export async function handler(ctx: Ctx): Promise<Response> {
+  let res: Response;
+  try {
+    res = await guard(ctx);
+  } catch (err) {
+    res = renderFailure(ctx, err);
+  }
+  return withSecurityHeaders(res);
+}
+
+async function guard(ctx: Ctx): Promise<Response> {
+  const state = consoleState(ctx);
+  const method = ctx.req.method;
+  const unsafe = method !== "GET" && method !== "HEAD";
+  if (unsafe) {
+    if (!originAllowed(ctx)) {
+      return errorPage(
+        ctx,
+        403,
+        "Request refused",
+        "This form was not sent from this console's own pages (the Origin header is missing or belongs to another site). Go back, reload the page and try again.",
+      );
+    }
+    try {
+      state.form = await readForm(ctx.req);
+    } catch (err) {
+      if (err instanceof FormTooLarge) {
+        return errorPage(
+          ctx,
+          413,
+          "Form too large",
+          "The form sent more than 64 KiB.",
+        );
+      }
+      throw err;
+    }
+  }
+
+  const sid = readCookie(ctx.req, SESSION_COOKIE);
+  if (sid) state.session = await loadConsoleSession(ctx.deps, sid) ?? undefined;
+  if (PUBLIC_PATHS.has(ctx.url.pathname)) return await ctx.next();
+
+  if (!state.session) {
+    const clear = sid ? { "set-cookie": clearSessionCookie(ctx) } : undefined;
+    if (ctx.url.pathname === STREAM_PATH) {
+      return new Response("Signed out\n", {
+        status: 401,
+        headers: { "content-type": "text/plain; charset=utf-8", ...clear },
+      });
+    }
+    const next = unsafe ? "" : ctx.url.pathname + ctx.url.search;
+    const to = next && next !== "/admin"
+      ? `/admin/login?next=${encodeURIComponent(next)}`
+      : "/admin/login";
+    return redirect(to, clear);
+  }
+
+  if (
+    unsafe &&
+    !tokensEqual(state.form.get("_csrf") ?? "", state.session.record.csrf)
+  ) {
+    return errorPage(
+      ctx,
+      403,
+      "Request refused",
+      "The form's security token is missing or out of date. Go back, reload the page and try again.",
+    );
+  }
+  return await ctx.next();
+}
+
+function renderFailure(ctx: Ctx, err: unknown): Response {
+  const e = toApiError(err);
+  if (e.code === "AVTR_NOT_FOUND") {
+    return errorPage(
+      ctx,
+      404,
+      "Page not found",
+      "There is no console page at this address.",
+    );
+  }
+  if (e.code === "AVTR_METHOD_NOT_ALLOWED") {
+    return errorPage(ctx, 405, "Method not allowed", e.message, e.headers);
+  }
+  if (e.code === "AVTR_INTERNAL_ERROR" || e.status >= 500) {
+    ctx.deps.log.error("console request failed", {
+      request_id: ctx.state.requestId,
+      code: e.code,
+      err: e.cause instanceof Error
+        ? { name: e.cause.name, message: e.cause.message, stack: e.cause.stack }
+        : String(e.cause ?? err),
+    });
+  }
+  if (e.code === "AVTR_SESSION_STATE_UNAVAILABLE") {
+    return errorPage(
+      ctx,
+      503,
+      "Store unavailable",
+      "The session store is not answering right now. Try again in a few seconds.",
+      { "retry-after": String(e.retryAfter ?? 5) },
+    );
+  }
+  if (e.code === "AVTR_INTERNAL_ERROR") {
+    return errorPage(
+      ctx,
+      500,
+      "Something went wrong",
+      `The console could not complete this request. Request id: ${ctx.state.requestId}`,
+    );
+  }
+  return errorPage(ctx, e.status, "Request failed", e.message);
+}
+
+function withSecurityHeaders(res: Response): Response {
+  const extra = securityHeaders();
+  try {
+    for (const [k, v] of extra) res.headers.set(k, v);
+    return res;
+  } catch {
+    const headers = new Headers(res.headers);
+    for (const [k, v] of extra) headers.set(k, v);
+    return new Response(res.body, { status: res.status, headers });
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * One session: its state timeline, segments rendered, warning, and the End and Force end
+ * actions. Ending calls the same lib function as POST /v1/sessions/{id}/end (with the
+ * session's own tenant), so the rules (only `active` ends, 409s) are the API's.
+ */
+import {
+  Csrf,
+  Notice,
+  PageHeader,
+  StatusBadge,
+  Time,
+} from "../../../components/ui.tsx";
+import ConfirmButton from "../../../islands/ConfirmButton.tsx";
+import {
+  formatDuration,
+  isLive,
+  sessionDuration,
+  sessionHref,
+} from "../../../lib/console/format.ts";
+import { redirect } from "../../../lib/console/http.ts";
+import { Island } from "../../../lib/console/island.tsx";
+import { toRow } from "../../../lib/console/live.ts";
+import {
+  consoleState,
+  errorPage,
+  page,
+  type PageProps,
+} from "../../../lib/console/render.tsx";
+import { ApiError } from "../../../lib/errors.ts";
+import type { Ctx } from "../../../lib/http.ts";
+import {
+  endSession,
+  readSession,
+  type SessionRecord,
+} from "../../../lib/sessions.ts";
+
+const SESSION_ID = /^session:[A-Za-z0-9_-]+$/;
+
+interface DetailData {
+  session: SessionRecord;
+  notice?: string;
+  error?: string;
+  /** Set when a post lacked `confirm=yes`: the page asks before ending. */
+  confirm?: "end" | "force_end";
+}
+
+async function load(ctx: Ctx): Promise<SessionRecord | null> {
+  const id = ctx.params.session_id;
+  return SESSION_ID.test(id) ? await readSession(ctx.deps, id) : null;
+}
+
+function notFound(ctx: Ctx): Response {
+  return errorPage(
+    ctx,
+    404,
+    "Session not found",
+    "There is no session with this id (terminal sessions are kept for 7 days).",
+  );
+}
+
+function show(ctx: Ctx, data: DetailData, status = 200): Response {
+  return page(ctx, SessionPage, data, {
+    title: data.session.session_id,
+    section: "sessions",
+    status,
+  });
+}
+
+export const handler = {
+  async GET(ctx: Ctx): Promise<Response> {
+    const session = await load(ctx);
+    if (!session) return notFound(ctx);
+    const ended = ctx.url.searchParams.get("ended");
+    return show(ctx, {
+      session,
+      notice: ended ? `Session ended: ${session.status}.` : undefined,
+    });
+  },
+
+  async POST(ctx: Ctx): Promise<Response> {
+    const session = await load(ctx);
+    if (!session) return notFound(ctx);
+    const form = consoleState(ctx).form;
+    const action = form.get("action");
+    if (action !== "end" && action !== "force_end") {
+      return show(ctx, { session, error: "Unknown action." }, 400);
+    }
+    if (form.get("confirm") !== "yes") {
+      return show(ctx, { session, confirm: action });
+    }
+    try {
+      await endSession(ctx.deps, session.tenant_id, session.session_id, {
+        force: action === "force_end",
+      });
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 409) throw err;
+      const now = await readSession(ctx.deps, session.session_id) ?? session;
+      return show(ctx, {
+        session: now,
+        error: `${err.message}. Only active sessions can be ended.`,
+      }, 409);
+    }
+    return redirect(`${sessionHref(session.session_id)}?ended=1`);
+  },
+};
+
+function Actions(props: { s: SessionRecord; csrf: string; confirm?: string }) {
+  const { s, csrf } = props;
+  const action = sessionHref(s.session_id);
+  if (props.confirm) {
+    const force = props.confirm === "force_end";
+    return (
+      <Notice
+        kind="warning"
+        title={force ? "Force end this session?" : "End this session?"}
+      >
+        <p>
+          {force
+            ? "The provider and renderer are dropped at once, without a graceful goodbye."
+            : "The provider and renderer are asked to finish (up to the cleanup timeout)."}
+        </p>
+        <form method="post" action={action} class="row">
+          <Csrf token={csrf} />
+          <input type="hidden" name="confirm" value="yes" />
+          <button
+            type="submit"
+            name="action"
+            value={props.confirm}
+            class="btn btn-danger"
+          >
+            {force ? "Force end" : "End session"}
+          </button>
+          <a href={action} class="btn btn-quiet">Cancel</a>
+        </form>
+      </Notice>
+    );
+  }
+  if (s.status !== "active") {
+    return (
+      <p class="muted">
+        {isLive(s.status)
+          ? `Only active sessions can be ended; this one is ${s.status}.`
+          : "This session is over."}
+      </p>
+    );
+  }
+  return (
+    <form method="post" action={action} class="row">
+      <Csrf token={csrf} />
+      <Island
+        component={ConfirmButton}
+        inline
+        props={{
+          label: "End session",
+          name: "action",
+          value: "end",
+          message:
+            "End this session gracefully? The provider and renderer are asked to finish first.",
+          confirmLabel: "End session",
+        }}
+      />
+      <Island
+        component={ConfirmButton}
+        inline
+        props={{
+          label: "Force end",
+          name: "action",
+          value: "force_end",
+          message:
+            "Force end this session? The provider and renderer are dropped at once.",
+          confirmLabel: "Force end",
+          danger: true,
+        }}
+      />
+    </form>
+  );
+}
+
+export default function SessionPage(
+  { data, csrf, now }: PageProps<DetailData>,
+) {
+  const s = data.session;
+  const row = toRow(s);
+  return (
+    <>
+      <p class="crumbs">
+        <a href="/admin/sessions">Sessions</a> /
+      </p>
+      <PageHeader
+        title={s.session_id}
+        actions={
+          <a href={sessionHref(s.session_id)} class="btn btn-quiet">Refresh</a>
+        }
+      />
+      {data.notice && <Notice kind="success">{data.notice}</Notice>}
+      {data.error && <Notice kind="error">{data.error}</Notice>}
+      {s.warning && (
+        <Notice kind="warning" title="Ended with a warning">{s.warning}</Notice>
+      )}
+      <div class="split">
+        <section class="grow card" aria-labelledby="facts">
+          <h2 id="facts">Details</h2>
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd>
+              <StatusBadge status={s.status} />
+            </dd>
+            <dt>Tenant</dt>
+            <dd>
+              <a href={`/admin/tenants/${encodeURIComponent(s.tenant_id)}`}>
+                {s.tenant_id}
+              </a>
+            </dd>
+            <dt>Provider type</dt>
+            <dd>{s.provider_type}</dd>
+            <dt>Transport</dt>
+            <dd>{s.transport}</dd>
+            <dt>Avatar / background</dt>
+            <dd>{s.avatar_id} / {s.bg_id}</dd>
+            <dt>Created</dt>
+            <dd>
+              <Time ms={s.created_at} />
+            </dd>
+            <dt>Started</dt>
+            <dd>
+              <Time ms={s.started_at} />
+            </dd>
+            <dt>Ended</dt>
+            <dd>
+              <Time ms={s.ended_at} />
+            </dd>
+            <dt>Duration active</dt>
+            <dd>{formatDuration(sessionDuration(row, now))}</dd>
+            <dt>Segments rendered</dt>
+            <dd>{s.chunks_rendered ?? <span class="muted">—</span>}</dd>
+          </dl>
+          <h2>Actions</h2>
+          <Actions s={s} csrf={csrf} confirm={data.confirm} />
+        </section>
+        <section class="side card" aria-labelledby="timeline">
+          <h2 id="timeline">Timeline</h2>
+          <ol class="timeline">
+            {s.timeline.map((t, i) => (
+              <li key={i}>
+                <StatusBadge status={t.status} />
+                <Time ms={t.at} />
+                {i > 0 && (
+                  <span class="muted">
+                    +{formatDuration((t.at - s.timeline[i - 1].at) / 1000)}
+                  </span>
+                )}
+              </li>
+            ))}
+          </ol>
+        </section>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,335 @@
+/**
+ * One tenant: its concurrency limit, the IdP organizations mapped to it, its webhook
+ * signing secret (revealed only in the answer to a POST, never stored or put in a URL;
+ * rotated with confirmation) and its recent webhook deliveries with a retry action.
+ */
+import { MappingTable } from "../../../components/MappingTable.tsx";
+import {
+  Deliveries,
+  SecretSection,
+  tenantPath as base,
+} from "../../../components/TenantWebhooks.tsx";
+import {
+  Csrf,
+  FieldError,
+  Notice,
+  PageHeader,
+} from "../../../components/ui.tsx";
+import { redirect } from "../../../lib/console/http.ts";
+import { liveCount } from "../../../lib/console/live.ts";
+import {
+  consoleState,
+  errorPage,
+  page,
+  type PageProps,
+} from "../../../lib/console/render.tsx";
+import { ApiError } from "../../../lib/errors.ts";
+import type { Ctx } from "../../../lib/http.ts";
+import { TENANT_ID_PATTERN } from "../../../lib/api_keys.ts";
+import {
+  deleteOrgMapping,
+  listOrgMappings,
+  type OrgMapping,
+  setOrgMapping,
+} from "../../../lib/idp_orgs.ts";
+import {
+  getTenantSettings,
+  MAX_CONCURRENT_SESSIONS_LIMIT,
+  setTenantSettings,
+  type TenantSettings,
+} from "../../../lib/tenants.ts";
+import {
+  type DeliveryView,
+  getWebhookSecret,
+  listDeliveries,
+  retryDelivery,
+  rotateWebhookSecret,
+  type WebhookSecretView,
+} from "../../../lib/webhooks/index.ts";
+
+interface TenantData {
+  tenant: string;
+  settings: TenantSettings;
+  defaultLimit: number;
+  live: number;
+  mappings: OrgMapping[];
+  deliveries: DeliveryView[];
+  notice?: string;
+  secret?: WebhookSecretView & { rotated: boolean };
+  confirm?: "rotate_secret" | string;
+  limitInput?: string;
+  errors: Record<string, string>;
+}
+
+async function load(
+  ctx: Ctx,
+  tenant: string,
+  extra: Partial<TenantData>,
+): Promise<TenantData> {
+  const [settings, live, mappings, deliveries] = await Promise.all([
+    getTenantSettings(ctx.deps, tenant),
+    liveCount(ctx.deps, tenant),
+    listOrgMappings(ctx.deps),
+    listDeliveries(ctx.deps, { tenant_id: tenant, limit: 20 }),
+  ]);
+  return {
+    tenant,
+    settings,
+    defaultLimit: ctx.deps.config.maxConcurrentSessions,
+    live,
+    mappings: mappings.filter((m) => m.tenant_id === tenant),
+    deliveries: deliveries.items,
+    errors: {},
+    ...extra,
+  };
+}
+
+function show(ctx: Ctx, data: TenantData, status = 200): Response {
+  return page(ctx, TenantPage, data, {
+    title: `Tenant ${data.tenant}`,
+    section: "tenants",
+    status,
+  });
+}
+
+function tenantOf(ctx: Ctx): string | null {
+  const t = ctx.params.tenant_id;
+  return TENANT_ID_PATTERN.test(t) ? t : null;
+}
+
+function badTenant(ctx: Ctx): Response {
+  return errorPage(
+    ctx,
+    404,
+    "Tenant not found",
+    "Tenant ids are 1 to 64 characters of A-Z, a-z, 0-9, _ or -.",
+  );
+}
+
+function fieldMessage(err: ApiError): string {
+  return err.message.replace(/^[a-z_]+: /, "");
+}
+
+export const handler = {
+  async GET(ctx: Ctx): Promise<Response> {
+    const tenant = tenantOf(ctx);
+    if (!tenant) return badTenant(ctx);
+    return show(
+      ctx,
+      await load(ctx, tenant, {
+        notice: ctx.url.searchParams.get("notice") ?? undefined,
+      }),
+    );
+  },
+
+  async POST(ctx: Ctx): Promise<Response> {
+    const tenant = tenantOf(ctx);
+    if (!tenant) return badTenant(ctx);
+    const form = consoleState(ctx).form;
+    const done = (text: string) =>
+      redirect(`${base(tenant)}?notice=${encodeURIComponent(text)}`);
+    switch (form.get("action")) {
+      case "set_limit": {
+        const raw = (form.get("max_concurrent_sessions") ?? "").trim();
+        const value = raw === "" ? null : Number(raw);
+        try {
+          await setTenantSettings(ctx.deps, tenant, {
+            max_concurrent_sessions: value,
+          });
+        } catch (err) {
+          if (!(err instanceof ApiError) || err.status !== 400) throw err;
+          return show(
+            ctx,
+            await load(ctx, tenant, {
+              limitInput: raw,
+              errors: { limit: fieldMessage(err) },
+            }),
+            400,
+          );
+        }
+        return done(
+          value === null
+            ? "Limit reset to the deployment default"
+            : `Limit set to ${value} concurrent sessions`,
+        );
+      }
+      case "map_org": {
+        const orgId = (form.get("org_id") ?? "").trim();
+        try {
+          await setOrgMapping(ctx.deps, orgId, tenant);
+        } catch (err) {
+          if (!(err instanceof ApiError) || err.status !== 400) throw err;
+          return show(
+            ctx,
+            await load(ctx, tenant, { errors: { org_id: fieldMessage(err) } }),
+            400,
+          );
+        }
+        return done(`Organization ${orgId} now maps to this tenant`);
+      }
+      case "unmap": {
+        const orgId = (form.get("org_id") ?? "").trim();
+        if (form.get("confirm") !== "yes") {
+          return show(
+            ctx,
+            await load(ctx, tenant, { errors: { confirm_org: orgId } }),
+          );
+        }
+        const removed = await deleteOrgMapping(ctx.deps, orgId);
+        return done(
+          removed ? `Mapping of ${orgId} removed` : `${orgId} had no mapping`,
+        );
+      }
+      case "reveal_secret": {
+        const secret = await getWebhookSecret(ctx.deps, tenant);
+        return show(
+          ctx,
+          await load(ctx, tenant, { secret: { ...secret, rotated: false } }),
+        );
+      }
+      case "rotate_secret": {
+        if (form.get("confirm") !== "yes") {
+          return show(
+            ctx,
+            await load(ctx, tenant, { confirm: "rotate_secret" }),
+          );
+        }
+        const secret = await rotateWebhookSecret(ctx.deps, tenant);
+        ctx.deps.log.info("webhook secret rotated", { tenant });
+        return show(
+          ctx,
+          await load(ctx, tenant, { secret: { ...secret, rotated: true } }),
+        );
+      }
+      case "retry_delivery": {
+        const eventId = form.get("event_id") ?? "";
+        const res = await retryDelivery(ctx.deps, eventId);
+        if (!res.ok) {
+          const why = res.reason === "not_found"
+            ? "That delivery no longer exists."
+            : "Only failed or dead deliveries can be retried.";
+          return show(
+            ctx,
+            await load(ctx, tenant, { errors: { deliveries: why } }),
+            409,
+          );
+        }
+        return done(`Delivery ${eventId} queued for another attempt`);
+      }
+      default:
+        return show(
+          ctx,
+          await load(ctx, tenant, { errors: { form: "Unknown action." } }),
+          400,
+        );
+    }
+  },
+};
+
+export default function TenantPage({ data, csrf }: PageProps<TenantData>) {
+  const action = base(data.tenant);
+  const limit = data.settings.max_concurrent_sessions;
+  const errs = data.errors;
+  return (
+    <>
+      <p class="crumbs">
+        <a href="/admin/tenants">Tenants</a> /
+      </p>
+      <PageHeader
+        title={`Tenant ${data.tenant}`}
+        actions={
+          <>
+            <a
+              class="btn btn-quiet"
+              href={`/admin/sessions?tenant=${encodeURIComponent(data.tenant)}`}
+            >
+              Sessions
+            </a>
+            <a
+              class="btn btn-quiet"
+              href={`/admin/keys?tenant=${encodeURIComponent(data.tenant)}`}
+            >
+              API keys
+            </a>
+          </>
+        }
+      />
+      {data.notice && <Notice kind="success">{data.notice}</Notice>}
+      {errs.form && <Notice kind="error">{errs.form}</Notice>}
+      <div class="split">
+        <section class="card grow" aria-labelledby="limit-title">
+          <h2 id="limit-title">Concurrent sessions</h2>
+          <p>
+            <strong data-testid="tenant-live">{data.live}</strong>{" "}
+            live now, limit <strong>{limit ?? data.defaultLimit}</strong>
+            {limit === undefined && (
+              <span class="muted">(deployment default)</span>
+            )}.
+          </p>
+          <form method="post" action={action} class="form">
+            <Csrf token={csrf} />
+            <input type="hidden" name="action" value="set_limit" />
+            <div class="field">
+              <label for="limit">Limit</label>
+              <input
+                id="limit"
+                name="max_concurrent_sessions"
+                type="number"
+                min={1}
+                max={MAX_CONCURRENT_SESSIONS_LIMIT}
+                inputMode="numeric"
+                value={data.limitInput ??
+                  (limit !== undefined ? String(limit) : "")}
+                placeholder={`${data.defaultLimit} (default)`}
+                aria-invalid={errs.limit ? "true" : undefined}
+                aria-describedby={errs.limit ? "limit-error" : "limit-help"}
+              />
+              <FieldError id="limit-error" message={errs.limit} />
+              {!errs.limit && (
+                <p id="limit-help" class="help">
+                  Leave empty to use the deployment default.
+                </p>
+              )}
+            </div>
+            <button type="submit" class="btn btn-primary">Save limit</button>
+          </form>
+        </section>
+        <div class="side">
+          <SecretSection data={data} csrf={csrf} />
+        </div>
+      </div>
+      <section aria-labelledby="orgs-title">
+        <h2 id="orgs-title">Identity-provider organizations</h2>
+        <MappingTable
+          mappings={data.mappings}
+          csrf={csrf}
+          action={action}
+          confirmOrg={errs.confirm_org}
+        />
+        <form method="post" action={action} class="filters">
+          <Csrf token={csrf} />
+          <input type="hidden" name="action" value="map_org" />
+          <div class="field inline">
+            <label for="map-org">Map organization</label>
+            <input
+              id="map-org"
+              name="org_id"
+              required
+              placeholder="org_id claim"
+              aria-invalid={errs.org_id ? "true" : undefined}
+              aria-describedby={errs.org_id ? "map-org-error" : undefined}
+            />
+          </div>
+          <button type="submit" class="btn btn-secondary">
+            Map to {data.tenant}
+          </button>
+          <FieldError id="map-org-error" message={errs.org_id} />
+        </form>
+      </section>
+      <Deliveries
+        data={{ ...data, deliveriesError: data.errors.deliveries }}
+        csrf={csrf}
+      />
+    </>
+  );
+}

@@ -1,0 +1,15 @@
+/** `GET /openapi.json`: the OpenAPI 3.1 document, generated from the request schemas. */
+import type { Ctx } from "../lib/http.ts";
+import { openApiJson } from "../lib/openapi.ts";
+
+export const handler = {
+  GET(ctx: Ctx): Response {
+    return new Response(openApiJson(ctx.deps.config.docsBaseUrl), {
+      headers: {
+        "content-type": "application/json; charset=utf-8",
+        "cache-control": "public, max-age=300",
+        "access-control-allow-origin": "*",
+      },
+    });
+  },
+};

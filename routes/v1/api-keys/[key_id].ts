@@ -1,0 +1,13 @@
+/** `DELETE /v1/api-keys/{key_id}`: revokes an API key (DECISIONS 2). Needs `keys:admin`. */
+import { revokeApiKey } from "../../../lib/api_keys.ts";
+import { authenticate } from "../../../lib/auth.ts";
+import type { Ctx } from "../../../lib/http.ts";
+
+export const handler = {
+  /** 204 whether the key was live or already revoked; 404 for an unknown key. */
+  async DELETE(ctx: Ctx): Promise<Response> {
+    await authenticate(ctx, "keys:admin");
+    await revokeApiKey(ctx.deps, ctx.params.key_id);
+    return new Response(null, { status: 204 });
+  },
+};

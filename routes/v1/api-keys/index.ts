@@ -1,0 +1,31 @@
+/** `POST /v1/api-keys`: mints an API key (DECISIONS 2). Needs `keys:admin`. */
+import {
+  type ApiKeyCreated,
+  apiKeyCreateSchema,
+  createApiKey,
+} from "../../../lib/api_keys.ts";
+import { authenticate } from "../../../lib/auth.ts";
+import { parseOrThrow, readJsonObject } from "../../../lib/body.ts";
+import { type Ctx, json } from "../../../lib/http.ts";
+
+export const handler = {
+  /** 201 with the key's plaintext in `api_key`: the only time it is ever shown. */
+  async POST(ctx: Ctx): Promise<Response> {
+    await authenticate(ctx, "keys:admin");
+    const input = parseOrThrow(
+      apiKeyCreateSchema,
+      await readJsonObject(ctx.req),
+    );
+    const { key, api_key } = await createApiKey(ctx.deps, input);
+    const body: ApiKeyCreated = {
+      key_id: key.key_id,
+      api_key,
+      tenant_id: key.tenant_id,
+      scopes: key.scopes,
+      created_at: key.created_at,
+    };
+    if (key.name !== undefined) body.name = key.name;
+    if (key.expires_at !== undefined) body.expires_at = key.expires_at;
+    return json(body, 201, { "cache-control": "no-store" });
+  },
+};

@@ -1,0 +1,205 @@
+/**
+ * Fixtures for media-plane tests: the real app served on loopback, a fake ECEP engine on
+ * real wss, sessions created through the REST API, and a recording browser socket.
+ */
+import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
+import type { FakeWs } from "../../fakes/fake_ws.ts";
+import {
+  authJson,
+  TEST_ADMIN_KEY,
+  type TestApp,
+  testApp,
+  type TestClock,
+} from "../../_helpers.ts";
+
+export const ENGINE_KEY = "engine-key-3f9a1c7e5b";
+
+export interface LiveStack {
+  t: TestApp;
+  engine: FakeWs;
+  server: Deno.HttpServer<Deno.NetAddr>;
+  base: string;
+  close(): Promise<void>;
+}
+
+/** The real app on 127.0.0.1 with a fake ECEP engine; private targets allowed. */
+export async function liveStack(
+  env: Record<string, string> = {},
+  options: { stubborn?: boolean; clock?: TestClock } = {},
+): Promise<LiveStack> {
+  const engine = startEcepFake({ key: ENGINE_KEY, stubborn: options.stubborn });
+  const t = await testApp(
+    { ALLOW_PRIVATE_NETWORK_TARGETS: "true", ...env },
+    { clock: options.clock },
+  );
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    t.app.handler,
+  );
+  return {
+    t,
+    engine,
+    server,
+    base: `http://127.0.0.1:${server.addr.port}`,
+    async close() {
+      await t.close();
+      await server.shutdown();
+      await engine.close();
+    },
+  };
+}
+
+export interface Created {
+  session_id: string;
+  client_token: string;
+  stream_metadata: { session_token: string };
+}
+
+/** Creates an `external_engine` session on the stack's fake engine. */
+export async function createSession(
+  s: LiveStack,
+  engineKey = ENGINE_KEY,
+  extra: Record<string, unknown> = {},
+): Promise<Created> {
+  const res = await s.t.request("/v1/sessions", {
+    method: "POST",
+    headers: authJson(TEST_ADMIN_KEY),
+    body: JSON.stringify({
+      provider_type: "external_engine",
+      provider_config: {
+        external_engine: {
+          url: s.engine.url,
+          auth_headers: { "x-engine-key": engineKey },
+        },
+      },
+      ...extra,
+    }),
+  });
+  if (res.status !== 200) {
+    throw new Error(`create: ${res.status} ${await res.text()}`);
+  }
+  return await res.json();
+}
+
+export type Json = Record<string, unknown>;
+
+/** A browser-side socket that records every frame. */
+export class Browser {
+  readonly json: Json[] = [];
+  readonly binary: Uint8Array[] = [];
+  closeCode: number | null = null;
+  private wake = new Set<() => void>();
+  readonly opened: Promise<void>;
+
+  constructor(readonly ws: WebSocket) {
+    ws.binaryType = "arraybuffer";
+    this.opened = new Promise((resolve, reject) => {
+      ws.onopen = () => resolve();
+      ws.onerror = () => reject(new Error("socket error before open"));
+    });
+    ws.onmessage = (e) => {
+      if (typeof e.data === "string") this.json.push(JSON.parse(e.data));
+      else this.binary.push(new Uint8Array(e.data as ArrayBuffer));
+      this.notify();
+    };
+    ws.onclose = (e) => {
+      this.closeCode = e.code;
+      this.notify();
+    };
+  }
+
+  static connect(s: LiveStack, sessionId: string, token: string): Browser {
+    const url = `${s.base.replace("http", "ws")}/v1/sessions/${
+      encodeURIComponent(sessionId)
+    }/ws?token=${encodeURIComponent(token)}`;
+    return new Browser(new WebSocket(url));
+  }
+
+  private notify(): void {
+    for (const w of [...this.wake]) w();
+  }
+
+  /** Resolves when `check()` is truthy (bounded so a broken test fails, not hangs). */
+  until<T>(
+    check: () => T | undefined | null | false,
+    what: string,
+    ms = 20_000,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const attempt = () => {
+        const v = check();
+        if (v !== undefined && v !== null && v !== false) {
+          clearTimeout(timer);
+          this.wake.delete(attempt);
+          resolve(v);
+        }
+      };
+      const timer = setTimeout(() => {
+        this.wake.delete(attempt);
+        reject(
+          new Error(
+            `waited too long for ${what}; got ${JSON.stringify(this.json)}`,
+          ),
+        );
+      }, ms);
+      this.wake.add(attempt);
+      attempt();
+    });
+  }
+
+  message(predicate: (m: Json) => boolean, what: string): Promise<Json> {
+    return this.until(() => this.json.find(predicate), what);
+  }
+
+  closed(): Promise<number> {
+    return this.until(() => this.closeCode ?? undefined, "close");
+  }
+
+  /** Sends a JSON message, raw text, or a binary frame. */
+  send(msg: Json | Uint8Array | string): void {
+    this.ws.send(
+      msg instanceof Uint8Array || typeof msg === "string"
+        ? msg
+        : JSON.stringify(msg),
+    );
+  }
+
+  close(): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.close();
+  }
+}
+
+/** Ids of ffmpeg processes whose parent is this test process. */
+export async function ffmpegChildren(): Promise<number[]> {
+  const out: number[] = [];
+  for await (const e of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = await Deno.readTextFile(`/proc/${e.name}/stat`);
+      const m = stat.match(/^\d+ \((.*)\) (\S) (\d+)/);
+      if (
+        m && m[1].includes("ffmpeg") && Number(m[3]) === Deno.pid &&
+        m[2] !== "Z"
+      ) {
+        out.push(Number(e.name));
+      }
+    } catch {
+      // The process went away meanwhile.
+    }
+  }
+  return out;
+}
+
+/** The top-level box types of an MP4 byte stream. */
+export function boxTypes(bytes: Uint8Array): string[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: string[] = [];
+  let off = 0;
+  while (off + 8 <= bytes.length) {
+    const size = view.getUint32(off);
+    out.push(new TextDecoder().decode(bytes.subarray(off + 4, off + 8)));
+    if (size < 8) break;
+    off += size;
+  }
+  return out;
+}

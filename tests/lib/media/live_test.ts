@@ -1,0 +1,191 @@
+import assert from "node:assert/strict";
+import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import {
+  LiveSession,
+  MAX_SOCKET_BUFFERED_BYTES,
+} from "../../../lib/media/live.ts";
+import type { RenderSession, RenderSink } from "../../../lib/render/port.ts";
+
+function box(type: string, ...payload: Uint8Array[]): Uint8Array {
+  const size = 8 + payload.reduce((n, p) => n + p.length, 0);
+  const out = new Uint8Array(size);
+  new DataView(out.buffer).setUint32(0, size);
+  out.set(new TextEncoder().encode(type), 4);
+  let off = 8;
+  for (const p of payload) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+function u32(...values: number[]): Uint8Array {
+  const out = new Uint8Array(values.length * 4);
+  const view = new DataView(out.buffer);
+  values.forEach((v, i) => view.setUint32(i * 4, v));
+  return out;
+}
+
+const NON_SYNC = 0x00010000;
+const SYNC_I_FRAME = 0x02000000;
+
+/** tfhd with default-base-is-moof and optional default_sample_flags. */
+function tfhd(trackId: number, defaultFlags?: number): Uint8Array {
+  const flags = 0x020000 | (defaultFlags !== undefined ? 0x20 : 0);
+  return box(
+    "tfhd",
+    u32(flags, trackId),
+    defaultFlags !== undefined ? u32(defaultFlags) : u32(),
+  );
+}
+
+/** trun with data_offset and, when given, first_sample_flags. */
+function trun(count: number, firstFlags?: number): Uint8Array {
+  const flags = 0x1 | (firstFlags !== undefined ? 0x4 : 0);
+  return box(
+    "trun",
+    u32(flags, count, 0),
+    firstFlags !== undefined ? u32(firstFlags) : u32(),
+  );
+}
+
+function segment(...trafs: Uint8Array[]): Uint8Array {
+  const moof = box("moof", box("mfhd", u32(0, 1)), ...trafs);
+  const mdat = box("mdat", new Uint8Array(16));
+  const out = new Uint8Array(moof.length + mdat.length);
+  out.set(moof);
+  out.set(mdat, moof.length);
+  return out;
+}
+
+/** The slice of a server WebSocket that LiveSession uses, with a settable buffer. */
+class SlowSocket {
+  readyState = 1;
+  bufferedAmount = 0;
+  binaryType = "blob";
+  sent: (string | Uint8Array)[] = [];
+  onmessage: ((e: MessageEvent) => void) | null = null;
+  onclose: (() => void) | null = null;
+  send(data: string | Uint8Array) {
+    this.sent.push(data);
+  }
+  close() {
+    this.readyState = 3;
+  }
+  get binary(): Uint8Array[] {
+    return this.sent.filter((d): d is Uint8Array => d instanceof Uint8Array);
+  }
+}
+
+/** A render session that hands its sink to the test. */
+function capturingRender(): RenderSession & { sink(): RenderSink } {
+  let sink: RenderSink | null = null;
+  return {
+    attach: (s) => sink = s,
+    detach: () => sink = null,
+    pushAudio: () => {},
+    interrupt: () => {},
+    segmentsRendered: 0,
+    stop: () => Promise.resolve({ clean: true }),
+    stats: () => ({
+      audioLatencyMs: [],
+      droppedAudioSamples: 0,
+      queuedAudioSamples: 0,
+      skippedDraws: 0,
+    }),
+    sink: () => sink!,
+  };
+}
+
+const key = () =>
+  segment(box("traf", tfhd(1, NON_SYNC), trun(5, SYNC_I_FRAME)));
+const delta = () => segment(box("traf", tfhd(1, NON_SYNC), trun(5)));
+
+Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe", async () => {
+  const deps = await createDeps({ env: { KV_PATH: ":memory:" } });
+  try {
+    const live = new LiveSession(deps, "session:test");
+    const ws = new SlowSocket();
+    live.attach(ws as unknown as WebSocket, "active");
+    const render = capturingRender();
+    live.startRendering(render);
+    const sink = render.sink();
+    sink.onInit(
+      'video/mp4; codecs="avc1.42c01e, mp4a.40.2"',
+      new Uint8Array([1, 2, 3]),
+    );
+    sink.onSegment(key());
+    sink.onSegment(delta());
+    assert.equal(live.stats.segmentsSent, 2);
+
+    ws.bufferedAmount = MAX_SOCKET_BUFFERED_BYTES + 1; // the browser stopped reading
+    sink.onSegment(delta());
+    sink.onSegment(key());
+    assert.equal(
+      live.stats.segmentsDropped,
+      2,
+      "nothing queues while the buffer is full",
+    );
+
+    ws.bufferedAmount = 0; // it reads again
+    sink.onSegment(delta());
+    assert.equal(
+      live.stats.segmentsDropped,
+      3,
+      "a delta fragment after a gap is useless",
+    );
+    sink.onSegment(key());
+    sink.onSegment(delta());
+    assert.equal(live.stats.segmentsSent, 4);
+    assert.equal(ws.binary.length, 5, "init + 4 segments");
+    assert.equal(ws.binary.length - 1, live.stats.segmentsSent);
+  } finally {
+    await closeDeps(deps);
+  }
+});
+
+Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async () => {
+  const deps = await createDeps({ env: { KV_PATH: ":memory:" } });
+  try {
+    const live = new LiveSession(deps, "session:test");
+    const ws = new SlowSocket();
+    live.attach(ws as unknown as WebSocket, "active");
+    const events = live.engineEvents(() => {});
+    events.onResponseStart("r1");
+    events.onTranscript({ role: "agent", text: "hi", final: true });
+    events.onResponseEnd("r1");
+    events.onTranscript({ role: "user", text: "hey", final: true });
+    ws.onmessage!(
+      new MessageEvent("message", { data: JSON.stringify({ type: "ping" }) }),
+    );
+    ws.onmessage!(new MessageEvent("message", { data: "[1,2]" }));
+    const json = ws.sent.filter((d): d is string => typeof d === "string").map((
+      d,
+    ) => JSON.parse(d));
+    assert.deepEqual(json, [
+      { type: "session.state", status: "active" },
+      { type: "turn.start", turn_id: "turn_1", role: "avatar" },
+      {
+        type: "transcript",
+        turn_id: "turn_1",
+        role: "avatar",
+        text: "hi",
+        final: true,
+      },
+      { type: "turn.end", turn_id: "turn_1" },
+      { type: "turn.start", turn_id: "turn_2", role: "user" },
+      {
+        type: "transcript",
+        turn_id: "turn_2",
+        role: "user",
+        text: "hey",
+        final: true,
+      },
+      { type: "turn.end", turn_id: "turn_2" },
+      { type: "pong" },
+      { type: "error", code: "invalid_message", fatal: false },
+    ]);
+  } finally {
+    await closeDeps(deps);
+  }
+});

@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { TEST_ADMIN_KEY, TestClock } from "../../_helpers.ts";
+import { reapOnce } from "../../../lib/media/reaper.ts";
+import { Browser, createSession, liveStack } from "./_live.ts";
+
+const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+
+Deno.test("reapOnce() fails a created session with no media socket past the connect timeout", async () => {
+  const clock = new TestClock(Date.now());
+  const s = await liveStack({ SESSION_CONNECT_TIMEOUT_S: "60" }, { clock });
+  try {
+    const c = await createSession(s);
+    clock.advance(59_000);
+    assert.deepEqual(await reapOnce(s.t.app.deps), { failed: [], ended: [] });
+    clock.advance(1_000);
+    assert.deepEqual(await reapOnce(s.t.app.deps), {
+      failed: [c.session_id],
+      ended: [],
+    });
+    const st = await (await s.t.request(`/v1/sessions/${c.session_id}`, {
+      headers: auth,
+    })).json();
+    assert.equal(st.status, "failed");
+    assert.equal(s.t.app.deps.vault.has(c.session_id), false);
+    assert.equal(s.t.app.deps.renderSlots.has(c.session_id), false);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("reapOnce() ends an active session idle past SESSION_IDLE_TIMEOUT_S with a warning", async () => {
+  const clock = new TestClock(Date.now());
+  const s = await liveStack({ SESSION_IDLE_TIMEOUT_S: "30" }, { clock });
+  try {
+    const c = await createSession(s);
+    const b = Browser.connect(s, c.session_id, c.client_token);
+    await b.message(
+      (m) => m.type === "session.state" && m.status === "active",
+      "active",
+    );
+    clock.advance(120_000);
+    assert.deepEqual(
+      (await reapOnce(s.t.app.deps)).ended,
+      [],
+      "attached sessions are not idle",
+    );
+    b.close();
+    await b.closed();
+    // The detach is recorded asynchronously; wait until the reaper can see it.
+    for (let i = 0; i < 50; i++) {
+      const p = await s.t.app.deps.kv.get<{ attached: boolean }>([
+        "media_presence",
+        c.session_id,
+      ]);
+      if (p.value && !p.value.attached) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    clock.advance(29_000);
+    assert.deepEqual((await reapOnce(s.t.app.deps)).ended, []);
+    clock.advance(1_000);
+    assert.deepEqual((await reapOnce(s.t.app.deps)).ended, [c.session_id]);
+    const st = await (await s.t.request(`/v1/sessions/${c.session_id}`, {
+      headers: auth,
+    })).json();
+    assert.equal(st.status, "ended_with_warnings");
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("reapOnce() ends an active session at SESSION_MAX_DURATION_S, closing its socket", async () => {
+  const clock = new TestClock(Date.now());
+  const s = await liveStack({ SESSION_MAX_DURATION_S: "600" }, { clock });
+  try {
+    const c = await createSession(s);
+    const b = Browser.connect(s, c.session_id, c.client_token);
+    await b.message(
+      (m) => m.type === "session.state" && m.status === "active",
+      "active",
+    );
+    clock.advance(600_000);
+    assert.deepEqual((await reapOnce(s.t.app.deps)).ended, [c.session_id]);
+    const ended = await b.message(
+      (m) => m.type === "session.ended",
+      "session.ended",
+    );
+    assert.equal(ended.status, "ended_with_warnings");
+    assert.equal(await b.closed(), 1000);
+    const lines = s.t.log.lines.filter((l) =>
+      l.includes("maximum session duration of 600 s")
+    );
+    assert.ok(lines.length > 0, "the warning is logged");
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("reapOnce() is safe with two instances on one store: each session moves once", async () => {
+  const clock = new TestClock(Date.now());
+  const s = await liveStack({ SESSION_CONNECT_TIMEOUT_S: "60" }, { clock });
+  const { createApp } = await import("../../../app.ts");
+  const other = await createApp({
+    deps: undefined,
+    kv: s.t.app.deps.kv,
+    now: clock.now,
+    env: { TOKEN_SECRET: "x".repeat(40) },
+  });
+  try {
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push((await createSession(s)).session_id);
+    clock.advance(60_000);
+    const [a, b] = await Promise.all([
+      reapOnce(s.t.app.deps),
+      reapOnce(other.deps),
+    ]);
+    assert.deepEqual([...a.failed, ...b.failed].sort(), ids.sort());
+  } finally {
+    await other.close();
+    await s.close();
+  }
+});

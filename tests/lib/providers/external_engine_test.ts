@@ -1,0 +1,331 @@
+import assert from "node:assert/strict";
+import { createExternalEngine } from "../../../lib/providers/external_engine.ts";
+import {
+  type EngineConnection,
+  EngineStartError,
+  type ProviderCredentials,
+} from "../../../lib/providers/port.ts";
+import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
+import {
+  providerDeps,
+  recordEvents,
+  sampleCount,
+  tone,
+} from "../../fakes/fake_ws.ts";
+import { startWssServer } from "../../fakes/wss_server.ts";
+
+const KEY = "engine-secret-value-0123456789";
+
+function creds(url: string, rate = 24000): ProviderCredentials {
+  return {
+    type: "external_engine",
+    url,
+    auth_headers: { "X-Engine-Key": KEY },
+    user_sample_rate: rate,
+  };
+}
+
+async function rejectsWith(
+  p: Promise<unknown>,
+  kind: EngineStartError["kind"],
+): Promise<EngineStartError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof EngineStartError, String(err));
+    assert.equal(err.kind, kind, err.message);
+    assert.ok(!err.message.includes(KEY));
+    return err;
+  }
+  throw new Error("expected a rejection");
+}
+
+Deno.test("external_engine speaks ECEP v1 against a real wss engine", async (t) => {
+  const fake = startEcepFake({ key: KEY, agentRate: 16000 });
+  const deps = providerDeps();
+  const events = recordEvents();
+  let conn: EngineConnection | undefined;
+  try {
+    await t.step(
+      "handshake: auth_headers on the upgrade, session.start first",
+      async () => {
+        conn = await createExternalEngine(deps)({
+          sessionId: "session:abc",
+          credentials: creds(fake.url, 16000),
+          events,
+          signal: new AbortController().signal,
+        });
+        const peer = await fake.peer();
+        assert.equal(peer.headers.get("x-engine-key"), KEY);
+        const start = await fake.message("session.start");
+        assert.deepEqual(start, {
+          type: "session.start",
+          session_id: "session:abc",
+          user_audio: { encoding: "pcm_s16le", sample_rate: 16000 },
+        });
+        assert.equal(peer.json[0].type, "session.start");
+      },
+    );
+
+    await t.step("session.ready → onReady with the agent rate", async () => {
+      await events.waiter.until(() => events.ready.length > 0, "ready");
+      assert.deepEqual(events.ready, [16000]);
+    });
+
+    await t.step(
+      "user.text → response with audio and an agent transcript",
+      async () => {
+        conn!.sendText("hello");
+        await events.waiter.until(
+          () => events.ends.length === 1,
+          "response.end",
+        );
+        const msg = await fake.message("user.text");
+        assert.equal(msg.text, "hello");
+        assert.deepEqual(events.starts, ["resp-1"]);
+        assert.deepEqual(events.ends, ["resp-1"]);
+        assert.equal(events.audioSamples(), 1600);
+        assert.ok(events.audio.every((a) => a.rate === 16000));
+        assert.deepEqual(events.transcripts, [
+          { role: "agent", text: "you said hello", final: true },
+        ]);
+      },
+    );
+
+    await t.step(
+      "user audio is resampled to user_sample_rate in ≤1 KiB frames",
+      async () => {
+        const peer = await fake.peer();
+        // One second at 48 kHz in 20 ms chunks → one second at 16 kHz.
+        for (let i = 0; i < 50; i++) {
+          conn!.sendUserAudio(tone(960, 48000), 48000);
+        }
+        await fake.waiter.until(
+          () => sampleCount(peer.binary) >= 15990,
+          "resampled audio",
+        );
+        const got = sampleCount(peer.binary);
+        assert.ok(Math.abs(got - 16000) <= 2, `got ${got} samples`);
+        assert.ok(
+          peer.binary.every((f) => f.length <= 1024 && f.length % 2 === 0),
+        );
+      },
+    );
+
+    await t.step(
+      "interrupt reaches the engine; in-flight audio is dropped",
+      async () => {
+        const peer = await fake.peer();
+        conn!.sendText("long");
+        await events.waiter.until(() => events.starts.length === 2, "start");
+        await events.waiter.until(
+          () => events.audioSamples() === 2400,
+          "audio",
+        );
+        conn!.interrupt();
+        await events.waiter.until(() => events.ends.length === 2, "end");
+        assert.ok(peer.json.some((m) => m.type === "interrupt"));
+        assert.equal(events.audioSamples(), 2400);
+      },
+    );
+
+    await t.step(
+      "a non-fatal engine error mid-turn → per-turn onError",
+      async () => {
+        conn!.sendText("fail");
+        await events.waiter.until(() => events.ends.length === 3, "end");
+        assert.deepEqual(events.errors, [{
+          code: "tts_failed",
+          fatal: false,
+          message: "text-to-speech backend failed",
+        }]);
+        assert.equal(events.closes.length, 0);
+      },
+    );
+
+    await t.step(
+      "graceful end: session.end, engine closes → true, clean",
+      async () => {
+        const ok = await conn!.end(5000);
+        assert.equal(ok, true);
+        assert.ok(
+          (await fake.peer()).json.some((m) => m.type === "session.end"),
+        );
+        assert.deepEqual(events.closes, [{ clean: true, reason: "ended" }]);
+      },
+    );
+
+    await t.step("credentials never reach the log", () => {
+      assert.ok(deps.log.lines.length > 0);
+      assert.ok(deps.log.lines.every((l) => !l.includes(KEY)));
+    });
+  } finally {
+    conn?.close();
+    await fake.close();
+  }
+});
+
+Deno.test("external_engine end() resolves false when the engine never closes", async () => {
+  const fake = startEcepFake({ key: KEY, stubborn: true });
+  const events = recordEvents();
+  const conn = await createExternalEngine(providerDeps())({
+    sessionId: "session:s",
+    credentials: creds(fake.url),
+    events,
+    signal: new AbortController().signal,
+  });
+  try {
+    await events.waiter.until(() => events.ready.length > 0, "ready");
+    assert.equal(await conn.end(200), false);
+    assert.deepEqual(events.closes, [{
+      clean: false,
+      reason: "engine did not close in time",
+    }]);
+  } finally {
+    conn.close();
+    await fake.close();
+  }
+});
+
+Deno.test("external_engine reports a fatal error and an unexpected close", async (t) => {
+  await t.step("fatal error → onError fatal, onClose unclean", async () => {
+    const fake = startEcepFake({ key: KEY });
+    const events = recordEvents();
+    const conn = await createExternalEngine(providerDeps())({
+      sessionId: "session:f",
+      credentials: creds(fake.url),
+      events,
+      signal: new AbortController().signal,
+    });
+    try {
+      await events.waiter.until(() => events.ready.length > 0, "ready");
+      conn.sendText("fatal");
+      await events.waiter.until(() => events.closes.length > 0, "close");
+      assert.deepEqual(events.errors, [{
+        code: "llm_failed",
+        fatal: true,
+        message: "engine crashed",
+      }]);
+      assert.equal(events.closes[0].clean, false);
+    } finally {
+      conn.close();
+      await fake.close();
+    }
+  });
+
+  await t.step("engine closes on its own → onClose unclean", async () => {
+    const fake = startEcepFake({ key: KEY });
+    const events = recordEvents();
+    const conn = await createExternalEngine(providerDeps())({
+      sessionId: "session:g",
+      credentials: creds(fake.url),
+      events,
+      signal: new AbortController().signal,
+    });
+    try {
+      await events.waiter.until(() => events.ready.length > 0, "ready");
+      (await fake.peer()).close(1000, "going away");
+      await events.waiter.until(() => events.closes.length > 0, "close");
+      assert.deepEqual(events.closes, [{
+        clean: false,
+        reason: "engine closed the connection",
+      }]);
+    } finally {
+      conn.close();
+      await fake.close();
+    }
+  });
+});
+
+Deno.test("external_engine start failures map to EngineStartError kinds", async (t) => {
+  const start = (
+    url: string,
+    deps = providerDeps(),
+    signal = new AbortController().signal,
+  ) =>
+    createExternalEngine(deps)({
+      sessionId: "session:x",
+      credentials: creds(url),
+      events: recordEvents(),
+      signal,
+    });
+
+  await t.step("upgrade refused (wrong key) → refused", async () => {
+    const fake = startEcepFake({ key: "another-key" });
+    try {
+      await rejectsWith(start(fake.url), "refused");
+    } finally {
+      await fake.close();
+    }
+  });
+
+  await t.step("nothing listening → refused", async () => {
+    const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = l.addr.port;
+    l.close();
+    await rejectsWith(start(`wss://localhost:${port}/`), "refused");
+  });
+
+  await t.step("host does not resolve → unavailable", async () => {
+    await rejectsWith(start("wss://engine.invalid/"), "unavailable");
+  });
+
+  await t.step("no upgrade answer in time → timeout", async () => {
+    const silent = startWssServer(() => new Response(null, { status: 500 }));
+    silent.freeze();
+    try {
+      const deps = providerDeps({ connectTimeoutMs: 200 });
+      await rejectsWith(start(silent.origin + "/", deps), "timeout");
+    } finally {
+      await silent.close();
+    }
+  });
+
+  await t.step("aborted by the caller's timeout signal → timeout", async () => {
+    const silent = startWssServer(() => new Response(null, { status: 500 }));
+    silent.freeze();
+    try {
+      await rejectsWith(
+        start(silent.origin + "/", providerDeps(), AbortSignal.timeout(100)),
+        "timeout",
+      );
+    } finally {
+      await silent.close();
+    }
+  });
+
+  await t.step("ws:// URL → misconfigured", async () => {
+    await rejectsWith(start("ws://localhost:1/"), "misconfigured");
+  });
+
+  await t.step(
+    "private target refused unless ALLOW_PRIVATE_NETWORK_TARGETS",
+    async () => {
+      const fake = startEcepFake({ key: KEY });
+      try {
+        const deps = providerDeps({ allowPrivate: false });
+        await rejectsWith(start(fake.url, deps), "refused");
+        assert.equal(fake.peers.length, 0);
+        const viaDns = providerDeps({
+          allowPrivate: false,
+          resolver: () => Promise.resolve(["10.1.2.3"]),
+        });
+        const err = await rejectsWith(
+          start("wss://engine.example.com/", viaDns),
+          "refused",
+        );
+        assert.match(err.message, /private/);
+        const noDns = providerDeps({
+          allowPrivate: false,
+          resolver: () => Promise.reject(new Error("NXDOMAIN")),
+        });
+        await rejectsWith(
+          start("wss://engine.example.com/", noDns),
+          "unavailable",
+        );
+      } finally {
+        await fake.close();
+      }
+    },
+  );
+});

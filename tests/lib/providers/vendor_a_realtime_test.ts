@@ -1,0 +1,247 @@
+import assert from "node:assert/strict";
+import {
+  EngineStartError,
+  type ProviderCredentials,
+} from "../../../lib/providers/port.ts";
+import { createVendorAEngine } from "../../../lib/providers/vendor_a_realtime.ts";
+import { providerDeps, recordEvents, tone } from "../../fakes/fake_ws.ts";
+import { startVendorAFake } from "../../fakes/vendor_a_fake.ts";
+
+const SECRET = "ek_test_ephemeral_secret_0123456789";
+const creds: ProviderCredentials = {
+  type: "vendor_a_realtime",
+  client_secret: SECRET,
+};
+
+function setup(secret = SECRET) {
+  const fake = startVendorAFake(secret);
+  let t = 1_000_000;
+  const clock = { now: () => t, advance: (ms: number) => t += ms };
+  const deps = providerDeps({
+    endpoints: { vendorARealtimeUrl: fake.url },
+    now: clock.now,
+  });
+  return { fake, deps, clock, factory: createVendorAEngine(deps) };
+}
+
+Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) => {
+  const { fake, deps, clock, factory } = setup();
+  const events = recordEvents();
+  const conn = await factory({
+    sessionId: "session:a",
+    credentials: creds,
+    events,
+    signal: new AbortController().signal,
+  });
+  try {
+    await t.step(
+      "bearer client_secret on the upgrade; session.update sent",
+      async () => {
+        const peer = await fake.peer();
+        assert.equal(peer.headers.get("authorization"), `Bearer ${SECRET}`);
+        const update = await fake.message("session.update");
+        assert.deepEqual(
+          (update.session as { audio: unknown }).audio,
+          {
+            input: { format: { type: "audio/pcm", rate: 24000 } },
+            output: { format: { type: "audio/pcm", rate: 24000 } },
+          },
+        );
+      },
+    );
+
+    await t.step("session.created → onReady at 24 kHz", async () => {
+      await events.waiter.until(() => events.ready.length > 0, "ready");
+      assert.deepEqual(events.ready, [24000]);
+    });
+
+    await t.step(
+      "text turn → item + response.create, audio and agent transcripts",
+      async () => {
+        conn.sendText("hello");
+        await events.waiter.until(
+          () => events.ends.length === 1,
+          "response.done",
+        );
+        const peer = await fake.peer();
+        const item = peer.json.find((m) =>
+          m.type === "conversation.item.create"
+        );
+        assert.deepEqual(item?.item, {
+          type: "message",
+          role: "user",
+          content: [{ type: "input_text", text: "hello" }],
+        });
+        assert.ok(peer.json.some((m) => m.type === "response.create"));
+        assert.deepEqual(events.starts, ["resp_1"]);
+        assert.deepEqual(events.ends, ["resp_1"]);
+        assert.equal(events.audioSamples(), 960);
+        assert.ok(events.audio.every((a) => a.rate === 24000));
+        assert.deepEqual(events.transcripts, [
+          { role: "agent", text: "you said ", final: false },
+          { role: "agent", text: "you said hello", final: false },
+          { role: "agent", text: "you said hello", final: true },
+        ]);
+      },
+    );
+
+    await t.step(
+      "user audio arrives as base64 appends at 24 kHz, frames < 1 KiB",
+      async () => {
+        for (let i = 0; i < 50; i++) {
+          conn.sendUserAudio(tone(320, 16000), 16000);
+        }
+        await fake.waiter.until(() => fake.appendedSamples() >= 23990, "audio");
+        assert.ok(Math.abs(fake.appendedSamples() - 24000) <= 2);
+        const peer = await fake.peer();
+        const appends = peer.json.filter((m) =>
+          m.type === "input_audio_buffer.append"
+        );
+        assert.ok(appends.every((m) => JSON.stringify(m).length < 1024));
+      },
+    );
+
+    await t.step("user transcription events → user transcripts", async () => {
+      const peer = await fake.peer();
+      peer.send({
+        type: "conversation.item.input_audio_transcription.completed",
+        item_id: "u1",
+        content_index: 0,
+        transcript: "hi there",
+      });
+      await events.waiter.until(
+        () => events.transcripts.find((x) => x.role === "user"),
+        "user transcript",
+      );
+      assert.deepEqual(events.transcripts.at(-1), {
+        role: "user",
+        text: "hi there",
+        final: true,
+      });
+    });
+
+    await t.step(
+      "interrupt → response.cancel + truncate at the played position",
+      async () => {
+        conn.sendText("long");
+        await events.waiter.until(
+          () => events.audioSamples() === 1440,
+          "audio",
+        );
+        clock.advance(5);
+        conn.interrupt();
+        await events.waiter.until(() => events.ends.length === 2, "cancelled");
+        const peer = await fake.peer();
+        assert.ok(peer.json.some((m) => m.type === "response.cancel"));
+        const trunc = await fake.waiter.until(
+          () => peer.json.find((m) => m.type === "conversation.item.truncate"),
+          "truncate",
+        );
+        assert.deepEqual(trunc, {
+          type: "conversation.item.truncate",
+          item_id: "item-resp_2",
+          content_index: 0,
+          audio_end_ms: 5,
+        });
+        assert.equal(events.audioSamples(), 1440);
+      },
+    );
+
+    await t.step(
+      "speech_started during a response → barge-in cancel",
+      async () => {
+        conn.sendText("long");
+        await events.waiter.until(() => events.starts.length === 3, "start");
+        (await fake.peer()).send({ type: "input_audio_buffer.speech_started" });
+        await events.waiter.until(() => events.ends.length === 3, "cancelled");
+        assert.equal(events.bargeIns, 1);
+        const peer = await fake.peer();
+        assert.equal(
+          peer.json.filter((m) => m.type === "response.cancel").length,
+          2,
+        );
+      },
+    );
+
+    await t.step(
+      "a failed turn → one non-fatal llm_failed, the session lives",
+      async () => {
+        conn.sendText("fail");
+        await events.waiter.until(() => events.ends.length === 4, "done");
+        assert.deepEqual(events.errors, [{
+          code: "llm_failed",
+          fatal: false,
+          message: "model overloaded",
+        }]);
+        assert.equal(events.closes.length, 0);
+      },
+    );
+
+    await t.step("graceful end: close handshake answered → true", async () => {
+      assert.equal(await conn.end(5000), true);
+      assert.deepEqual(events.closes, [{ clean: true, reason: "ended" }]);
+      assert.ok(deps.log.lines.every((l) => !l.includes(SECRET)));
+    });
+  } finally {
+    conn.close();
+    await fake.close();
+  }
+});
+
+Deno.test("vendor_a_realtime end() is false when the API never answers", async () => {
+  const { fake, factory } = setup();
+  const events = recordEvents();
+  const conn = await factory({
+    sessionId: "session:b",
+    credentials: creds,
+    events,
+    signal: new AbortController().signal,
+  });
+  try {
+    await events.waiter.until(() => events.ready.length > 0, "ready");
+    fake.server.freeze();
+    assert.equal(await conn.end(200), false);
+    assert.equal(events.closes[0].clean, false);
+  } finally {
+    conn.close();
+    await fake.close();
+  }
+});
+
+Deno.test("vendor_a_realtime refused upgrade (bad secret) → EngineStartError refused", async () => {
+  const { fake, factory } = setup("another-secret");
+  try {
+    await assert.rejects(
+      factory({
+        sessionId: "session:c",
+        credentials: creds,
+        events: recordEvents(),
+        signal: new AbortController().signal,
+      }),
+      (err) =>
+        err instanceof EngineStartError && err.kind === "refused" &&
+        !err.message.includes(SECRET),
+    );
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("vendor_a_realtime unexpected close → onClose unclean", async () => {
+  const { fake, factory } = setup();
+  const events = recordEvents();
+  const conn = await factory({
+    sessionId: "session:d",
+    credentials: creds,
+    events,
+    signal: new AbortController().signal,
+  });
+  try {
+    (await fake.peer()).close(1000);
+    await events.waiter.until(() => events.closes.length > 0, "close");
+    assert.equal(events.closes[0].clean, false);
+  } finally {
+    conn.close();
+    await fake.close();
+  }
+});

@@ -1,0 +1,226 @@
+import assert from "node:assert/strict";
+import { createApp } from "../../app.ts";
+import { memoryLogger } from "../../lib/log.ts";
+import {
+  RATE_LIMIT_WINDOW_MS,
+  RateLimiter,
+  rateLimiterOf,
+  rateLimitKey,
+  rateLimitSubject,
+} from "../../lib/rate_limit.ts";
+import { TEST_ADMIN_KEY, TEST_TOKEN_SECRET, TestClock } from "../_helpers.ts";
+
+/** A clock at the start of a window, so a whole window lies ahead. */
+function windowClock(): TestClock {
+  const t = new TestClock();
+  t.t = Math.floor(t.t / RATE_LIMIT_WINDOW_MS) * RATE_LIMIT_WINDOW_MS;
+  return t;
+}
+
+async function readTotal(
+  kv: Deno.Kv,
+  clock: TestClock,
+  subject: string,
+): Promise<number | null> {
+  const w = Math.floor(clock.now() / RATE_LIMIT_WINDOW_MS);
+  const got = await kv.get<Deno.KvU64>(rateLimitKey(w, subject));
+  return got.value === null ? null : Number(got.value.value);
+}
+
+Deno.test("RateLimiter.take() admits up to the limit, then refuses until the window ends", async (t) => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  clock.advance(15_500);
+  const rl = new RateLimiter({ kv, limit: 3, now: clock.now });
+  try {
+    const windowEnd = (Math.floor(clock.now() / 60_000) + 1) * 60;
+    await t.step("counts down remaining", () => {
+      for (const remaining of [2, 1, 0]) {
+        const d = rl.take("s");
+        assert.equal(d.allowed, true);
+        assert.equal(d.limit, 3);
+        assert.equal(d.remaining, remaining);
+        assert.equal(d.reset, windowEnd);
+      }
+    });
+    await t.step("refuses the next with retryAfter = seconds to reset", () => {
+      const d = rl.take("s");
+      assert.equal(d.allowed, false);
+      assert.equal(d.remaining, 0);
+      assert.equal(d.reset, windowEnd);
+      assert.equal(d.retryAfter, 45); // 44.5 s left, rounded up
+    });
+    await t.step(
+      "retryAfter is at least 1 at the very end of the window",
+      () => {
+        clock.t = windowEnd * 1000 - 1;
+        assert.equal(rl.take("s").retryAfter, 1);
+      },
+    );
+    await t.step("a new window starts afresh with a new reset", () => {
+      clock.t = windowEnd * 1000;
+      const d = rl.take("s");
+      assert.equal(d.allowed, true);
+      assert.equal(d.remaining, 2);
+      assert.equal(d.reset, windowEnd + 60);
+      assert.equal(d.retryAfter, 60);
+    });
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("RateLimiter.take() counts each subject separately", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const rl = new RateLimiter({ kv, limit: 2, now: clock.now });
+  try {
+    rl.take("a");
+    rl.take("a");
+    assert.equal(rl.take("a").allowed, false);
+    const b = rl.take("b");
+    assert.equal(b.allowed, true);
+    assert.equal(b.remaining, 1);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("rateLimitSubject() hashes the credential, else the address, never keeping either", () => {
+  const key = "avk_live_secret_credential_value";
+  const s1 = rateLimitSubject(key, "10.0.0.1");
+  assert.equal(s1, rateLimitSubject(key, "10.0.0.2"));
+  assert.notEqual(s1, rateLimitSubject(key + "x", "10.0.0.1"));
+  assert.match(s1, /^c:[0-9a-f]{64}$/);
+  assert.equal(s1.includes(key), false);
+  const a = rateLimitSubject(null, "10.0.0.1");
+  assert.match(a, /^a:[0-9a-f]{64}$/);
+  assert.notEqual(a, rateLimitSubject(null, "10.0.0.2"));
+  assert.equal(a.includes("10.0.0.1"), false);
+  // A credential equal to an address is still a different subject.
+  assert.notEqual(rateLimitSubject("10.0.0.1", "x"), a);
+});
+
+Deno.test("RateLimiter.flush() merges local counts into KV and stays exact on one instance", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const rl = new RateLimiter({ kv, limit: 10, now: clock.now });
+  try {
+    for (let i = 0; i < 4; i++) rl.take("s");
+    assert.equal(
+      await readTotal(kv, clock, "s"),
+      null,
+      "no KV write per request",
+    );
+    await rl.flush();
+    assert.equal(await readTotal(kv, clock, "s"), 4);
+    assert.equal(rl.take("s").remaining, 5);
+    await rl.flush();
+    assert.equal(await readTotal(kv, clock, "s"), 5);
+    await rl.flush();
+    assert.equal(
+      await readTotal(kv, clock, "s"),
+      5,
+      "nothing pending, nothing added",
+    );
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("RateLimiter instances on one KV file share the window after a flush", async () => {
+  const path = await Deno.makeTempFile({ suffix: ".kv" });
+  const kvA = await Deno.openKv(path);
+  const kvB = await Deno.openKv(path);
+  const clock = windowClock();
+  const a = new RateLimiter({ kv: kvA, limit: 10, now: clock.now });
+  const b = new RateLimiter({ kv: kvB, limit: 10, now: clock.now });
+  try {
+    for (let i = 0; i < 6; i++) a.take("s");
+    b.take("s");
+    await a.flush();
+    await b.flush();
+    assert.equal(await readTotal(kvA, clock, "s"), 7);
+    // b read back the global total: 7 used, this is the 8th.
+    assert.equal(b.take("s").remaining, 2);
+    await b.flush();
+    await a.flush();
+    assert.equal(a.take("s").remaining, 1);
+    assert.equal(a.take("s").remaining, 0);
+    assert.equal(a.take("s").allowed, false);
+  } finally {
+    kvA.close();
+    kvB.close();
+    await Deno.remove(path);
+  }
+});
+
+Deno.test("RateLimiter.flush() sweeps counters of windows before the previous one", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const rl = new RateLimiter({ kv, limit: 10, now: clock.now });
+  try {
+    const w0 = Math.floor(clock.now() / RATE_LIMIT_WINDOW_MS);
+    rl.take("s");
+    await rl.flush();
+    clock.advance(RATE_LIMIT_WINDOW_MS);
+    rl.take("s");
+    await rl.flush();
+    assert.notEqual((await kv.get(rateLimitKey(w0, "s"))).value, null);
+    clock.advance(RATE_LIMIT_WINDOW_MS);
+    rl.take("s");
+    await rl.flush();
+    assert.equal((await kv.get(rateLimitKey(w0, "s"))).value, null);
+    assert.notEqual((await kv.get(rateLimitKey(w0 + 1, "s"))).value, null);
+    assert.notEqual((await kv.get(rateLimitKey(w0 + 2, "s"))).value, null);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("RateLimiter keeps counting locally when KV fails, and logs it once", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const log = memoryLogger();
+  const rl = new RateLimiter({ kv, limit: 3, now: clock.now, log });
+  rl.take("s");
+  kv.close();
+  await rl.flush();
+  await rl.flush();
+  assert.equal(rl.take("s").remaining, 1);
+  assert.equal(rl.take("s").remaining, 0);
+  assert.equal(rl.take("s").allowed, false);
+  const warnings = log.lines.filter((l) =>
+    l.includes("rate-limit merge failed")
+  );
+  assert.equal(warnings.length, 1);
+});
+
+Deno.test("startRateLimiter() merges once more when the app closes", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const app = await createApp({
+    env: {
+      TOKEN_SECRET: TEST_TOKEN_SECRET,
+      ADMIN_API_KEY: TEST_ADMIN_KEY,
+      RATE_LIMIT_PER_MINUTE: "50",
+    },
+    kv,
+    now: clock.now,
+    log: memoryLogger(),
+  });
+  try {
+    const limiter = rateLimiterOf(app.deps);
+    assert.equal(limiter.limit, 50);
+    for (let i = 0; i < 3; i++) {
+      await (await app.handler(new Request("http://localhost/v1/nope"))).body
+        ?.cancel();
+    }
+    await app.close();
+    assert.throws(() => rateLimiterOf(app.deps));
+    const subject = rateLimitSubject(null, "unknown");
+    assert.equal(await readTotal(kv, clock, subject), 3);
+  } finally {
+    kv.close();
+  }
+});

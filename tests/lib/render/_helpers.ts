@@ -1,0 +1,193 @@
+/**
+ * Fixtures for the renderer tests: a hand-driven render clock, a recording sink, and
+ * checks in /proc that the encoder processes the tests saw are gone.
+ */
+import type { RenderClock } from "../../../lib/render/builtin.ts";
+import { liveEncoderPids } from "../../../lib/render/encoder.ts";
+import {
+  parseBoxes,
+  parseFragment,
+  parseInit,
+} from "../../../lib/render/mp4.ts";
+import type { RenderSink } from "../../../lib/render/port.ts";
+
+/** A render clock whose time moves only when the test advances it. */
+export class ManualClock implements RenderClock {
+  t = 0;
+  #timers = new Map<number, { at: number; fn: () => void }>();
+  #next = 1;
+
+  now = (): number => this.t;
+
+  setTimer(fn: () => void, ms: number): number {
+    const id = this.#next++;
+    this.#timers.set(id, { at: this.t + Math.max(0, ms), fn });
+    return id;
+  }
+
+  clearTimer(id: unknown): void {
+    this.#timers.delete(id as number);
+  }
+
+  /** Moves time forward by `ms`, firing due timers in order. */
+  advance(ms: number): void {
+    const end = this.t + ms;
+    for (;;) {
+      let first: [number, { at: number; fn: () => void }] | undefined;
+      for (const e of this.#timers) {
+        if (e[1].at <= end && (!first || e[1].at < first[1].at)) first = e;
+      }
+      if (!first) break;
+      this.#timers.delete(first[0]);
+      this.t = Math.max(this.t, first[1].at);
+      first[1].fn();
+    }
+    this.t = end;
+  }
+
+  /** Jumps `ms` ahead at once, then fires the timers that are now overdue (a stall). */
+  jump(ms: number): void {
+    this.t += ms;
+    this.advance(0);
+  }
+
+  get pending(): number {
+    return this.#timers.size;
+  }
+}
+
+/** A sink that records everything and lets a test wait for a condition. */
+export class RecordingSink implements RenderSink {
+  inits: Array<{ mime: string; init: Uint8Array }> = [];
+  segments: Uint8Array[] = [];
+  errors: Error[] = [];
+  #waiters: Array<() => void> = [];
+
+  onInit(mime: string, init: Uint8Array): void {
+    notePids();
+    this.inits.push({ mime, init });
+    this.#wake();
+  }
+  onSegment(segment: Uint8Array): void {
+    this.segments.push(segment);
+    this.#wake();
+  }
+  onError(err: Error): void {
+    this.errors.push(err);
+    this.#wake();
+  }
+
+  #wake(): void {
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  /** Resolves once `cond()` holds; rejects after `limitMs` of real time (a hang guard). */
+  async until(cond: () => boolean, limitMs = 15_000): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const guard = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error("condition not reached")),
+        limitMs,
+      );
+    });
+    try {
+      while (!cond()) {
+        await Promise.race([
+          new Promise<void>((r) => this.#waiters.push(r)),
+          guard,
+        ]);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * Encoder pids seen by this test module. Tests run in parallel inside one process, so
+ * "no ffmpeg of ours remains" is checked on the pids this module saw, not on all the
+ * process's children.
+ */
+const seenPids = new Set<number>();
+
+/** Records the encoder pids running now. */
+export function notePids(): void {
+  for (const pid of liveEncoderPids()) seenPids.add(pid);
+}
+
+/** Polls `cond` every 10 ms until it holds; rejects after `limitMs` (a hang guard). */
+export async function poll(
+  cond: () => boolean,
+  limitMs = 10_000,
+): Promise<void> {
+  const end = Date.now() + limitMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not reached");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Whether a process with this pid exists (zombies included: /proc/pid stays until reaped). */
+export function pidExists(pid: number): boolean {
+  try {
+    Deno.statSync(`/proc/${pid}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Asserts no encoder of this module runs, and none it ever saw is alive or a zombie. */
+export function assertNoEncoders(): void {
+  notePids();
+  if (liveEncoderPids().length > 0) {
+    throw new Error(`encoders still running: ${liveEncoderPids()}`);
+  }
+  const left = [...seenPids].filter(pidExists);
+  if (left.length > 0) throw new Error(`processes left behind: ${left}`);
+}
+
+/** Per-track timeline facts of a recorded stream, for contiguity assertions. */
+export function timelines(
+  init: Uint8Array,
+  segments: Uint8Array[],
+): Map<number, Array<{ start: number; duration: number; sync: boolean }>> {
+  const info = parseInit(init);
+  const defaults = new Map(
+    info.tracks.map((t) => [t.trackId, t.defaultSampleFlags]),
+  );
+  const out = new Map<
+    number,
+    Array<{ start: number; duration: number; sync: boolean }>
+  >();
+  for (const seg of segments) {
+    const types = parseBoxes(seg).map((b) => b.type);
+    if (types.join(",") !== "moof,mdat") {
+      throw new Error(`segment is ${types.join(",")}`);
+    }
+    for (const t of parseFragment(seg, defaults).tracks) {
+      const list = out.get(t.trackId) ?? [];
+      list.push({
+        start: t.baseDecodeTime,
+        duration: t.duration,
+        sync: t.firstSampleSync,
+      });
+      out.set(t.trackId, list);
+    }
+  }
+  return out;
+}
+
+/** A sine tone, PCM16 mono. */
+export function tone(
+  seconds: number,
+  rate: number,
+  hz = 220,
+  amplitude = 20000,
+): Int16Array {
+  const out = new Int16Array(Math.round(seconds * rate));
+  for (let i = 0; i < out.length; i++) {
+    out[i] = Math.round(amplitude * Math.sin(2 * Math.PI * hz * i / rate));
+  }
+  return out;
+}

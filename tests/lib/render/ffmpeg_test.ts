@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import {
+  encoderArgs,
+  executableCopy,
+  ffmpegPath,
+} from "../../../lib/render/ffmpeg.ts";
+
+Deno.test("ffmpegPath()", async (t) => {
+  await t.step("finds an ffmpeg that runs", async () => {
+    const path = await ffmpegPath();
+    const out = await new Deno.Command(path, { args: ["-version"] }).output();
+    assert.equal(out.success, true);
+    assert.match(new TextDecoder().decode(out.stdout), /^ffmpeg version/);
+  });
+
+  await t.step("FFMPEG_PATH must name an executable", async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      const file = `${dir}/not-exec`;
+      await Deno.writeTextFile(file, "#!/bin/sh\n");
+      await assert.rejects(ffmpegPath(file), /FFMPEG_PATH/);
+      await Deno.chmod(file, 0o755);
+      assert.equal(await ffmpegPath(file), file);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+});
+
+Deno.test("executableCopy() copies a binary without its executable bit to 0755", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const src = `${dir}/pkg-ffmpeg`;
+    await Deno.writeTextFile(src, "#!/bin/sh\necho copied-ok\n");
+    await Deno.chmod(src, 0o644);
+    const copy = await executableCopy(src, `${dir}/cache`, "ffmpeg-x");
+    assert.equal(copy, `${dir}/cache/ffmpeg-x`);
+    assert.equal((await Deno.stat(copy)).mode! & 0o777, 0o755);
+    const out = await new Deno.Command(copy).output();
+    assert.equal(new TextDecoder().decode(out.stdout), "copied-ok\n");
+    // Reused on the next call; an executable source is used in place.
+    assert.equal(await executableCopy(src, `${dir}/cache`, "ffmpeg-x"), copy);
+    await Deno.chmod(src, 0o755);
+    assert.equal(await executableCopy(src, `${dir}/cache`, "ffmpeg-x"), src);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("encoderArgs() asks for what MediaSource needs", () => {
+  const args = encoderArgs(
+    { width: 384, height: 384, fps: 25, sampleRate: 48000 },
+    "/tmp/v.sock",
+    "/tmp/a.sock",
+  );
+  const after = (flag: string) => args[args.indexOf(flag) + 1];
+  assert.equal(
+    after("-movflags"),
+    "empty_moov+default_base_moof+frag_keyframe",
+  );
+  assert.equal(after("-frag_duration"), "40000");
+  assert.equal(after("-g"), "25");
+  assert.equal(after("-c:v"), "libx264");
+  assert.equal(after("-profile:v"), "baseline");
+  assert.equal(after("-c:a"), "aac");
+  assert.equal(args[args.length - 1], "pipe:1");
+});

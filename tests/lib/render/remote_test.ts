@@ -1,0 +1,295 @@
+import assert from "node:assert/strict";
+import { loadConfig } from "../../../lib/config.ts";
+import { memoryLogger } from "../../../lib/log.ts";
+import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
+import { liveEncoderPids } from "../../../lib/render/encoder.ts";
+import { createRenderBackend } from "../../../lib/render/mod.ts";
+import { RenderStartError } from "../../../lib/render/port.ts";
+import { createRemoteRenderer } from "../../../lib/render/remote.ts";
+import { createRenderWorker } from "../../../lib/render/worker.ts";
+import {
+  assertNoEncoders,
+  RecordingSink,
+  timelines,
+  tone,
+} from "./_helpers.ts";
+
+const TOKEN = "worker-token-0123456789abcdef";
+const OPEN = { sessionId: "session:remote", avatarId: "mira", bgId: "office" };
+
+/** A real render worker (built-in renderer, real clock) on a loopback port. */
+function startWorker() {
+  const log = memoryLogger();
+  const onClose: Array<() => void | Promise<void>> = [];
+  const worker = createRenderWorker({
+    backend: createBuiltinRenderer({ log, onClose }, {
+      width: 128,
+      height: 128,
+    }),
+    token: TOKEN,
+    log,
+  });
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    worker.handler,
+  );
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  return {
+    url,
+    log,
+    async close() {
+      await worker.close();
+      for (const hook of onClose) await hook();
+      await server.shutdown();
+    },
+  };
+}
+
+function isStartError(kind: string) {
+  return (e: unknown) => e instanceof RenderStartError && e.kind === kind;
+}
+
+Deno.test("remote renderer against a real worker", async (t) => {
+  const worker = startWorker();
+  const log = memoryLogger();
+  const backend = createRemoteRenderer({ log }, {
+    url: worker.url,
+    token: TOKEN,
+  });
+  try {
+    await t.step(
+      "streams init then segments over the worker's socket",
+      async () => {
+        const session = await backend.open(OPEN);
+        const sink = new RecordingSink();
+        session.attach(sink);
+        await sink.until(() => sink.segments.length >= 5);
+        assert.equal(sink.inits.length, 1);
+        assert.match(
+          sink.inits[0].mime,
+          /^video\/mp4; codecs="avc1\.42[0-9a-f]{4}, mp4a\.40\.2"$/,
+        );
+        const lines = timelines(sink.inits[0].init, sink.segments);
+        for (const [, list] of lines) assert.equal(list[0].start, 0);
+        assert.equal(lines.get(1)![0].sync, true);
+
+        session.pushAudio(tone(0.3, 16000), 16000);
+        session.interrupt();
+        session.pushAudio(tone(0.1, 16000), 16000);
+
+        // Takeover: a second attach gets its own init and timestamps from 0.
+        const second = new RecordingSink();
+        session.attach(second);
+        await second.until(() => second.segments.length >= 3);
+        assert.equal(second.inits.length, 1);
+        for (
+          const [, list] of timelines(second.inits[0].init, second.segments)
+        ) {
+          assert.equal(list[0].start, 0);
+        }
+        assert.deepEqual(sink.errors, []);
+        assert.deepEqual(second.errors, []);
+
+        const r = await session.stop({ graceful: true, timeoutMs: 5000 });
+        assert.equal(r.clean, true);
+        assert.ok(
+          session.segmentsRendered >=
+            sink.segments.length + second.segments.length - 1,
+        );
+        assert.deepEqual(
+          await session.stop({ graceful: false, timeoutMs: 0 }),
+          r,
+        );
+        assertNoEncoders();
+      },
+    );
+
+    await t.step("open() maps refusals to RenderStartError kinds", async () => {
+      await assert.rejects(
+        backend.open({ ...OPEN, avatarId: "nobody" }),
+        isStartError("misconfigured"),
+      );
+      const wrongToken = createRemoteRenderer({ log }, {
+        url: worker.url,
+        token: "nope",
+      });
+      await assert.rejects(
+        wrongToken.open(OPEN),
+        isStartError("misconfigured"),
+      );
+    });
+
+    await t.step(
+      "the worker takes audio and interrupts over HTTP",
+      async () => {
+        const auth = { authorization: `Bearer ${TOKEN}` };
+        const call = async (method: string, path: string, body?: BodyInit) => {
+          const res = await fetch(`${worker.url}${path}`, {
+            method,
+            headers: auth,
+            body,
+          });
+          const text = await res.text();
+          return { status: res.status, body: text ? JSON.parse(text) : null };
+        };
+        const opened = await call(
+          "POST",
+          "/v1/render/sessions",
+          JSON.stringify({
+            session_id: "s",
+            avatar_id: "leo",
+            bg_id: "studio",
+          }),
+        );
+        assert.equal(opened.status, 201);
+        const path = `/v1/render/sessions/${opened.body.id}`;
+        const pcm = tone(1, 24000);
+        const posted = await call(
+          "POST",
+          `${path}/audio?sample_rate=24000`,
+          new Uint8Array(pcm.buffer as ArrayBuffer),
+        );
+        assert.equal(posted.status, 204);
+        const queued = (await call("GET", path)).body.stats.queuedAudioSamples;
+        assert.ok(queued > 40000 && queued <= 48000, `${queued}`);
+        assert.equal(
+          (await call("POST", `${path}/audio?sample_rate=4`, "xx")).status,
+          400,
+        );
+        assert.equal((await call("POST", `${path}/interrupt`)).status, 204);
+        assert.equal(
+          (await call("GET", path)).body.stats.queuedAudioSamples,
+          0,
+        );
+        const stopped = await call(
+          "DELETE",
+          `${path}?graceful=true&timeout_ms=1000`,
+        );
+        assert.deepEqual(stopped, {
+          status: 200,
+          body: { clean: true, segments_rendered: 0 },
+        });
+        assert.equal((await call("GET", path)).status, 404);
+      },
+    );
+
+    await t.step(
+      "the worker refuses requests without the bearer token",
+      async () => {
+        const res = await fetch(`${worker.url}/v1/render/sessions`, {
+          method: "POST",
+          body: JSON.stringify({
+            session_id: "s",
+            avatar_id: "ava",
+            bg_id: "studio",
+          }),
+        });
+        assert.equal(res.status, 401);
+        await res.body?.cancel();
+        const ok = await fetch(`${worker.url}/healthz`);
+        assert.equal(ok.status, 200);
+        await ok.body?.cancel();
+      },
+    );
+
+    await t.step(
+      "closing the worker stops its sessions and their processes",
+      async () => {
+        const session = await backend.open(OPEN);
+        const sink = new RecordingSink();
+        session.attach(sink);
+        await sink.until(() => sink.segments.length >= 2);
+        assert.equal(liveEncoderPids().length, 1);
+        await worker.close();
+        await sink.until(() => sink.errors.length === 1);
+        assertNoEncoders();
+        const r = await session.stop({ graceful: true, timeoutMs: 500 });
+        assert.equal(r.clean, false);
+      },
+    );
+  } finally {
+    await worker.close();
+  }
+});
+
+Deno.test("remote renderer open() fails when the worker is unreachable", async () => {
+  const listener = Deno.listen({ port: 0, hostname: "127.0.0.1" });
+  const port = listener.addr.port;
+  listener.close();
+  const backend = createRemoteRenderer({ log: memoryLogger() }, {
+    url: `http://127.0.0.1:${port}`,
+    token: TOKEN,
+  });
+  await assert.rejects(backend.open(OPEN), isStartError("failed"));
+});
+
+Deno.test("remote renderer open() times out on a silent worker", async () => {
+  const hung = Promise.withResolvers<void>();
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    async () => {
+      await hung.promise;
+      return new Response(null, { status: 503 });
+    },
+  );
+  const backend = createRemoteRenderer({ log: memoryLogger() }, {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    token: TOKEN,
+    startTimeoutMs: 100,
+  });
+  await assert.rejects(backend.open(OPEN), isStartError("timeout"));
+  hung.resolve();
+  await server.shutdown();
+});
+
+Deno.test("createRenderBackend() picks the backend from config", async (t) => {
+  const deps = (env: Record<string, string>) => ({
+    config: loadConfig(env),
+    log: memoryLogger(),
+    onClose: [] as Array<() => void | Promise<void>>,
+  });
+
+  await t.step(
+    "built-in without RENDER_WORKER_URL, stopped on close",
+    async () => {
+      const d = deps({});
+      const backend = createRenderBackend(d);
+      assert.equal(d.onClose.length, 1);
+      const session = await backend.open(OPEN);
+      const sink = new RecordingSink();
+      session.attach(sink);
+      await sink.until(() => sink.inits.length === 1);
+      for (const hook of d.onClose) await hook();
+      assertNoEncoders();
+    },
+  );
+
+  await t.step("remote with RENDER_WORKER_URL", async () => {
+    const worker = startWorker();
+    try {
+      const d = deps({
+        RENDER_WORKER_URL: worker.url,
+        RENDER_WORKER_TOKEN: TOKEN,
+      });
+      const backend = createRenderBackend(d);
+      assert.equal(d.onClose.length, 0);
+      const session = await backend.open(OPEN);
+      const sink = new RecordingSink();
+      session.attach(sink);
+      await sink.until(() => sink.inits.length === 1);
+      assert.equal(
+        (await session.stop({ graceful: false, timeoutMs: 0 })).clean,
+        true,
+      );
+    } finally {
+      await worker.close();
+    }
+  });
+
+  await t.step("a worker URL without a token is misconfigured", async () => {
+    const backend = createRenderBackend(
+      deps({ RENDER_WORKER_URL: "http://127.0.0.1:1" }),
+    );
+    await assert.rejects(backend.open(OPEN), isStartError("misconfigured"));
+  });
+});

@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import {
+  analyzeVoice,
+  AudioQueue,
+  blinkAt,
+  MouthFollower,
+  Resampler,
+} from "../../../lib/render/voice.ts";
+import { tone } from "./_helpers.ts";
+
+Deno.test("Resampler", async (t) => {
+  await t.step(
+    "24 kHz to 48 kHz doubles the samples, continuously across chunks",
+    () => {
+      const r = new Resampler(48000);
+      const src = tone(1, 24000, 300);
+      let n = 0;
+      let maxStep = 0;
+      let prev: number | undefined;
+      for (let at = 0; at < src.length; at += 480) {
+        const out = r.process(src.subarray(at, at + 480), 24000);
+        n += out.length;
+        for (const s of out) {
+          if (prev !== undefined) {
+            maxStep = Math.max(maxStep, Math.abs(s - prev));
+          }
+          prev = s;
+        }
+      }
+      assert.ok(Math.abs(n - 48000) <= 2, `${n}`);
+      // A 300 Hz tone at 20000 moves at most ~790 per 48-kHz sample: no seams.
+      assert.ok(maxStep < 900, `step ${maxStep}`);
+    },
+  );
+
+  await t.step("the stream rate passes through unchanged", () => {
+    const src = tone(0.01, 48000);
+    assert.deepEqual(new Resampler(48000).process(src, 48000), src);
+  });
+});
+
+Deno.test("AudioQueue", async (t) => {
+  await t.step(
+    "drops the oldest samples beyond its bound and counts them",
+    () => {
+      const q = new AudioQueue(100);
+      q.push(Int16Array.from({ length: 80 }, (_, i) => i));
+      assert.equal(
+        q.push(Int16Array.from({ length: 50 }, (_, i) => 80 + i)),
+        30,
+      );
+      assert.equal(q.length, 100);
+      assert.equal(q.dropped, 30);
+      const { samples, real } = q.take(120);
+      assert.equal(real, 100);
+      assert.equal(samples[0], 30);
+      assert.equal(samples[99], 129);
+      assert.equal(samples[100], 0);
+    },
+  );
+
+  await t.step("take() pads with silence and clear() empties", () => {
+    const q = new AudioQueue(100);
+    q.push(new Int16Array([5, 6]));
+    assert.deepEqual([...q.take(3).samples], [5, 6, 0]);
+    q.push(new Int16Array(10));
+    assert.equal(q.clear(), 10);
+    assert.equal(q.take(4).real, 0);
+  });
+});
+
+Deno.test("MouthFollower", async (t) => {
+  await t.step("opens on speech, closes on silence, widens on hiss", () => {
+    const m = new MouthFollower();
+    let s = m.next(analyzeVoice(tone(0.04, 48000, 200)));
+    assert.ok(s.open > 0.4);
+    for (let i = 0; i < 10; i++) s = m.next(analyzeVoice(new Int16Array(1920)));
+    assert.equal(s.open, 0);
+    const voiced = new MouthFollower();
+    const hiss = new MouthFollower();
+    let v = { open: 0, wide: 0 };
+    let h = { open: 0, wide: 0 };
+    for (let i = 0; i < 5; i++) {
+      v = voiced.next(analyzeVoice(tone(0.04, 48000, 150)));
+      h = hiss.next(analyzeVoice(tone(0.04, 48000, 4000)));
+    }
+    assert.ok(h.wide > v.wide + 0.3, `${h.wide} vs ${v.wide}`);
+  });
+});
+
+Deno.test("blinkAt() blinks briefly every few seconds", () => {
+  let closedFrames = 0;
+  let blinks = 0;
+  let wasClosed = false;
+  for (let f = 0; f < 25 * 30; f++) {
+    const closed = blinkAt(f / 25, 1234) > 0.5;
+    if (closed) closedFrames++;
+    if (closed && !wasClosed) blinks++;
+    wasClosed = closed;
+  }
+  assert.ok(blinks >= 5 && blinks <= 12, `${blinks} blinks`);
+  assert.ok(closedFrames <= blinks * 3);
+});

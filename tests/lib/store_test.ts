@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import { ApiError } from "../../lib/errors.ts";
+import { kvTry, openKv } from "../../lib/store.ts";
+
+const STORE = new URL("../../lib/store.ts", import.meta.url).href;
+
+Deno.test("openKv() on a shared file retries writes another process holds the lock for", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/shared.sqlite`;
+  const n = 200;
+  // The same workload in a second process, through the same wrapper.
+  const script = `
+    import { openKv } from ${JSON.stringify(STORE)};
+    const kv = await openKv(${JSON.stringify(path)});
+    for (let i = 0; i < ${n}; i++) {
+      for (;;) {
+        const e = await kv.get(["k"]);
+        const r = await kv.atomic().check(e).set(["k"], i).sum(["n"], 1n).commit();
+        if (r.ok) break;
+      }
+    }
+    kv.close();`;
+  const kv = await openKv(path);
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--unstable-kv", script],
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    for (let i = 0; i < n; i++) {
+      for (;;) {
+        const e = await kv.get(["k"]);
+        const r = await kv.atomic().check(e).set(["k"], -i).sum(["n"], 1n)
+          .commit();
+        if (r.ok) break;
+      }
+      await kv.set(["plain", i % 5], i);
+    }
+    const out = await child.output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    assert.equal((await kv.get<Deno.KvU64>(["n"])).value?.value, BigInt(2 * n));
+  } finally {
+    kv.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("kvTry() turns a store failure or stall into 503 AVTR_SESSION_STATE_UNAVAILABLE", async (t) => {
+  await t.step("rejection", async () => {
+    const err = await kvTry(Promise.reject(new Error("disk gone"))).catch((e) =>
+      e
+    );
+    assert.ok(err instanceof ApiError);
+    assert.equal(err.code, "AVTR_SESSION_STATE_UNAVAILABLE");
+    assert.equal(err.status, 503);
+    assert.ok(err.retryAfter! >= 1);
+    assert.equal(
+      err.message.includes("disk"),
+      false,
+      "the cause stays out of the message",
+    );
+  });
+  await t.step("stall", async () => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const never = new Promise<void>((r) => timer = setTimeout(r, 10_000));
+    const err = await kvTry(never, 20).catch((e) => e);
+    clearTimeout(timer);
+    assert.equal(err.code, "AVTR_SESSION_STATE_UNAVAILABLE");
+  });
+  await t.step("ApiErrors pass through", async () => {
+    const err = await kvTry(
+      Promise.reject(new ApiError("AVTR_SESSION_NOT_FOUND", "x")),
+    ).catch((
+      e,
+    ) => e);
+    assert.equal(err.code, "AVTR_SESSION_NOT_FOUND");
+  });
+});

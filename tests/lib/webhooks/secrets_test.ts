@@ -1,0 +1,165 @@
+import assert from "node:assert/strict";
+import { Webhook } from "standardwebhooks";
+import { testApp, TestClock } from "../../_helpers.ts";
+import { ConfigError } from "../../../lib/config.ts";
+import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import {
+  generateSecret,
+  getWebhookSecret,
+  rotateWebhookSecret,
+  signatureHeaders,
+  signOne,
+  startWebhooks,
+} from "../../../lib/webhooks/index.ts";
+import type { AppDeps } from "../../../lib/deps.ts";
+import {
+  allEvents,
+  fakeMove,
+  fakeSession,
+  type Receiver,
+  startReceiver,
+  waitForState,
+} from "./_helpers.ts";
+
+const ENV = {
+  ALLOW_PRIVATE_NETWORK_TARGETS: "true",
+  WEBHOOK_RETRY_SCHEDULE_MS: "50",
+};
+const HOUR = 3600 * 1000;
+
+/** Sends one event for `tenant` and returns the request the receiver got. */
+async function deliverOne(deps: AppDeps, rx: Receiver, tenant: string) {
+  const session = fakeSession({ webhook_url: rx.url, tenant_id: tenant });
+  assert.ok(await fakeMove(deps, null, session));
+  const event = (await allEvents(deps)).find((e) =>
+    e.session_id === session.session_id
+  )!;
+  await waitForState(deps, event.event_id, "delivered");
+  return rx.received.find((r) => r.headers["webhook-id"] === event.event_id)!;
+}
+
+Deno.test("signOne() matches the standardwebhooks reference", () => {
+  const secret = generateSecret();
+  assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  const body = JSON.stringify({ type: "session.created", n: "é✓" });
+  const ts = 1_790_000_000;
+  assert.equal(
+    signOne(secret, "msg_1", ts, body),
+    new Webhook(secret).sign("msg_1", new Date(ts * 1000), body),
+  );
+  const headers = signatureHeaders(
+    [secret, generateSecret()],
+    "msg_1",
+    ts,
+    body,
+  );
+  assert.equal(headers["webhook-id"], "msg_1");
+  assert.equal(headers["webhook-timestamp"], String(ts));
+  assert.equal(headers["webhook-signature"].split(" ").length, 2);
+});
+
+Deno.test("startWebhooks() refuses an unusable WEBHOOK_SECRET", async (t) => {
+  for (const bad of ["whsec_not base64!", "whsec_c2hvcnQ=", "whsec_"]) {
+    await t.step(bad, async () => {
+      const deps = await createDeps({
+        env: { KV_PATH: ":memory:", WEBHOOK_SECRET: bad },
+      });
+      try {
+        assert.throws(() => startWebhooks(deps), ConfigError);
+      } finally {
+        await closeDeps(deps);
+      }
+    });
+  }
+});
+
+Deno.test("webhooks: without WEBHOOK_SECRET a tenant secret is created on first use", async () => {
+  const rx = startReceiver();
+  const t0 = await testApp(ENV);
+  const deps = t0.app.deps;
+  try {
+    const r = await deliverOne(deps, rx, "tenant_lazy");
+    const view = await getWebhookSecret(deps, "tenant_lazy");
+    assert.equal(view.source, "tenant");
+    assert.equal(
+      (await getWebhookSecret(deps, "tenant_lazy")).secret,
+      view.secret,
+    );
+    new Webhook(view.secret).verify(r.body, r.headers);
+    const other = await getWebhookSecret(deps, "tenant_other");
+    assert.notEqual(other.secret, view.secret);
+    assert.throws(() => new Webhook(other.secret).verify(r.body, r.headers));
+  } finally {
+    await t0.close();
+    await rx.close();
+  }
+});
+
+Deno.test("webhooks: rotation signs with both secrets for 24 h, then with the new one", async (t) => {
+  const rx = startReceiver();
+  const envSecret = generateSecret();
+  const clock = new TestClock(Date.now() - 23 * HOUR);
+  const t0 = await testApp({ ...ENV, WEBHOOK_SECRET: envSecret }, { clock });
+  const deps = t0.app.deps;
+  try {
+    await t.step(
+      "WEBHOOK_SECRET signs for a tenant without its own",
+      async () => {
+        assert.deepEqual(await getWebhookSecret(deps, "tenant_r"), {
+          secret: envSecret,
+          source: "env",
+        });
+      },
+    );
+
+    const rotated = await rotateWebhookSecret(deps, "tenant_r");
+    await t.step("rotation gives the tenant its own secret", () => {
+      assert.equal(rotated.source, "tenant");
+      assert.notEqual(rotated.secret, envSecret);
+      assert.equal(rotated.previous_until, clock.now() + 24 * HOUR);
+    });
+
+    clock.advance(23 * HOUR); // back at the real time, 1 h of overlap left
+    await t.step("during the overlap both signatures verify", async () => {
+      const r = await deliverOne(deps, rx, "tenant_r");
+      assert.equal(r.headers["webhook-signature"].split(" ").length, 2);
+      new Webhook(envSecret).verify(r.body, r.headers);
+      new Webhook(rotated.secret).verify(r.body, r.headers);
+      assert.throws(() =>
+        new Webhook(generateSecret()).verify(r.body, r.headers)
+      );
+    });
+
+    clock.advance(2 * HOUR);
+    await t.step("after the overlap only the new secret signs", async () => {
+      const r = await deliverOne(deps, rx, "tenant_r");
+      const id = r.headers["webhook-id"];
+      const at = new Date(Number(r.headers["webhook-timestamp"]) * 1000);
+      assert.equal(
+        r.headers["webhook-signature"],
+        new Webhook(rotated.secret).sign(id, at, r.body),
+      );
+      assert.deepEqual(await getWebhookSecret(deps, "tenant_r"), {
+        secret: rotated.secret,
+        source: "tenant",
+      });
+    });
+
+    await t.step(
+      "a second rotation drops the oldest secret at once",
+      async () => {
+        const again = await rotateWebhookSecret(deps, "tenant_r");
+        const r = await deliverOne(deps, rx, "tenant_r");
+        const id = r.headers["webhook-id"];
+        const at = new Date(Number(r.headers["webhook-timestamp"]) * 1000);
+        assert.deepEqual(r.headers["webhook-signature"].split(" "), [
+          new Webhook(again.secret).sign(id, at, r.body),
+          new Webhook(rotated.secret).sign(id, at, r.body),
+        ]);
+      },
+    );
+  } finally {
+    await t0.close();
+    await rx.close();
+  }
+});

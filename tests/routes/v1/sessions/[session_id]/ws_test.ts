@@ -1,0 +1,431 @@
+import assert from "node:assert/strict";
+import { TEST_ADMIN_KEY, TestClock } from "../../../../_helpers.ts";
+import {
+  boxTypes,
+  Browser,
+  createSession,
+  ENGINE_KEY,
+  ffmpegChildren,
+  type Json,
+  type LiveStack,
+  liveStack,
+} from "../../../../lib/media/_live.ts";
+import { mintToken } from "../../../../../lib/tokens.ts";
+
+const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+
+async function status(s: LiveStack, id: string): Promise<Json> {
+  const res = await s.t.request(`/v1/sessions/${id}`, { headers: auth });
+  return await res.json();
+}
+
+async function end(s: LiveStack, id: string, force = false) {
+  const res = await s.t.request(
+    `/v1/sessions/${id}/end${force ? "?force=true" : ""}`,
+    {
+      method: "POST",
+      headers: auth,
+    },
+  );
+  return { status: res.status, body: await res.json() };
+}
+
+/** Connects a browser and waits until the session is active with media flowing. */
+async function activate(
+  s: LiveStack,
+  id: string,
+  token: string,
+): Promise<Browser> {
+  const b = Browser.connect(s, id, token);
+  await b.opened;
+  await b.message(
+    (m) => m.type === "session.state" && m.status === "active",
+    "active",
+  );
+  await b.until(() => b.binary.length >= 2, "a media segment");
+  return b;
+}
+
+async function noFfmpegLeft(): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    if ((await ffmpegChildren()).length === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.deepEqual(await ffmpegChildren(), [], "ffmpeg processes left behind");
+}
+
+Deno.test("media socket refuses every token fault with HTTP 401 before the upgrade", async (t) => {
+  const clock = new TestClock(Date.now());
+  const s = await liveStack({}, { clock });
+  try {
+    const a = await createSession(s);
+    const b = await createSession(s);
+    const url = (id: string, token?: string) =>
+      `${s.base}/v1/sessions/${id}/ws${
+        token === undefined ? "" : `?token=${encodeURIComponent(token)}`
+      }`;
+    const upgrade = {
+      upgrade: "websocket",
+      connection: "Upgrade",
+      "sec-websocket-version": "13",
+      "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+    };
+    const cases: [string, string, string][] = [
+      ["missing token", url(a.session_id), "AVTR_AUTH_INVALID_KEY"],
+      [
+        "malformed token",
+        url(a.session_id, "not-a-token"),
+        "AVTR_AUTH_INVALID_KEY",
+      ],
+      [
+        "forged token",
+        url(a.session_id, a.client_token.slice(0, -4) + "AAAA"),
+        "AVTR_AUTH_INVALID_KEY",
+      ],
+      [
+        "another session's token",
+        url(a.session_id, b.client_token),
+        "AVTR_AUTH_INVALID_KEY",
+      ],
+    ];
+    for (const [name, u, code] of cases) {
+      await t.step(name, async () => {
+        const res = await fetch(u, { headers: upgrade });
+        assert.equal(res.status, 401);
+        const body = await res.json();
+        assert.equal(body.code, code);
+        assert.ok(body.request_id);
+      });
+    }
+    await t.step("expired token", async () => {
+      clock.advance(5 * 60 * 1000 + 1);
+      const res = await fetch(url(a.session_id, a.client_token), {
+        headers: upgrade,
+      });
+      assert.equal(res.status, 401);
+      assert.equal((await res.json()).code, "AVTR_AUTH_EXPIRED_TOKEN");
+    });
+    await t.step("a token of another purpose", async () => {
+      const other = mintToken(s.t.app.deps, a.session_id, "render" as never);
+      const res = await fetch(url(a.session_id, other.token), {
+        headers: upgrade,
+      });
+      assert.equal(res.status, 401);
+      assert.equal((await res.json()).code, "AVTR_AUTH_INVALID_KEY");
+    });
+    await t.step("no token ever reaches the log", () => {
+      for (const line of s.t.log.lines) {
+        assert.ok(!line.includes(a.client_token.slice(-20)), line);
+      }
+    });
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("media socket activates a session: state, init segment, fragments, then active", async () => {
+  const s = await liveStack();
+  try {
+    const c = await createSession(s);
+    const b = Browser.connect(s, c.session_id, c.stream_metadata.session_token);
+    await b.opened;
+    const init = await b.message((m) => m.type === "media.init", "media.init");
+    assert.match(
+      String(init.mime),
+      /^video\/mp4; codecs="avc1\.[0-9a-f]{6}, mp4a\.40\.2"$/,
+    );
+    await b.message(
+      (m) => m.type === "session.state" && m.status === "active",
+      "active",
+    );
+    await b.until(() => b.binary.length >= 4, "segments");
+    assert.deepEqual(boxTypes(b.binary[0]).slice(0, 2), ["ftyp", "moov"]);
+    for (const seg of b.binary.slice(1, 4)) {
+      assert.deepEqual(boxTypes(seg), ["moof", "mdat"]);
+    }
+    const states = b.json.filter((m) => m.type === "session.state").map((m) =>
+      m.status
+    );
+    assert.deepEqual(states, ["created", "activating", "active"]);
+    const st = await status(s, c.session_id);
+    assert.equal(st.status, "active");
+    assert.equal(typeof st.started_at, "number");
+    const hello = await s.engine.message("session.start");
+    assert.equal((hello.user_audio as Json).sample_rate, 24000);
+    const peer = await s.engine.peer();
+    assert.equal(peer.headers.get("x-engine-key"), ENGINE_KEY);
+    b.close();
+  } finally {
+    await s.close();
+  }
+  await noFfmpegLeft();
+});
+
+Deno.test("media socket carries text turns, transcripts, audio, interrupt, ping and bad frames", async () => {
+  const s = await liveStack();
+  try {
+    const c = await createSession(s);
+    const b = await activate(s, c.session_id, c.client_token);
+
+    b.send({ type: "text", text: "hello there" });
+    const userT = await b.message(
+      (m) => m.type === "transcript" && m.role === "user",
+      "user transcript",
+    );
+    assert.equal(userT.text, "hello there");
+    assert.equal(userT.final, true);
+    const avatarT = await b.message(
+      (m) => m.type === "transcript" && m.role === "avatar",
+      "avatar transcript",
+    );
+    assert.equal(avatarT.text, "you said hello there");
+    const avatarStart = b.json.find((m) =>
+      m.type === "turn.start" && m.role === "avatar"
+    )!;
+    await b.message(
+      (m) => m.type === "turn.end" && m.turn_id === avatarStart.turn_id,
+      "avatar turn end",
+    );
+    assert.equal(avatarT.turn_id, avatarStart.turn_id);
+    const peer = await s.engine.peer();
+    assert.ok(
+      peer.json.some((m) => m.type === "user.text" && m.text === "hello there"),
+    );
+
+    b.send({ type: "audio.config", sample_rate: 48000 });
+    b.send(new Uint8Array(48000 / 50 * 2 * 10)); // 200 ms at 48 kHz
+    await s.engine.waiter.until(
+      () => peer.binary.length > 0,
+      "user audio at the engine",
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    const samples = peer.binary.reduce((n, f) => n + f.length / 2, 0);
+    assert.ok(
+      Math.abs(samples - 4800) <= 48,
+      `resampled to 24 kHz: ${samples} samples`,
+    );
+
+    b.send({ type: "text", text: "long" });
+    await b.until(
+      () =>
+        b.json.filter((m) => m.type === "turn.start" && m.role === "avatar")
+          .length === 2,
+      "long turn",
+    );
+    b.send({ type: "interrupt" });
+    await s.engine.waiter.until(
+      () => peer.json.some((m) => m.type === "interrupt"),
+      "interrupt at engine",
+    );
+    const longTurn = b.json.filter((m) =>
+      m.type === "turn.start" && m.role === "avatar"
+    )[1];
+    await b.message(
+      (m) => m.type === "turn.end" && m.turn_id === longTurn.turn_id,
+      "interrupted turn ends",
+    );
+
+    b.send({ type: "ping" });
+    await b.message((m) => m.type === "pong", "pong");
+    b.send("{not json");
+    b.send({ type: "audio.config", sample_rate: 100 });
+    await b.until(
+      () =>
+        b.json.filter((m) => m.type === "error" && m.code === "invalid_message")
+          .length === 2,
+      "two invalid_message errors",
+    );
+    assert.ok(
+      b.json.filter((m) => m.type === "error").every((m) => m.fatal === false),
+    );
+
+    b.send({ type: "text", text: "fail" });
+    await b.message(
+      (m) => m.type === "error" && m.code === "tts_failed",
+      "per-turn error",
+    );
+    assert.equal(
+      (await status(s, c.session_id)).status,
+      "active",
+      "the session survives",
+    );
+    assert.equal(b.closeCode, null);
+    b.close();
+  } finally {
+    await s.close();
+  }
+  await noFfmpegLeft();
+});
+
+Deno.test("a newer socket takes the session over; the older gets session_already_active and 4000", async () => {
+  const s = await liveStack();
+  try {
+    const c = await createSession(s);
+    const first = await activate(s, c.session_id, c.client_token);
+    const second = Browser.connect(
+      s,
+      c.session_id,
+      c.stream_metadata.session_token,
+    );
+    await second.opened;
+    await first.message(
+      (m) => m.type === "error" && m.code === "session_already_active",
+      "takeover error",
+    );
+    assert.equal(
+      first.json.find((m) => m.code === "session_already_active")!.fatal,
+      false,
+    );
+    assert.equal(await first.closed(), 4000);
+    await second.message(
+      (m) => m.type === "media.init",
+      "media.init on the new socket",
+    );
+    await second.until(() => second.binary.length >= 3, "new init + segments");
+    assert.deepEqual(boxTypes(second.binary[0]).slice(0, 2), ["ftyp", "moov"]);
+    assert.equal((await status(s, c.session_id)).status, "active");
+    second.close();
+  } finally {
+    await s.close();
+  }
+  await noFfmpegLeft();
+});
+
+Deno.test("end drives the real teardown: graceful, stubborn engine, force", async (t) => {
+  await t.step(
+    "graceful end → ended, session.ended, close 1000, chunks counted",
+    async () => {
+      const s = await liveStack();
+      try {
+        const c = await createSession(s);
+        const b = await activate(s, c.session_id, c.client_token);
+        const r = await end(s, c.session_id);
+        assert.equal(r.status, 200);
+        assert.equal(r.body.status, "ended");
+        assert.equal("warning" in r.body, false);
+        assert.ok(r.body.chunks_rendered >= 1);
+        assert.ok(r.body.duration_s >= 0);
+        await b.message(
+          (m) => m.type === "session.ended" && m.status === "ended",
+          "session.ended",
+        );
+        assert.equal(await b.closed(), 1000);
+        const peer = await s.engine.peer();
+        assert.ok(peer.json.some((m) => m.type === "session.end"));
+        assert.equal(s.t.app.deps.vault.has(c.session_id), false);
+      } finally {
+        await s.close();
+      }
+      await noFfmpegLeft();
+    },
+  );
+
+  await t.step("stubborn engine → ended_with_warnings naming it", async () => {
+    const s = await liveStack({ END_CLEANUP_TIMEOUT_MS: "600" }, {
+      stubborn: true,
+    });
+    try {
+      const c = await createSession(s);
+      const b = await activate(s, c.session_id, c.client_token);
+      const r = await end(s, c.session_id);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.status, "ended_with_warnings");
+      assert.match(r.body.warning, /conversation engine did not close/);
+      await b.message(
+        (m) => m.type === "session.ended" && m.status === "ended_with_warnings",
+        "ended",
+      );
+    } finally {
+      await s.close();
+    }
+    await noFfmpegLeft();
+  });
+
+  await t.step(
+    "force=true drops at once, without session.end to the engine",
+    async () => {
+      const s = await liveStack({}, { stubborn: true });
+      try {
+        const c = await createSession(s);
+        const b = await activate(s, c.session_id, c.client_token);
+        const r = await end(s, c.session_id, true);
+        assert.equal(r.status, 200);
+        assert.equal(r.body.status, "ended");
+        const peer = await s.engine.peer();
+        assert.ok(!peer.json.some((m) => m.type === "session.end"));
+        assert.equal(await b.closed(), 1000);
+        const again = await end(s, c.session_id);
+        assert.equal(again.status, 409);
+        assert.equal(again.body.code, "AVTR_SESSION_ENDED");
+      } finally {
+        await s.close();
+      }
+      await noFfmpegLeft();
+    },
+  );
+});
+
+Deno.test("an engine that refuses the session fails it; the socket gets invalid_session", async () => {
+  const s = await liveStack();
+  try {
+    const c = await createSession(s, "wrong-engine-key");
+    const b = Browser.connect(s, c.session_id, c.client_token);
+    await b.opened;
+    const err = await b.message((m) => m.type === "error", "fatal error");
+    assert.deepEqual(err, {
+      type: "error",
+      code: "invalid_session",
+      fatal: true,
+    });
+    await b.closed();
+    assert.equal((await status(s, c.session_id)).status, "failed");
+    assert.equal(s.t.app.deps.vault.has(c.session_id), false);
+    const r = await end(s, c.session_id);
+    assert.equal(r.status, 409);
+    assert.equal(r.body.code, "AVTR_SESSION_CONFLICT");
+  } finally {
+    await s.close();
+  }
+  await noFfmpegLeft();
+});
+
+Deno.test("a fatal engine error ends an active session with a warning", async () => {
+  const s = await liveStack();
+  try {
+    const c = await createSession(s);
+    const b = await activate(s, c.session_id, c.client_token);
+    b.send({ type: "text", text: "fatal" });
+    const ended = await b.message(
+      (m) => m.type === "session.ended",
+      "session.ended",
+    );
+    assert.equal(ended.status, "ended_with_warnings");
+    const st = await status(s, c.session_id);
+    assert.equal(st.status, "ended_with_warnings");
+  } finally {
+    await s.close();
+  }
+  await noFfmpegLeft();
+});
+
+Deno.test("an ended session's socket opens, gets the fatal invalid_session and closes", async () => {
+  const s = await liveStack();
+  try {
+    const c = await createSession(s);
+    const b = await activate(s, c.session_id, c.client_token);
+    await end(s, c.session_id, true);
+    await b.closed();
+    const late = Browser.connect(s, c.session_id, c.client_token);
+    await late.opened;
+    const err = await late.message((m) => m.type === "error", "error");
+    assert.deepEqual(err, {
+      type: "error",
+      code: "invalid_session",
+      fatal: true,
+    });
+    assert.equal(await late.closed(), 4001);
+  } finally {
+    await s.close();
+  }
+  await noFfmpegLeft();
+});
