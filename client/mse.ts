@@ -1,0 +1,217 @@
+/**
+ * The video side of the browser client: plays the socket's fMP4 stream through Media
+ * Source Extensions at low latency. One `MediaSource` per stream (every socket sends
+ * its own `media.init` and init segment, timestamps restarting near 0), appends queued
+ * while the `SourceBuffer` is busy, the buffer trimmed behind the playhead, a jump to
+ * the live edge when playback falls behind, and a seek over holes left by fragments
+ * the server dropped for a slow connection.
+ */
+
+/** How close to the end of a buffered range the playhead counts as stalled at a hole. */
+const HOLE_EDGE_S = 0.1;
+
+export interface LiveBufferOptions {
+  /** Fall this far behind the newest media (seconds) and playback jumps forward. */
+  maxLatencyS?: number;
+  /** Where a jump lands, seconds before the newest media. */
+  targetLatencyS?: number;
+  /** Media kept behind the playhead (seconds). */
+  keepBehindS?: number;
+  /** Reports a stream the browser cannot play (unsupported codecs, decode error). */
+  onError?: (code: string, message: string) => void;
+}
+
+export interface LiveBufferStats {
+  /** Streams started (one per socket: each sends its own init segment). */
+  streams: number;
+  segmentsAppended: number;
+  segmentsDropped: number;
+  liveEdgeJumps: number;
+  gapSkips: number;
+}
+
+/** Low-latency MSE playback of one fMP4 stream at a time into a `<video>`. */
+export class LiveBuffer {
+  readonly stats: LiveBufferStats = {
+    streams: 0,
+    segmentsAppended: 0,
+    segmentsDropped: 0,
+    liveEdgeJumps: 0,
+    gapSkips: 0,
+  };
+  #source: MediaSource | null = null;
+  #url: string | null = null;
+  #sb: SourceBuffer | null = null;
+  #queue: ArrayBuffer[] = [];
+  #mime: string | null = null;
+  /** Bumped on every reset so callbacks of an older MediaSource do nothing. */
+  #generation = 0;
+  readonly #maxLatency: number;
+  readonly #targetLatency: number;
+  readonly #keepBehind: number;
+  readonly #onError: (code: string, message: string) => void;
+
+  constructor(
+    readonly video: HTMLVideoElement,
+    options: LiveBufferOptions = {},
+  ) {
+    this.#maxLatency = options.maxLatencyS ?? 1;
+    this.#targetLatency = options.targetLatencyS ?? 0.25;
+    this.#keepBehind = options.keepBehindS ?? 3;
+    this.#onError = options.onError ?? (() => {});
+  }
+
+  /** Starts a new stream of type `mime`: a fresh MediaSource; earlier media is dropped. */
+  reset(mime: string): void {
+    this.#detach();
+    if (!MediaSource.isTypeSupported(mime)) {
+      this.#onError("unsupported_media", `This browser cannot play ${mime}`);
+      return;
+    }
+    const generation = ++this.#generation;
+    this.stats.streams++;
+    const source = new MediaSource();
+    this.#source = source;
+    this.#mime = mime;
+    this.#url = URL.createObjectURL(source);
+    source.addEventListener("sourceopen", () => {
+      if (generation !== this.#generation || !this.#mime) return;
+      try {
+        const sb = source.addSourceBuffer(this.#mime);
+        sb.mode = "segments";
+        sb.addEventListener("updateend", () => {
+          if (generation === this.#generation) this.#pump();
+        });
+        sb.addEventListener("error", () => {
+          if (generation === this.#generation) {
+            this.#onError(
+              "media_error",
+              "The browser could not decode a segment",
+            );
+          }
+        });
+        this.#sb = sb;
+        this.#pump();
+      } catch (err) {
+        this.#onError("unsupported_media", errorText(err));
+      }
+    }, { once: true });
+    this.video.src = this.#url;
+  }
+
+  /** Queues one binary frame (the init segment first, then moof+mdat segments). */
+  append(data: ArrayBuffer): void {
+    if (!this.#source) return;
+    this.#queue.push(data);
+    this.#pump();
+  }
+
+  /** Newest buffered media minus the playhead, seconds (0 with nothing buffered). */
+  get latencyS(): number {
+    const b = this.#bufferedRanges();
+    if (!b || b.length === 0) return 0;
+    return Math.max(0, b.end(b.length - 1) - this.video.currentTime);
+  }
+
+  /**
+   * Keeps playback live; call a few times a second. Seeks over holes, jumps to the
+   * live edge past `maxLatencyS`, trims media older than `keepBehindS`.
+   */
+  tick(): void {
+    const b = this.#bufferedRanges();
+    if (!b || b.length === 0) return;
+    const t = this.video.currentTime;
+    let current = -1;
+    let next: number | null = null;
+    for (let i = 0; i < b.length; i++) {
+      if (b.start(i) - 0.05 <= t && t < b.end(i)) current = i;
+      else if (b.start(i) > t && next === null) next = b.start(i);
+    }
+    const end = b.end(b.length - 1);
+    // At (or outside) the end of a range with media after a hole: playback would stall.
+    const atHole = next !== null &&
+      (current === -1 || b.end(current) - t < HOLE_EDGE_S);
+    if (atHole) {
+      this.video.currentTime = next! + 0.01;
+      this.stats.gapSkips++;
+    } else if (end - t > this.#maxLatency) {
+      this.video.currentTime = end - this.#targetLatency;
+      this.stats.liveEdgeJumps++;
+    }
+    this.#trim();
+  }
+
+  /** Detaches from the video element and frees the MediaSource. */
+  close(): void {
+    this.#detach();
+    this.video.removeAttribute("src");
+    this.video.load();
+  }
+
+  #detach(): void {
+    this.#generation++;
+    this.#queue = [];
+    this.#sb = null;
+    this.#mime = null;
+    if (this.#source?.readyState === "open") {
+      try {
+        this.#source.endOfStream();
+      } catch {
+        // Already ending: nothing left to release.
+      }
+    }
+    this.#source = null;
+    if (this.#url) URL.revokeObjectURL(this.#url);
+    this.#url = null;
+  }
+
+  #bufferedRanges(): TimeRanges | null {
+    try {
+      return this.#sb ? this.#sb.buffered : null;
+    } catch {
+      return null;
+    }
+  }
+
+  #trim(): void {
+    const sb = this.#sb;
+    const b = this.#bufferedRanges();
+    if (!sb || sb.updating || !b || b.length === 0) return;
+    const cut = this.video.currentTime - this.#keepBehind;
+    // Trim in steps of a second or more, not on every tick.
+    if (cut - b.start(0) < 1) return;
+    try {
+      sb.remove(0, cut);
+    } catch {
+      // The MediaSource closed under us; the next reset starts over.
+    }
+  }
+
+  #pump(): void {
+    const sb = this.#sb;
+    if (!sb || sb.updating || this.#queue.length === 0) return;
+    if (this.#source?.readyState !== "open") return;
+    const data = this.#queue.shift()!;
+    try {
+      sb.appendBuffer(data);
+      this.stats.segmentsAppended++;
+    } catch (err) {
+      if (err instanceof DOMException && err.name === "QuotaExceededError") {
+        // Full: drop this segment and free what is behind the playhead.
+        this.stats.segmentsDropped++;
+        const t = this.video.currentTime;
+        try {
+          if (t > 1) sb.remove(0, t - 0.5);
+        } catch {
+          // Nothing to free; the next segments are dropped the same way.
+        }
+        return;
+      }
+      this.#onError("media_error", errorText(err));
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,88 @@
+/**
+ * Options, states and events of the browser client's `AvatarPlayer` (client/browser.ts).
+ */
+import type { LiveBufferStats } from "./mse.ts";
+
+/** A fresh media token, as `POST /v1/sessions/{id}/client-token` answers it. */
+export interface FreshToken {
+  client_token: string;
+  expires_at: number;
+}
+
+export interface AvatarPlayerOptions {
+  sessionId: string;
+  /** `client_token` (or `stream_metadata.session_token`) from session creation. */
+  token: string;
+  /** The token's `expires_at` (epoch ms); an expired token is refreshed before use. */
+  expiresAt?: number;
+  /** e.g. `wss://avatar.example.com`. */
+  wsBaseUrl: string;
+  video: HTMLVideoElement;
+  /** Asks the customer backend for a fresh token (it calls the client-token route). */
+  refreshToken: () => Promise<FreshToken>;
+  /** Capture and send the microphone (default true). */
+  microphone?: boolean;
+  /** Rate the microphone is sent at, 8000..48000 (default 24000). */
+  micSampleRate?: number;
+  /** Length of one microphone frame in ms (default 20). */
+  frameMs?: number;
+  /** URL of the worklet module; default a Blob URL of the built-in source. */
+  workletUrl?: string;
+  /** Reconnect after an unexpected close (default true). */
+  reconnect?: boolean;
+  /** Reconnect attempts in a row before giving up (default 8). */
+  maxReconnectAttempts?: number;
+  /** Jump to the live edge when this far behind, seconds (default 1). */
+  maxLatencyS?: number;
+  now?: () => number;
+}
+
+export type PlayerState =
+  | "idle"
+  | "connecting"
+  | "open"
+  | "reconnecting"
+  | "ended"
+  | "closed";
+
+export interface StateDetail {
+  state: PlayerState;
+  /** The session's status as the socket last reported it. */
+  status: string | null;
+}
+export interface TranscriptDetail {
+  turn_id: string;
+  role: "user" | "avatar";
+  text: string;
+  final: boolean;
+}
+export interface TurnDetail {
+  phase: "start" | "end";
+  turn_id: string;
+  role: "user" | "avatar" | null;
+}
+/** Socket error codes (SPEC 6.2) plus the client's own: `connect_failed`,
+ * `reconnect_failed`, `microphone_unavailable`, `autoplay_blocked`,
+ * `unsupported_media`, `media_error`. */
+export interface ErrorDetail {
+  code: string;
+  fatal: boolean;
+  message?: string;
+}
+export interface EndedDetail {
+  /** `ended` / `ended_with_warnings`, or null when the socket refused a dead session. */
+  status: string | null;
+}
+
+export interface AvatarPlayerEventMap {
+  state: StateDetail;
+  transcript: TranscriptDetail;
+  turn: TurnDetail;
+  error: ErrorDetail;
+  ended: EndedDetail;
+}
+
+export interface PlayerStats extends LiveBufferStats {
+  micFramesSent: number;
+  reconnects: number;
+}

@@ -1,0 +1,140 @@
+/**
+ * A minimal customer backend. It holds the API key (the browser never sees it), creates a
+ * session when the page asks, hands the browser only the media token, refreshes that
+ * token for reconnects, and ends the session. It also serves the example page and the
+ * bundled browser client.
+ *
+ *   AVATAR_BASE_URL=http://localhost:8000 AVATAR_API_KEY=avk_… \
+ *   ENGINE_URL=wss://engine.example.com/engine ENGINE_TOKEN=… \
+ *   deno run -A examples/backend.ts            # then open http://localhost:3000
+ *
+ * A real backend authenticates its own users first and remembers which user owns which
+ * session; here every session this process created is refreshable by the page.
+ */
+import { AvatarApiError, AvatarClient } from "../client/server.ts";
+
+export interface BackendOptions {
+  client: AvatarClient;
+  /** The service's media WebSocket base, e.g. `wss://avatar.example.com`. */
+  wsBaseUrl: string;
+  /** The conversation engine the avatar talks with (`external_engine`). */
+  engine: { url: string; authHeaders: Record<string, string> };
+  /** The browser client bundle (`bundleBrowserClient()`), served at /avatar.js. */
+  browserBundle: string;
+}
+
+const HERE = new URL("./", import.meta.url);
+
+/** Builds client/browser.ts for the browser with `deno bundle`; returns the JavaScript. */
+export async function bundleBrowserClient(): Promise<string> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--quiet",
+      "--platform",
+      "browser",
+      new URL("../client/browser.ts", HERE).pathname,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(new TextDecoder().decode(out.stderr));
+  }
+  return new TextDecoder().decode(out.stdout);
+}
+
+function json(body: unknown, status = 200): Response {
+  return Response.json(body, {
+    status,
+    headers: { "cache-control": "no-store" },
+  });
+}
+
+/** The backend's request handler. */
+export function createBackend(
+  options: BackendOptions,
+): (req: Request) => Promise<Response> {
+  const { client } = options;
+  const mine = new Set<string>();
+  const files: Record<string, [string, () => Promise<string>]> = {
+    "/": ["text/html", () => Deno.readTextFile(new URL("page.html", HERE))],
+    "/page.js": [
+      "text/javascript",
+      () => Deno.readTextFile(new URL("page.js", HERE)),
+    ],
+    "/avatar.js": [
+      "text/javascript",
+      () => Promise.resolve(options.browserBundle),
+    ],
+  };
+
+  async function route(req: Request): Promise<Response> {
+    const { pathname } = new URL(req.url);
+    const file = files[pathname];
+    if (req.method === "GET" && file) {
+      return new Response(await file[1](), {
+        headers: { "content-type": `${file[0]}; charset=utf-8` },
+      });
+    }
+    if (req.method !== "POST") return json({ error: "not_found" }, 404);
+
+    if (pathname === "/api/avatar/sessions") {
+      const session = await client.createSession({
+        provider_type: "external_engine",
+        provider_config: {
+          external_engine: {
+            url: options.engine.url,
+            auth_headers: options.engine.authHeaders,
+          },
+        },
+      });
+      mine.add(session.session_id);
+      return json({
+        session_id: session.session_id,
+        client_token: session.client_token,
+        expires_at: session.expires_at,
+        ws_base_url: options.wsBaseUrl,
+      });
+    }
+    const m = pathname.match(/^\/api\/avatar\/sessions\/([^/]+)\/(token|end)$/);
+    const id = m ? decodeURIComponent(m[1]) : "";
+    if (!m || !mine.has(id)) return json({ error: "not_found" }, 404);
+    if (m[2] === "token") {
+      const { client_token, expires_at } = await client.createClientToken(id);
+      return json({ client_token, expires_at });
+    }
+    mine.delete(id);
+    return json(await client.endSession(id));
+  }
+
+  return async (req) => {
+    try {
+      return await route(req);
+    } catch (err) {
+      if (!(err instanceof AvatarApiError)) throw err;
+      // The code and request id help support; the message may name fields, not secrets.
+      return json({ error: err.code, request_id: err.request_id }, 502);
+    }
+  };
+}
+
+if (import.meta.main) {
+  const env = (name: string) => {
+    const v = Deno.env.get(name);
+    if (!v) throw new Error(`Set ${name}`);
+    return v;
+  };
+  const baseUrl = env("AVATAR_BASE_URL");
+  const handler = createBackend({
+    client: new AvatarClient({ baseUrl, apiKey: env("AVATAR_API_KEY") }),
+    wsBaseUrl: Deno.env.get("AVATAR_WS_BASE_URL") ??
+      baseUrl.replace(/^http/, "ws"),
+    engine: {
+      url: env("ENGINE_URL"),
+      authHeaders: { authorization: `Bearer ${env("ENGINE_TOKEN")}` },
+    },
+    browserBundle: await bundleBrowserClient(),
+  });
+  Deno.serve({ port: Number(Deno.env.get("PORT") ?? 3000) }, handler);
+}

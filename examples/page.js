@@ -1,0 +1,71 @@
+// The example page's script: asks the backend for a session, connects the avatar.
+import { AvatarPlayer } from "/avatar.js";
+
+const $ = (id) => document.getElementById(id);
+const video = $("avatar");
+
+function log(kind, role, text) {
+  const li = document.createElement("li");
+  li.dataset.kind = kind;
+  if (role) li.dataset.role = role;
+  li.textContent = text;
+  $("log").append(li);
+}
+
+async function post(path) {
+  const res = await fetch(path, { method: "POST" });
+  if (!res.ok) throw new Error(`${path} answered ${res.status}`);
+  return await res.json();
+}
+
+$("start").onclick = async () => {
+  $("start").disabled = true;
+  const s = await post("/api/avatar/sessions");
+  const player = new AvatarPlayer({
+    sessionId: s.session_id,
+    token: s.client_token,
+    expiresAt: s.expires_at,
+    wsBaseUrl: s.ws_base_url,
+    video,
+    refreshToken: () =>
+      post(`/api/avatar/sessions/${encodeURIComponent(s.session_id)}/token`),
+  });
+  // Exposed for the console (and the end-to-end test).
+  globalThis.avatarPlayer = player;
+  player.on("state", ({ state, status }) => {
+    $("state").textContent = status ? `${state} (${status})` : state;
+  });
+  player.on("transcript", ({ role, text, final }) => {
+    if (final) log("transcript", role, text);
+  });
+  player.on("error", ({ code, fatal }) => {
+    if (code === "autoplay_blocked") {
+      document.addEventListener("click", () => player.play(), { once: true });
+    }
+    log("error", null, `${fatal ? "Error" : "Notice"}: ${code}`);
+  });
+  player.on("ended", () => {
+    for (const id of ["mute", "interrupt", "end", "text", "send"]) {
+      $(id).disabled = true;
+    }
+  });
+  await player.connect();
+  for (const id of ["mute", "interrupt", "end", "text", "send"]) {
+    $(id).disabled = false;
+  }
+
+  $("say").onsubmit = (e) => {
+    e.preventDefault();
+    const text = $("text").value.trim();
+    if (!text) return;
+    player.sendText(text);
+    $("text").value = "";
+  };
+  $("mute").onclick = () => {
+    player.muted ? player.unmute() : player.mute();
+    $("mute").textContent = player.muted ? "Unmute" : "Mute";
+  };
+  $("interrupt").onclick = () => player.interrupt();
+  $("end").onclick = () =>
+    post(`/api/avatar/sessions/${encodeURIComponent(s.session_id)}/end`);
+};

@@ -1,0 +1,476 @@
+/**
+ * The browser client in a real headless Chromium, end to end: the real service on a
+ * loopback socket, the example engine on wss, the example customer backend (using the
+ * backend client over real HTTP) serving the example page and the bundled browser client.
+ * Asserts that the avatar video really plays, that a typed turn comes back as an avatar
+ * transcript, that the microphone is sent, and that a dropped socket reconnects (token
+ * refresh + takeover) and playback resumes. Screenshot: test-output/screenshots/player.png.
+ */
+import assert from "node:assert/strict";
+import { chromium, type Page } from "playwright-core";
+import type { AvatarPlayer, TurnDetail } from "../../client/browser.ts";
+import { AvatarClient } from "../../client/server.ts";
+import { bundleBrowserClient, createBackend } from "../../examples/backend.ts";
+import { replyFor, startExampleEngine } from "../../scripts/example_engine.ts";
+import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SHOTS = new URL("../../test-output/screenshots/", import.meta.url);
+const TLS = new URL("../fixtures/tls/", import.meta.url);
+/** Bounds every wait so a broken build fails instead of hanging; nothing asserts on time. */
+const WAIT = { timeout: 60_000, polling: 100 } as const;
+
+/** The example page exposes its player as `globalThis.avatarPlayer`. */
+type Win = { avatarPlayer: AvatarPlayer };
+
+async function requireChromium(): Promise<void> {
+  try {
+    await Deno.stat(CHROMIUM);
+  } catch {
+    throw new Error(
+      `Chromium not found at ${CHROMIUM}. Install it (Debian/Ubuntu: \`sudo apt-get install -y chromium\`) and run the tests again.`,
+    );
+  }
+}
+
+interface Playback {
+  time: number;
+  frames: number;
+  state: string;
+  reconnects: number;
+  streams: number;
+  micFrames: number;
+}
+
+function playback(page: Page): Promise<Playback> {
+  return page.evaluate(() => {
+    const v = document.querySelector("video")!;
+    const p = (globalThis as unknown as Win).avatarPlayer;
+    return {
+      time: v.currentTime,
+      frames: v.getVideoPlaybackQuality().totalVideoFrames,
+      state: p?.state ?? "none",
+      reconnects: p?.stats.reconnects ?? 0,
+      streams: p?.stats.streams ?? 0,
+      micFrames: p?.stats.micFramesSent ?? 0,
+    };
+  });
+}
+
+/** Waits until the video has moved `seconds` and `frames` past `from`. */
+async function waitPlaying(
+  page: Page,
+  from: Playback,
+  seconds: number,
+  frames: number,
+): Promise<void> {
+  await page.waitForFunction(
+    ([t, f]) => {
+      const v = document.querySelector("video")!;
+      return !v.paused && v.currentTime > t &&
+        v.getVideoPlaybackQuality().totalVideoFrames > f;
+    },
+    [from.time + seconds, from.frames + frames],
+    WAIT,
+  );
+}
+
+Deno.test("browser client plays the avatar, talks, and survives a dropped socket", async (t) => {
+  await requireChromium();
+  await Deno.mkdir(SHOTS, { recursive: true });
+
+  const engineToken = "e2e-engine-token";
+  const engine = startExampleEngine({
+    port: 0,
+    hostname: "127.0.0.1",
+    cert: await Deno.readTextFile(new URL("localhost.crt", TLS)),
+    key: await Deno.readTextFile(new URL("localhost.key", TLS)),
+    token: engineToken,
+  });
+  const service = await testApp({ ALLOW_PRIVATE_NETWORK_TARGETS: "true" });
+  const api = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req, info) => service.app.handler(req, info),
+  );
+  const serviceBase = `http://127.0.0.1:${api.addr.port}`;
+  const client = new AvatarClient({
+    baseUrl: serviceBase,
+    apiKey: TEST_ADMIN_KEY,
+  });
+  const backendHandler = createBackend({
+    client,
+    wsBaseUrl: serviceBase.replace(/^http/, "ws"),
+    engine: {
+      url: engine.url,
+      authHeaders: { authorization: `Bearer ${engineToken}` },
+    },
+    browserBundle: await bundleBrowserClient(),
+  });
+  let tokenRefreshes = 0;
+  const backend = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req) => {
+      if (new URL(req.url).pathname.endsWith("/token")) tokenRefreshes++;
+      return backendHandler(req);
+    },
+  );
+  const pageBase = `http://127.0.0.1:${backend.addr.port}`;
+  const profile = await Deno.makeTempDir({ prefix: "player-e2e-" });
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--autoplay-policy=no-user-gesture-required",
+      "--use-fake-ui-for-media-stream",
+      "--use-fake-device-for-media-stream",
+    ],
+    viewport: { width: 900, height: 900 },
+  });
+  await browser.grantPermissions(["microphone"], { origin: pageBase });
+  const page = browser.pages()[0] ?? await browser.newPage();
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(String(e)));
+
+  let sessionId = "";
+  try {
+    await t.step("the page starts a session and the video plays", async () => {
+      await page.goto(pageBase);
+      await page.getByRole("button", { name: "Start", exact: true }).click();
+      await page.waitForFunction(
+        () => (globalThis as unknown as Win).avatarPlayer?.state === "open",
+        undefined,
+        WAIT,
+      );
+      sessionId = await page.evaluate(() =>
+        (globalThis as unknown as Win).avatarPlayer._ws!.url
+      ).then((u: string) =>
+        decodeURIComponent(new URL(u).pathname.split("/")[3])
+      );
+      assert.match(sessionId, /^session:/);
+      const start = await playback(page);
+      await waitPlaying(page, start, 1.5, 20);
+      assert.equal((await client.getSession(sessionId)).status, "active");
+    });
+
+    await t.step("the microphone is sent, and not while muted", async () => {
+      const frames = () =>
+        page.evaluate(() =>
+          (globalThis as unknown as Win).avatarPlayer.stats.micFramesSent
+        );
+      const framesAbove = (n: number) =>
+        page.waitForFunction(
+          (n) =>
+            (globalThis as unknown as Win).avatarPlayer.stats.micFramesSent > n,
+          n,
+          WAIT,
+        );
+      await framesAbove(25);
+      await page.getByRole("button", { name: "Mute", exact: true }).click();
+      const muted = await frames();
+      // Half a second of capture (25 frames when live) sends nothing.
+      await page.evaluate(() => new Promise((ok) => setTimeout(ok, 500)));
+      assert.equal(await frames(), muted);
+      await page.getByRole("button", { name: "Unmute", exact: true }).click();
+      await framesAbove(muted + 10);
+      // Muted again so that only the typed turn below makes the avatar talk.
+      await page.getByRole("button", { name: "Mute", exact: true }).click();
+    });
+
+    await t.step(
+      "a typed turn comes back as an avatar turn and transcript",
+      async () => {
+        await page.evaluate(() => {
+          const w = globalThis as unknown as Win & { turns: TurnDetail[] };
+          w.turns = [];
+          w.avatarPlayer.on("turn", (d) => w.turns.push(d));
+        });
+        await page.getByLabel("Message").fill("hello avatar");
+        await page.getByRole("button", { name: "Send", exact: true }).click();
+        const user = page.locator('#log li[data-role="user"]', {
+          hasText: "hello avatar",
+        });
+        await user.waitFor(WAIT);
+        const avatar = page.locator('#log li[data-role="avatar"]', {
+          hasText: replyFor("hello avatar"),
+        });
+        await avatar.waitFor(WAIT);
+        const turns = await page.waitForFunction(
+          () => {
+            const w = globalThis as unknown as { turns: TurnDetail[] };
+            const start = w.turns.find((t) =>
+              t.phase === "start" && t.role === "avatar"
+            );
+            const end = start &&
+              w.turns.find((t) =>
+                t.phase === "end" && t.turn_id === start.turn_id
+              );
+            return end ? [start, end] : null;
+          },
+          undefined,
+          WAIT,
+        ).then((h) => h.jsonValue());
+        assert.ok(turns);
+        assert.equal(turns[1].role, "avatar");
+      },
+    );
+
+    await t.step(
+      "a dropped socket reconnects and playback resumes",
+      async () => {
+        const before = await playback(page);
+        const refreshesBefore = tokenRefreshes;
+        await page.evaluate(() => {
+          // Record the text frames every socket sends from now on.
+          const w = globalThis as unknown as Win & { sent: string[] };
+          w.sent = [];
+          const send = WebSocket.prototype.send;
+          WebSocket.prototype.send = function (data) {
+            if (typeof data === "string") w.sent.push(data);
+            return send.call(this, data);
+          };
+          w.avatarPlayer._ws!.close();
+        });
+        await page.waitForFunction(
+          ([r, s]) => {
+            const p = (globalThis as unknown as Win).avatarPlayer;
+            return p.state === "open" && p.stats.reconnects > r &&
+              p.stats.streams > s;
+          },
+          [before.reconnects, before.streams],
+          WAIT,
+        );
+        // A fresh stream (new socket, new init segment, timestamps from 0) plays on.
+        const after = await playback(page);
+        assert.equal(after.reconnects, before.reconnects + 1);
+        assert.equal(after.streams, before.streams + 1);
+        // The takeover used a fresh token from the backend.
+        assert.equal(tokenRefreshes, refreshesBefore + 1);
+        await waitPlaying(page, after, 1.5, 20);
+        assert.equal((await client.getSession(sessionId)).status, "active");
+        // The new socket was told the microphone's rate before any audio.
+        const sent = () =>
+          page.evaluate(() =>
+            (globalThis as unknown as { sent: string[] }).sent.map((x) =>
+              JSON.parse(x)
+            )
+          );
+        assert.deepEqual((await sent())[0], {
+          type: "audio.config",
+          sample_rate: 24000,
+        });
+        await page.getByRole("button", { name: "Interrupt", exact: true })
+          .click();
+        assert.ok(
+          (await sent()).some((m) => m.type === "interrupt"),
+          "interrupt sent",
+        );
+        await page.screenshot({ path: new URL("player.png", SHOTS).pathname });
+      },
+    );
+
+    await t.step(
+      "playback that falls behind jumps to the live edge",
+      async () => {
+        const jumps = await page.evaluate(() => {
+          const p = (globalThis as unknown as Win).avatarPlayer;
+          document.querySelector("video")!.playbackRate = 0.25;
+          return p.stats.liveEdgeJumps;
+        });
+        await page.waitForFunction(
+          (n) =>
+            (globalThis as unknown as Win).avatarPlayer.stats.liveEdgeJumps > n,
+          jumps,
+          WAIT,
+        );
+        await page.evaluate(() =>
+          document.querySelector("video")!.playbackRate = 1
+        );
+        await waitPlaying(page, await playback(page), 1, 10);
+      },
+    );
+
+    await t.step(
+      "a hole in the stream is skipped and playback goes on",
+      async () => {
+        // Lose 15 media segments (600 ms) on the way in, as a congested link would.
+        const skipsBefore = await page.evaluate(() => {
+          const p = (globalThis as unknown as Win).avatarPlayer;
+          const ws = p._ws!;
+          const deliver = ws.onmessage!;
+          let seen = 0;
+          ws.onmessage = function (e: MessageEvent) {
+            if (typeof e.data !== "string" && ++seen > 5 && seen <= 20) return;
+            deliver.call(this, e);
+          };
+          return p.stats.gapSkips;
+        });
+        await page.waitForFunction(
+          (n) => (globalThis as unknown as Win).avatarPlayer.stats.gapSkips > n,
+          skipsBefore,
+          WAIT,
+        );
+        await waitPlaying(page, await playback(page), 1.5, 20);
+        // Media far behind the playhead is trimmed (the hole's first range too).
+        await page.waitForFunction(
+          () => {
+            const v = document.querySelector("video")!;
+            return v.currentTime > 6 && v.buffered.length === 1 &&
+              v.buffered.start(0) > v.currentTime - 5;
+          },
+          undefined,
+          WAIT,
+        );
+      },
+    );
+
+    await t.step("End ends the session and the player reports it", async () => {
+      await page.getByRole("button", { name: "End", exact: true }).click();
+      await page.waitForFunction(
+        () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
+        undefined,
+        WAIT,
+      );
+      const status = (await client.getSession(sessionId)).status;
+      assert.ok(status === "ended" || status === "ended_with_warnings", status);
+    });
+    await t.step(
+      "token faults and a dead socket: refresh first, one retry, takeover on wake",
+      async () => {
+        const r = await page.evaluate(async () => {
+          // Count socket attempts: the page cannot see a refused upgrade's status.
+          let dials = 0;
+          const Native = WebSocket;
+          globalThis.WebSocket = class extends Native {
+            constructor(url: string | URL, protocols?: string | string[]) {
+              super(url, protocols);
+              dials++;
+            }
+          };
+          const until = async (check: () => boolean) => {
+            for (let i = 0; i < 200 && !check(); i++) {
+              await new Promise((ok) => setTimeout(ok, 50));
+            }
+            return check();
+          };
+          const { AvatarPlayer } = await import("/avatar.js");
+          const post = async (path: string) =>
+            (await fetch(path, { method: "POST" })).json();
+          const s = await post("/api/avatar/sessions");
+          const sessionPath = `/api/avatar/sessions/${
+            encodeURIComponent(s.session_id)
+          }`;
+          const fresh = () => post(`${sessionPath}/token`);
+          let clock = Date.now();
+          const attempt = async (
+            token: string,
+            expiresAt: number | undefined,
+            refresh: () => Promise<unknown>,
+          ) => {
+            const r = {
+              refreshes: 0,
+              dials: 0,
+              ok: false,
+              errors: [] as string[],
+            };
+            dials = 0;
+            const player = new AvatarPlayer({
+              sessionId: s.session_id,
+              token,
+              expiresAt,
+              wsBaseUrl: s.ws_base_url,
+              video: document.createElement("video"),
+              microphone: false,
+              now: () => clock,
+              refreshToken: () => (r.refreshes++, refresh()),
+            });
+            player.on("error", (e: { code: string }) => r.errors.push(e.code));
+            r.ok = await player.connect().then(() => true, () => false);
+            r.dials = dials;
+            return { player, r };
+          };
+          const view = (x: Awaited<ReturnType<typeof attempt>>) => ({
+            ...x.r,
+            errors: [...x.r.errors],
+            state: x.player.state,
+            reconnects: x.player.stats.reconnects,
+          });
+          // 1. A refused token (a close before open): one refresh, one retry, connected.
+          const a = await attempt("bogus", undefined, fresh);
+          // 2. An expired token is refreshed before the first dial; it takes over.
+          const b = await attempt(s.client_token, clock - 1, fresh);
+          await until(() => a.player.state === "closed");
+          // 3. A refresh that yields another refused token: no second retry.
+          const c = await attempt("bogus", undefined, () =>
+            Promise.resolve({
+              client_token: "still-bogus",
+              expires_at: clock + 60_000,
+            }));
+          const before = { a: view(a), b: view(b), c: view(c) };
+          // 4. Back from sleep with a socket that no longer answers: the wake-up
+          //    ping gets no pong, so the player takes the session over again.
+          const d = await attempt("bogus", undefined, fresh);
+          const ws = d.player._ws!;
+          const deliver = ws.onmessage!;
+          ws.onmessage = function (e: MessageEvent) {
+            if (typeof e.data === "string" && e.data.includes('"pong"')) return;
+            deliver.call(this, e);
+          };
+          document.dispatchEvent(new Event("visibilitychange"));
+          clock += 11_000;
+          const revived = await until(() =>
+            d.player.state === "open" && d.player.stats.reconnects === 1
+          );
+          const after = { d: view(d), revived };
+          d.player.close();
+          globalThis.WebSocket = Native;
+          await post(`${sessionPath}/end`);
+          return { ...before, ...after };
+        });
+        const ok = { ok: true, refreshes: 1, reconnects: 0 };
+        // a: refused, refreshed once, retried once; later taken over by b and did not
+        // fight back (no reconnect).
+        assert.deepEqual(r.a, {
+          ...ok,
+          dials: 2,
+          state: "closed",
+          errors: ["session_already_active"],
+        });
+        assert.deepEqual(r.b, { ...ok, dials: 1, state: "open", errors: [] });
+        assert.deepEqual(r.c, {
+          ...ok,
+          ok: false,
+          dials: 2,
+          state: "closed",
+          errors: ["connect_failed"],
+        });
+        assert.equal(r.revived, true);
+        // d: 1 refresh to connect + 1 for the takeover after the missed pong.
+        assert.deepEqual(r.d, {
+          ok: true,
+          refreshes: 2,
+          dials: 2,
+          state: "open",
+          reconnects: 1,
+          errors: [],
+        });
+      },
+    );
+
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+    await backend.shutdown();
+    await api.shutdown();
+    await service.close();
+    await engine.close();
+    await Deno.remove(profile, { recursive: true });
+  }
+});
