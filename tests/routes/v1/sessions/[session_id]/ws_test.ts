@@ -11,6 +11,7 @@ import {
   liveStack,
 } from "../../../../lib/media/_live.ts";
 import { mintToken } from "../../../../../lib/tokens.ts";
+import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 
@@ -142,6 +143,39 @@ Deno.test("media socket activates a session: state, init segment, fragments, the
     assert.deepEqual(boxTypes(b.binary[0]).slice(0, 2), ["ftyp", "moov"]);
     for (const seg of b.binary.slice(1, 4)) {
       assert.deepEqual(boxTypes(seg), ["moof", "mdat"]);
+    }
+    // Codecs from the init segment, and per-track timestamps that start near 0 and run on
+    // without holes.
+    const info = parseInit(b.binary[0]);
+    assert.equal(info.mime, init.mime);
+    assert.ok(info.hasMvex);
+    await b.until(() => b.binary.length >= 12, "a dozen segments");
+    const videoId = info.tracks.find((x) => x.kind === "video")!.trackId;
+    const next = new Map<number, number>();
+    for (const [i, seg] of b.binary.slice(1, 12).entries()) {
+      for (const tr of parseFragment(seg).tracks) {
+        assert.ok(tr.defaultBaseIsMoof && !tr.hasBaseDataOffset);
+        const expected = next.get(tr.trackId);
+        if (expected === undefined) {
+          const timescale = info.tracks.find((x) =>
+            x.trackId === tr.trackId
+          )!.timescale;
+          assert.ok(tr.baseDecodeTime / timescale < 0.5, "starts near 0");
+          if (i === 0 && tr.trackId === videoId) {
+            assert.ok(
+              tr.firstSampleSync,
+              "the first fragment starts on a keyframe",
+            );
+          }
+        } else {
+          assert.equal(
+            tr.baseDecodeTime,
+            expected,
+            `track ${tr.trackId} is contiguous`,
+          );
+        }
+        next.set(tr.trackId, tr.baseDecodeTime + tr.duration);
+      }
     }
     const states = b.json.filter((m) => m.type === "session.state").map((m) =>
       m.status
@@ -313,6 +347,24 @@ Deno.test("end drives the real teardown: graceful, stubborn engine, force", asyn
         const peer = await s.engine.peer();
         assert.ok(peer.json.some((m) => m.type === "session.end"));
         assert.equal(s.t.app.deps.vault.has(c.session_id), false);
+        // After a whole live session, no secret is in KV or in any log line.
+        const secrets = [
+          ENGINE_KEY,
+          c.client_token,
+          c.stream_metadata.session_token,
+        ];
+        for await (const e of s.t.app.deps.kv.list({ prefix: [] })) {
+          const text = JSON.stringify(
+            e,
+            (_k, v) => typeof v === "bigint" ? String(v) : v,
+          );
+          for (const secret of secrets) {
+            assert.ok(!text.includes(secret), `KV ${e.key.join("/")}`);
+          }
+        }
+        for (const line of s.t.log.lines) {
+          for (const secret of secrets) assert.ok(!line.includes(secret), line);
+        }
       } finally {
         await s.close();
       }
