@@ -1,12 +1,8 @@
 /** The IdP organization → tenant mapping table, with remove buttons that ask first. */
-import ConfirmButton from "../islands/ConfirmButton.tsx";
-import { Island } from "../lib/console/island.tsx";
 import type { OrgMapping } from "../lib/idp_orgs.ts";
-import { Csrf, EmptyState, Time } from "./ui.tsx";
-
-function tenantHref(id: string): string {
-  return `/admin/tenants/${encodeURIComponent(id)}`;
-}
+import { ConfirmAction } from "./ConfirmAction.tsx";
+import { tenantPath } from "./TenantWebhooks.tsx";
+import { Csrf, DataTable, EmptyState, Time } from "./ui.tsx";
 
 /** Mappings as a table; `confirmOrg` shows a server-side confirm for that org (no script). */
 export function MappingTable(
@@ -26,67 +22,52 @@ export function MappingTable(
     );
   }
   return (
-    <div class="table-wrap">
-      <table class="table table-cards" aria-label="Organization mappings">
-        <thead>
-          <tr>
-            <th scope="col">Organization (org_id)</th>
-            <th scope="col">Tenant</th>
-            <th scope="col">Mapped</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.mappings.map((m) => (
-            <tr key={m.org_id}>
-              <td class="mono" data-label="Organization">{m.org_id}</td>
-              <td data-label="Tenant">
-                <a href={tenantHref(m.tenant_id)}>{m.tenant_id}</a>
-              </td>
-              <td class="nowrap" data-label="Mapped">
-                <Time ms={m.created_at} />
-              </td>
-              <td>
-                <form method="post" action={props.action} class="row">
-                  <Csrf token={props.csrf} />
-                  <input type="hidden" name="org_id" value={m.org_id} />
-                  {props.confirmOrg === m.org_id
-                    ? (
-                      <>
-                        <input type="hidden" name="confirm" value="yes" />
-                        <button
-                          type="submit"
-                          name="action"
-                          value="unmap"
-                          class="btn btn-danger"
-                        >
-                          Confirm removal
-                        </button>
-                      </>
-                    )
-                    : (
-                      <Island
-                        component={ConfirmButton}
-                        inline
-                        props={{
-                          label: "Remove",
-                          name: "action",
-                          value: "unmap",
-                          message:
-                            `Remove the mapping of ${m.org_id}? Its tokens are refused from then on.`,
-                          confirmLabel: "Remove mapping",
-                          danger: true,
-                        }}
-                      />
-                    )}
-                </form>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      label="Organization mappings"
+      columns={["Organization (org_id)", "Tenant", "Mapped"]}
+      actions
+    >
+      {props.mappings.map((m) => (
+        <tr key={m.org_id}>
+          <td class="mono" data-label="Organization">{m.org_id}</td>
+          <td data-label="Tenant">
+            <a href={tenantPath(m.tenant_id)}>{m.tenant_id}</a>
+          </td>
+          <td class="nowrap" data-label="Mapped">
+            <Time ms={m.created_at} />
+          </td>
+          <td>
+            <form method="post" action={props.action} class="row">
+              <Csrf token={props.csrf} />
+              <input type="hidden" name="org_id" value={m.org_id} />
+              {props.confirmOrg === m.org_id
+                ? (
+                  <>
+                    <input type="hidden" name="confirm" value="yes" />
+                    <button
+                      type="submit"
+                      name="action"
+                      value="unmap"
+                      class="btn btn-danger"
+                    >
+                      Confirm removal
+                    </button>
+                  </>
+                )
+                : (
+                  <ConfirmAction
+                    label="Remove"
+                    name="action"
+                    value="unmap"
+                    message={`Remove the mapping of ${m.org_id}? Its tokens are refused from then on.`}
+                    confirmLabel="Remove mapping"
+                    danger
+                  />
+                )}
+            </form>
+          </td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }

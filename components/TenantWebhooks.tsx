@@ -2,12 +2,19 @@
  * The webhook panels of the tenant page: the signing secret (revealed or rotated only by
  * a POST, whose answer alone shows it) and the recent deliveries with a retry action.
  */
-import ConfirmButton from "../islands/ConfirmButton.tsx";
 import CopyButton from "../islands/CopyButton.tsx";
 import { formatTime } from "../lib/console/format.ts";
 import { Island } from "../lib/console/island.tsx";
 import type { DeliveryView, WebhookSecretView } from "../lib/webhooks/index.ts";
-import { Csrf, EmptyState, Notice, StatusBadge, Time } from "./ui.tsx";
+import { ConfirmAction, ConfirmForm } from "./ConfirmAction.tsx";
+import {
+  Csrf,
+  DataTable,
+  EmptyState,
+  Notice,
+  StatusBadge,
+  Time,
+} from "./ui.tsx";
 
 export interface WebhookPanelData {
   tenant: string;
@@ -74,19 +81,12 @@ export function SecretSection(props: { data: WebhookPanelData; csrf: string }) {
               The current secret keeps signing for 24 hours alongside the new
               one, then stops.
             </p>
-            <form method="post" action={action} class="row">
-              <Csrf token={csrf} />
-              <input type="hidden" name="confirm" value="yes" />
-              <button
-                type="submit"
-                name="action"
-                value="rotate_secret"
-                class="btn btn-danger"
-              >
-                Rotate secret
-              </button>
-              <a href={action} class="btn btn-quiet">Cancel</a>
-            </form>
+            <ConfirmForm
+              action={action}
+              csrf={csrf}
+              value="rotate_secret"
+              label="Rotate secret"
+            />
           </Notice>
         )
         : (
@@ -100,18 +100,13 @@ export function SecretSection(props: { data: WebhookPanelData; csrf: string }) {
             >
               Reveal secret
             </button>
-            <Island
-              component={ConfirmButton}
-              inline
-              props={{
-                label: "Rotate secret",
-                name: "action",
-                value: "rotate_secret",
-                message:
-                  "Rotate the signing secret? The current one keeps signing for 24 hours alongside the new one.",
-                confirmLabel: "Rotate secret",
-                danger: true,
-              }}
+            <ConfirmAction
+              label="Rotate secret"
+              name="action"
+              value="rotate_secret"
+              message="Rotate the signing secret? The current one keeps signing for 24 hours alongside the new one."
+              confirmLabel="Rotate secret"
+              danger
             />
           </form>
         )}
@@ -134,84 +129,75 @@ export function Deliveries(props: { data: WebhookPanelData; csrf: string }) {
           </EmptyState>
         )
         : (
-          <div class="table-wrap">
-            <table class="table table-cards" aria-label="Webhook deliveries">
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Session</th>
-                  <th scope="col">Target</th>
-                  <th scope="col">State</th>
-                  <th scope="col" class="num">Attempts</th>
-                  <th scope="col">Last result</th>
-                  <th scope="col">Last attempt</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.deliveries.map((d) => (
-                  <tr key={d.event_id} data-event-id={d.event_id}>
-                    <td data-label="Event" class="mono">{d.event_id}</td>
-                    <td data-label="Type">{d.type}</td>
-                    <td data-label="Session" class="mono">
-                      <a
-                        href={`/admin/sessions/${
-                          encodeURIComponent(d.session_id)
-                        }`}
-                      >
-                        {d.session_id}
-                      </a>
-                    </td>
-                    <td data-label="Target" class="mono">
-                      {displayUrl(d.url)}
-                    </td>
-                    <td data-label="State">
-                      <StatusBadge status={d.state} />
-                      {d.dead_reason && <span class="sub">{d.dead_reason}
-                      </span>}
-                    </td>
-                    <td data-label="Attempts" class="num">{d.attempts}</td>
-                    <td data-label="Last result">
-                      {d.last_result ?? <span class="muted">—</span>}
-                    </td>
-                    <td data-label="Last attempt" class="nowrap">
-                      <Time
-                        ms={d.last_attempt_at}
+          <DataTable
+            label="Webhook deliveries"
+            columns={[
+              "Event",
+              "Type",
+              "Session",
+              "Target",
+              "State",
+              { label: "Attempts", class: "num" },
+              "Last result",
+              "Last attempt",
+            ]}
+            actions
+          >
+            {data.deliveries.map((d) => (
+              <tr key={d.event_id} data-event-id={d.event_id}>
+                <td data-label="Event" class="mono">{d.event_id}</td>
+                <td data-label="Type">{d.type}</td>
+                <td data-label="Session" class="mono">
+                  <a
+                    href={`/admin/sessions/${encodeURIComponent(d.session_id)}`}
+                  >
+                    {d.session_id}
+                  </a>
+                </td>
+                <td data-label="Target" class="mono">
+                  {displayUrl(d.url)}
+                </td>
+                <td data-label="State">
+                  <StatusBadge status={d.state} />
+                  {d.dead_reason && <span class="sub">{d.dead_reason}</span>}
+                </td>
+                <td data-label="Attempts" class="num">{d.attempts}</td>
+                <td data-label="Last result">
+                  {d.last_result ?? <span class="muted">—</span>}
+                </td>
+                <td data-label="Last attempt" class="nowrap">
+                  <Time
+                    ms={d.last_attempt_at}
+                  />
+                  {d.next_attempt_at !== undefined && (
+                    <span class="sub">
+                      next {formatTime(d.next_attempt_at)}
+                    </span>
+                  )}
+                </td>
+                <td>
+                  {(d.state === "failed" || d.state === "dead") && (
+                    <form method="post" action={tenantPath(data.tenant)}>
+                      <Csrf token={csrf} />
+                      <input
+                        type="hidden"
+                        name="event_id"
+                        value={d.event_id}
                       />
-                      {d.next_attempt_at !== undefined && (
-                        <span class="sub">
-                          next {formatTime(d.next_attempt_at)}
-                        </span>
-                      )}
-                    </td>
-                    <td>
-                      {(d.state === "failed" || d.state === "dead") && (
-                        <form method="post" action={tenantPath(data.tenant)}>
-                          <Csrf token={csrf} />
-                          <input
-                            type="hidden"
-                            name="event_id"
-                            value={d.event_id}
-                          />
-                          <button
-                            type="submit"
-                            name="action"
-                            value="retry_delivery"
-                            class="btn btn-secondary"
-                          >
-                            Retry
-                          </button>
-                        </form>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+                      <button
+                        type="submit"
+                        name="action"
+                        value="retry_delivery"
+                        class="btn btn-secondary"
+                      >
+                        Retry
+                      </button>
+                    </form>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         )}
     </section>
   );

@@ -54,6 +54,44 @@ export function EmptyState(
   );
 }
 
+/** A column head of `DataTable`: its text, or its text and a class (e.g. `num`). */
+export type Column = string | { label: string; class: string };
+
+/**
+ * A console table (cards on narrow screens): `columns` head it, `actions` adds an
+ * unlabelled last column for per-row buttons, `children` are its rows.
+ */
+export function DataTable(
+  props: {
+    label: string;
+    columns: Column[];
+    actions?: boolean;
+    children: ComponentChildren;
+  },
+) {
+  return (
+    <div class="table-wrap">
+      <table class="table table-cards" aria-label={props.label}>
+        <thead>
+          <tr>
+            {props.columns.map((c) =>
+              typeof c === "string"
+                ? <th key={c} scope="col">{c}</th>
+                : <th key={c.label} scope="col" class={c.class}>{c.label}</th>
+            )}
+            {props.actions && (
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 /** The hidden CSRF field every console form carries. */
 export function Csrf(props: { token: string }) {
   return <input type="hidden" name="_csrf" value={props.token} />;

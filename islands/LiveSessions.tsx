@@ -5,6 +5,7 @@
  * snapshot on every (re)connect, so the table resumes where the stream left off.
  */
 import { useEffect, useState } from "preact/hooks";
+import { DataTable, EmptyState, StatusBadge } from "../components/ui.tsx";
 import {
   formatDuration,
   formatShortTime,
@@ -41,6 +42,15 @@ const LINK_TEXT: Record<Link, string> = {
   reconnecting: "Reconnecting…",
   stopped: "Live updates stopped: reload the page",
 };
+
+/** A time cell: compact (relative to `now`'s day), the full UTC time as its title. */
+function TimeCell(props: { label: string; ms?: number; now: number }) {
+  return (
+    <td class="nowrap" data-label={props.label} title={formatTime(props.ms)}>
+      {formatShortTime(props.ms, props.now)}
+    </td>
+  );
+}
 
 export default function LiveSessions(props: LiveSessionsProps) {
   const [snap, setSnap] = useState<SessionsSnapshot>({
@@ -94,72 +104,47 @@ export default function LiveSessions(props: LiveSessionsProps) {
       </div>
       {snap.rows.length === 0
         ? (
-          <div class="empty">
-            <p class="empty-title">No sessions</p>
-            <p>
-              {props.filtered
-                ? "No session matches these filters yet. New ones appear here as they are created."
-                : "Sessions appear here as soon as they are created with POST /v1/sessions."}
-            </p>
-          </div>
+          <EmptyState title="No sessions">
+            {props.filtered
+              ? "No session matches these filters yet. New ones appear here as they are created."
+              : "Sessions appear here as soon as they are created with POST /v1/sessions."}
+          </EmptyState>
         )
         : (
-          <div class="table-wrap">
-            <table class="table table-cards" aria-label="Sessions">
-              <thead>
-                <tr>
-                  <th scope="col">Session</th>
-                  <th scope="col">Tenant</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Transport</th>
-                  <th scope="col">Created (UTC)</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Ended</th>
-                  <th scope="col" class="num">Duration</th>
-                </tr>
-              </thead>
-              <tbody>
-                {snap.rows.map((r) => (
-                  <tr key={r.session_id} data-session-id={r.session_id}>
-                    <td class="mono" data-label="Session">
-                      <a href={sessionHref(r.session_id)}>{r.session_id}</a>
-                    </td>
-                    <td data-label="Tenant">{r.tenant_id}</td>
-                    <td data-label="Status">
-                      <span class={`badge badge-${r.status}`}>{r.status}</span>
-                    </td>
-                    <td data-label="Provider">{r.provider_type}</td>
-                    <td data-label="Transport">{r.transport}</td>
-                    <td
-                      class="nowrap"
-                      data-label="Created"
-                      title={formatTime(r.created_at)}
-                    >
-                      {formatShortTime(r.created_at, snap.now)}
-                    </td>
-                    <td
-                      class="nowrap"
-                      data-label="Started"
-                      title={formatTime(r.started_at)}
-                    >
-                      {formatShortTime(r.started_at, snap.now)}
-                    </td>
-                    <td
-                      class="nowrap"
-                      data-label="Ended"
-                      title={formatTime(r.ended_at)}
-                    >
-                      {formatShortTime(r.ended_at, snap.now)}
-                    </td>
-                    <td class="num nowrap" data-label="Duration">
-                      {formatDuration(sessionDuration(r, now))}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            label="Sessions"
+            columns={[
+              "Session",
+              "Tenant",
+              "Status",
+              "Provider",
+              "Transport",
+              "Created (UTC)",
+              "Started",
+              "Ended",
+              { label: "Duration", class: "num" },
+            ]}
+          >
+            {snap.rows.map((r) => (
+              <tr key={r.session_id} data-session-id={r.session_id}>
+                <td class="mono" data-label="Session">
+                  <a href={sessionHref(r.session_id)}>{r.session_id}</a>
+                </td>
+                <td data-label="Tenant">{r.tenant_id}</td>
+                <td data-label="Status">
+                  <StatusBadge status={r.status} />
+                </td>
+                <td data-label="Provider">{r.provider_type}</td>
+                <td data-label="Transport">{r.transport}</td>
+                <TimeCell label="Created" ms={r.created_at} now={snap.now} />
+                <TimeCell label="Started" ms={r.started_at} now={snap.now} />
+                <TimeCell label="Ended" ms={r.ended_at} now={snap.now} />
+                <td class="num nowrap" data-label="Duration">
+                  {formatDuration(sessionDuration(r, now))}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         )}
     </div>
   );

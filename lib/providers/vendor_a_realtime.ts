@@ -7,14 +7,15 @@
  * `client_secret` is the bearer token of the upgrade. See docs/providers.md.
  */
 import {
-  type EngineConnection,
-  type EngineFactory,
-  EngineStartError,
-  type ProviderDeps,
-  turnErrorCodeFor,
-} from "./port.ts";
-import { base64ToPcm, pcmToBase64, StreamResampler } from "./resample.ts";
-import { CloseTracker, connectWs, gracefulEnd } from "./ws_client.ts";
+  credentialsFor,
+  EngineLink,
+  errorText,
+  type Json,
+  parseUrl,
+  str,
+} from "./adapter.ts";
+import type { EngineFactory, ProviderDeps } from "./port.ts";
+import { base64ToPcm, pcmToBase64 } from "./resample.ts";
 
 /** The API's PCM rate, both directions. */
 export const VENDOR_A_RATE = 24000;
@@ -26,24 +27,20 @@ const BENIGN_ERRORS = new Set([
   "item_truncate_invalid_item_id",
 ]);
 
-type Json = Record<string, unknown>;
-const str = (v: unknown): string => typeof v === "string" ? v : "";
-
 /** The vendor_a realtime engine factory. */
 export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
   const now = deps.now ?? Date.now;
-  return async ({ sessionId, credentials, events, signal }) => {
-    if (credentials.type !== "vendor_a_realtime") {
-      throw new EngineStartError("misconfigured", "credentials mismatch");
-    }
-    let url: URL;
-    try {
-      url = new URL(deps.config.providerEndpoints.vendorARealtimeUrl);
-    } catch {
-      throw new EngineStartError("misconfigured", "provider endpoint invalid");
-    }
-    const tracker = new CloseTracker(events.onClose);
-    let ready = false;
+  return async (options) => {
+    const credentials = credentialsFor(
+      options.credentials,
+      "vendor_a_realtime",
+    );
+    const url = parseUrl(
+      deps.config.providerEndpoints.vendorARealtimeUrl,
+      "provider endpoint invalid",
+    );
+    const link = new EngineLink(deps, options, "vendor_a", VENDOR_A_RATE);
+    const { events } = link;
     /** The response being generated, until response.done. */
     let current: string | null = null;
     let dropAudio = false;
@@ -53,23 +50,13 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
     const agentText = new Map<string, string>();
     const userText = new Map<string, string>();
 
-    const client = await connectWs(url, {
-      headers: { authorization: `Bearer ${credentials.client_secret}` },
-      connectTimeoutMs: deps.connectTimeoutMs ?? 10_000,
-      signal,
-      onMessage: (data) => {
-        if (typeof data === "string") onEvent(data);
-      },
-      onClose: () => tracker.socketClosed(),
-    });
-
     const cutResponse = () => {
       if (current === null) return;
       dropAudio = true;
-      client.sendJson({ type: "response.cancel" });
+      link.send({ type: "response.cancel" });
       if (audioItem) {
         const played = Math.min(audioItem.ms, now() - audioItem.firstAt);
-        client.sendJson({
+        link.send({
           type: "conversation.item.truncate",
           item_id: audioItem.id,
           content_index: 0,
@@ -78,20 +65,10 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
       }
     };
 
-    function onEvent(text: string) {
-      let ev: Json;
-      try {
-        ev = JSON.parse(text);
-        if (!ev || typeof ev !== "object") return;
-      } catch {
-        return;
-      }
+    const onEvent = (ev: Json) => {
       switch (ev.type) {
         case "session.created":
-          if (!ready) {
-            ready = true;
-            events.onReady({ agentSampleRate: VENDOR_A_RATE });
-          }
+          if (!link.ready) link.markReady(VENDOR_A_RATE);
           return;
         case "response.created": {
           const id = str((ev.response as Json | undefined)?.id);
@@ -170,12 +147,7 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
           if (r.status === "failed" && !errored) {
             const err = ((r.status_details as Json | undefined)?.error ??
               {}) as Json;
-            const message = str(err.message) || "response failed";
-            events.onError({
-              code: turnErrorCodeFor(message),
-              fatal: false,
-              message,
-            });
+            link.turnError(str(err.message) || "response failed");
           }
           if (id === current) current = null;
           events.onResponseEnd(id);
@@ -184,57 +156,48 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
         case "error": {
           const err = (ev.error ?? {}) as Json;
           if (BENIGN_ERRORS.has(str(err.code))) return;
-          const message = str(err.message).slice(0, 500) || "provider error";
-          if (!ready) {
-            events.onError({ code: "llm_failed", fatal: true, message });
-            tracker.report(false, "provider error before ready");
-            client.close(1011, "provider error");
+          const message = errorText(err.message);
+          if (!link.ready) {
+            link.fail(message, "provider error before ready", {
+              code: "llm_failed",
+              closeReason: "provider error",
+            });
             return;
           }
           errored = current !== null;
-          events.onError({
-            code: turnErrorCodeFor(message),
-            fatal: false,
-            message,
-          });
+          link.turnError(message);
           return;
         }
         default:
           return;
       }
-    }
+    };
 
-    client.sendJson({
-      type: "session.update",
-      session: {
-        type: "realtime",
-        output_modalities: ["audio"],
-        audio: {
-          input: { format: { type: "audio/pcm", rate: VENDOR_A_RATE } },
-          output: { format: { type: "audio/pcm", rate: VENDOR_A_RATE } },
+    return await link.open({
+      url,
+      headers: { authorization: `Bearer ${credentials.client_secret}` },
+      hello: {
+        type: "session.update",
+        session: {
+          type: "realtime",
+          output_modalities: ["audio"],
+          audio: {
+            input: { format: { type: "audio/pcm", rate: VENDOR_A_RATE } },
+            output: { format: { type: "audio/pcm", rate: VENDOR_A_RATE } },
+          },
         },
       },
-    });
-    deps.log.info("engine connected", {
-      provider: "vendor_a",
-      session_id: sessionId,
-    });
-
-    const resampler = new StreamResampler(VENDOR_A_RATE);
-    const conn: EngineConnection = {
-      sendUserAudio(pcm, sampleRate) {
-        if (!ready || tracker.done || tracker.ending) return;
-        const out = resampler.push(pcm, sampleRate);
-        for (let i = 0; i < out.length; i += APPEND_SAMPLES) {
-          client.sendJson({
+      onEvent,
+      sendAudio: (pcm) => {
+        for (let i = 0; i < pcm.length; i += APPEND_SAMPLES) {
+          link.send({
             type: "input_audio_buffer.append",
-            audio: pcmToBase64(out.subarray(i, i + APPEND_SAMPLES)),
+            audio: pcmToBase64(pcm.subarray(i, i + APPEND_SAMPLES)),
           });
         }
       },
-      sendText(text) {
-        if (!ready || tracker.done) return;
-        client.sendJson({
+      sendText: (text) => {
+        link.send({
           type: "conversation.item.create",
           item: {
             type: "message",
@@ -242,20 +205,9 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
             content: [{ type: "input_text", text }],
           },
         });
-        client.sendJson({ type: "response.create" });
+        link.send({ type: "response.create" });
       },
-      interrupt() {
-        if (tracker.done) return;
-        cutResponse();
-      },
-      end(timeoutMs) {
-        return gracefulEnd(client, tracker, timeoutMs);
-      },
-      close() {
-        tracker.callerClosed();
-        client.close(1000, "session closed");
-      },
-    };
-    return conn;
+      interrupt: cutResponse,
+    });
   };
 }

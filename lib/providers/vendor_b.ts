@@ -9,84 +9,51 @@
  * means replacing this module only.
  */
 import {
-  type EngineConnection,
-  type EngineFactory,
-  EngineStartError,
-  type ProviderDeps,
-  turnErrorCodeFor,
-} from "./port.ts";
-import {
-  base64ToPcm,
-  bytesToPcm,
-  pcmToBytes,
-  StreamResampler,
-} from "./resample.ts";
-import { CloseTracker, connectWs, gracefulEnd } from "./ws_client.ts";
+  credentialsFor,
+  EngineLink,
+  errorText,
+  type Json,
+  obj,
+  parseUrl,
+  str,
+} from "./adapter.ts";
+import type { EngineFactory, ProviderDeps } from "./port.ts";
+import { base64ToPcm, bytesToPcm, pcmToBytes } from "./resample.ts";
 
 /** Rate of the user audio this adapter sends. */
 export const VENDOR_B_INPUT_RATE = 16000;
 
-type Json = Record<string, unknown>;
-const str = (v: unknown): string => typeof v === "string" ? v : "";
-const obj = (v: unknown): Json => v && typeof v === "object" ? v as Json : {};
-
 /** The vendor_b engine factory. */
 export function createVendorBEngine(deps: ProviderDeps): EngineFactory {
-  return async ({ sessionId, credentials, events, signal }) => {
-    if (credentials.type !== "vendor_b") {
-      throw new EngineStartError("misconfigured", "credentials mismatch");
-    }
-    let url: URL;
-    try {
-      url = new URL(deps.config.providerEndpoints.vendorBUrl);
-    } catch {
-      throw new EngineStartError("misconfigured", "provider endpoint invalid");
-    }
-    const tracker = new CloseTracker(events.onClose);
-    let ready = false;
-    let agentRate = 0;
+  return async (options) => {
+    const credentials = credentialsFor(options.credentials, "vendor_b");
+    const url = parseUrl(
+      deps.config.providerEndpoints.vendorBUrl,
+      "provider endpoint invalid",
+    );
+    const link = new EngineLink(deps, options, "vendor_b", VENDOR_B_INPUT_RATE);
+    const { events } = link;
     let dropAudio = false;
 
     const audio = (pcm: Int16Array) => {
-      if (!ready || dropAudio || pcm.length === 0) return;
-      events.onAgentAudio(pcm, agentRate);
+      if (!link.ready || dropAudio || pcm.length === 0) return;
+      events.onAgentAudio(pcm, link.agentRate);
     };
 
-    const client = await connectWs(url, {
-      headers: { authorization: `Bearer ${credentials.access_token}` },
-      connectTimeoutMs: deps.connectTimeoutMs ?? 10_000,
-      signal,
-      onMessage: (data) => {
-        if (typeof data !== "string") audio(bytesToPcm(data));
-        else onEvent(data);
-      },
-      onClose: () => tracker.socketClosed(),
-    });
-
-    function onEvent(text: string) {
-      let ev: Json;
-      try {
-        ev = obj(JSON.parse(text));
-      } catch {
-        return;
-      }
+    const onEvent = (ev: Json) => {
       switch (ev.type) {
         case "ready": {
-          if (ready) return;
+          if (link.ready) return;
           const rate = obj(ev.output_audio).sample_rate;
           if (!Number.isInteger(rate) || (rate as number) < 8000) {
-            events.onError({
-              code: "tts_failed",
-              fatal: true,
-              message: "provider sent no valid output sample rate",
-            });
-            tracker.report(false, "provider protocol error");
-            client.close(1002, "protocol error");
+            link.fail(
+              "provider sent no valid output sample rate",
+              "provider protocol error",
+              { code: "tts_failed", closeReason: "protocol error" },
+            );
             return;
           }
-          ready = true;
-          agentRate = rate as number;
-          events.onReady({ agentSampleRate: agentRate });
+          link.markReady(rate as number);
           return;
         }
         case "response.start":
@@ -112,54 +79,36 @@ export function createVendorBEngine(deps: ProviderDeps): EngineFactory {
           });
           return;
         case "error": {
-          const message = str(ev.message).slice(0, 500) || "provider error";
-          const fatal = ev.fatal === true;
-          events.onError({ code: turnErrorCodeFor(message), fatal, message });
-          if (fatal) {
-            tracker.report(false, "provider error");
-            client.close(1011, "provider error");
-          }
+          const message = errorText(ev.message);
+          if (ev.fatal === true) link.fail(message, "provider error");
+          else link.turnError(message);
           return;
         }
         default:
           return;
       }
-    }
-
-    client.sendJson({
-      type: "start",
-      agent_id: credentials.agent_id,
-      input_audio: { encoding: "pcm_s16le", sample_rate: VENDOR_B_INPUT_RATE },
-    });
-    deps.log.info("engine connected", {
-      provider: "vendor_b",
-      session_id: sessionId,
-    });
-
-    const resampler = new StreamResampler(VENDOR_B_INPUT_RATE);
-    const conn: EngineConnection = {
-      sendUserAudio(pcm, sampleRate) {
-        if (!ready || tracker.done || tracker.ending) return;
-        const out = resampler.push(pcm, sampleRate);
-        if (out.length > 0) client.sendBinary(pcmToBytes(out));
-      },
-      sendText(text) {
-        if (!ready || tracker.done) return;
-        client.sendJson({ type: "text", text });
-      },
-      interrupt() {
-        if (tracker.done) return;
-        dropAudio = true;
-        client.sendJson({ type: "interrupt" });
-      },
-      end(timeoutMs) {
-        return gracefulEnd(client, tracker, timeoutMs, { type: "end" });
-      },
-      close() {
-        tracker.callerClosed();
-        client.close(1000, "session closed");
-      },
     };
-    return conn;
+
+    return await link.open({
+      url,
+      headers: { authorization: `Bearer ${credentials.access_token}` },
+      hello: {
+        type: "start",
+        agent_id: credentials.agent_id,
+        input_audio: {
+          encoding: "pcm_s16le",
+          sample_rate: VENDOR_B_INPUT_RATE,
+        },
+      },
+      onEvent,
+      onBinary: (bytes) => audio(bytesToPcm(bytes)),
+      sendAudio: (pcm) => link.sendBinary(pcmToBytes(pcm)),
+      sendText: (text) => link.send({ type: "text", text }),
+      interrupt: () => {
+        dropAudio = true;
+        link.send({ type: "interrupt" });
+      },
+      endMessage: { type: "end" },
+    });
   };
 }

@@ -11,21 +11,23 @@
  * audio. See docs/providers.md.
  */
 import {
-  type EngineConnection,
+  credentialsFor,
+  EngineLink,
+  errorText,
+  type Json,
+  obj,
+  parseUrl,
+  str,
+} from "./adapter.ts";
+import {
   type EngineFactory,
   EngineStartError,
   type ProviderDeps,
-  turnErrorCodeFor,
 } from "./port.ts";
-import { base64ToPcm, pcmToBase64, StreamResampler } from "./resample.ts";
-import { CloseTracker, connectWs, gracefulEnd } from "./ws_client.ts";
+import { base64ToPcm, pcmToBase64 } from "./resample.ts";
 
 /** Samples per audio chunk message: keeps each JSON frame under 1 KiB. */
 const CHUNK_SAMPLES = 360;
-
-type Json = Record<string, unknown>;
-const str = (v: unknown): string => typeof v === "string" ? v : "";
-const obj = (v: unknown): Json => v && typeof v === "object" ? v as Json : {};
 
 /** `pcm_16000` → 16000; any other format (e.g. `ulaw_8000`) → null. */
 export function pcmFormatRate(format: unknown): number | null {
@@ -51,12 +53,7 @@ export function vendorCUrl(
     base.searchParams.set("agent_id", creds.agent_id);
     return base;
   }
-  let signed: URL;
-  try {
-    signed = new URL(creds.signed_url);
-  } catch {
-    throw new EngineStartError("misconfigured", "signed_url is invalid");
-  }
+  const signed = parseUrl(creds.signed_url, "signed_url is invalid");
   if (
     signed.protocol !== "wss:" || signed.host !== base.host ||
     signed.pathname !== base.pathname || signed.username || signed.password
@@ -75,10 +72,8 @@ export function createVendorCEngine(
   options: VendorCOptions = {},
 ): EngineFactory {
   const idleMs = options.responseIdleMs ?? 1500;
-  return async ({ sessionId, credentials, events, signal }) => {
-    if (credentials.type !== "vendor_c") {
-      throw new EngineStartError("misconfigured", "credentials mismatch");
-    }
+  return async (options) => {
+    const credentials = credentialsFor(options.credentials, "vendor_c");
     const url = vendorCUrl(
       deps.config.providerEndpoints.vendorCUrl,
       credentials,
@@ -88,16 +83,13 @@ export function createVendorCEngine(
       credentials.api_key && !credentials.signed_url
         ? { "xi-api-key": credentials.api_key }
         : {};
-    const tracker = new CloseTracker(events.onClose);
-    let ready = false;
-    let userRate = 16000;
-    let agentRate = 16000;
+    const link = new EngineLink(deps, options, "vendor_c", 16000);
+    const { events } = link;
     let response: string | null = null;
     let responses = 0;
     let dropAudio = false;
     let lastInterruption = -1;
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
-    let resampler = new StreamResampler(userRate);
 
     const endResponse = () => {
       clearTimeout(idleTimer);
@@ -108,29 +100,10 @@ export function createVendorCEngine(
       events.onResponseEnd(id);
     };
 
-    const client = await connectWs(url, {
-      headers,
-      connectTimeoutMs: deps.connectTimeoutMs ?? 10_000,
-      signal,
-      onMessage: (data) => {
-        if (typeof data === "string") onEvent(data);
-      },
-      onClose: () => {
-        clearTimeout(idleTimer);
-        tracker.socketClosed();
-      },
-    });
-
-    function onEvent(text: string) {
-      let ev: Json;
-      try {
-        ev = obj(JSON.parse(text));
-      } catch {
-        return;
-      }
+    const onEvent = (ev: Json) => {
       switch (ev.type) {
         case "conversation_initiation_metadata": {
-          if (ready) return;
+          if (link.ready) return;
           const meta = obj(ev.conversation_initiation_metadata_event);
           const out = pcmFormatRate(
             meta.agent_output_audio_format ?? "pcm_16000",
@@ -139,20 +112,16 @@ export function createVendorCEngine(
             meta.user_input_audio_format ?? "pcm_16000",
           );
           if (out === null || input === null) {
-            events.onError({
-              code: "tts_failed",
-              fatal: true,
-              message: "agent audio format is not PCM",
-            });
-            tracker.report(false, "unsupported audio format");
-            client.close(1000, "unsupported audio format");
+            link.fail(
+              "agent audio format is not PCM",
+              "unsupported audio format",
+              {
+                code: "tts_failed",
+              },
+            );
             return;
           }
-          agentRate = out;
-          userRate = input;
-          resampler = new StreamResampler(userRate);
-          ready = true;
-          events.onReady({ agentSampleRate: agentRate });
+          link.markReady(out, input);
           return;
         }
         case "audio": {
@@ -171,7 +140,7 @@ export function createVendorCEngine(
           }
           clearTimeout(idleTimer);
           idleTimer = setTimeout(endResponse, idleMs);
-          events.onAgentAudio(pcm, agentRate);
+          events.onAgentAudio(pcm, link.agentRate);
           return;
         }
         case "agent_response": {
@@ -198,67 +167,46 @@ export function createVendorCEngine(
           return;
         }
         case "ping":
-          client.sendJson({
+          link.send({
             type: "pong",
             event_id: obj(ev.ping_event).event_id,
           });
           return;
         case "error": {
           const e = obj(ev.error_event ?? ev.error);
-          const message = (str(e.message) || str(ev.message) ||
-            "provider error").slice(0, 500);
-          events.onError({
-            code: turnErrorCodeFor(message),
-            fatal: false,
-            message,
-          });
+          link.turnError(errorText(str(e.message) || str(ev.message)));
           return;
         }
         default:
           return;
       }
-    }
+    };
 
-    client.sendJson({ type: "conversation_initiation_client_data" });
-    deps.log.info("engine connected", {
-      provider: "vendor_c",
-      session_id: sessionId,
-    });
-
-    const conn: EngineConnection = {
-      sendUserAudio(pcm, sampleRate) {
-        if (!ready || tracker.done || tracker.ending) return;
-        const out = resampler.push(pcm, sampleRate);
-        for (let i = 0; i < out.length; i += CHUNK_SAMPLES) {
-          client.sendJson({
-            user_audio_chunk: pcmToBase64(out.subarray(i, i + CHUNK_SAMPLES)),
+    return await link.open({
+      url,
+      headers,
+      hello: { type: "conversation_initiation_client_data" },
+      onEvent,
+      sendAudio: (pcm) => {
+        for (let i = 0; i < pcm.length; i += CHUNK_SAMPLES) {
+          link.send({
+            user_audio_chunk: pcmToBase64(pcm.subarray(i, i + CHUNK_SAMPLES)),
           });
         }
       },
-      sendText(text) {
-        if (!ready || tracker.done) return;
+      sendText: (text) => {
         // Audio still in flight from an interrupted turn stays dropped until the
         // agent's next turn announces itself (agent_response / user_transcript).
         endResponse();
-        client.sendJson({ type: "user_message", text });
+        link.send({ type: "user_message", text });
       },
-      interrupt() {
-        if (tracker.done) return;
+      interrupt: () => {
         // No cancel message exists: signal user activity and drop the rest locally.
         dropAudio = true;
         endResponse();
-        client.sendJson({ type: "user_activity" });
+        link.send({ type: "user_activity" });
       },
-      end(timeoutMs) {
-        clearTimeout(idleTimer);
-        return gracefulEnd(client, tracker, timeoutMs);
-      },
-      close() {
-        clearTimeout(idleTimer);
-        tracker.callerClosed();
-        client.close(1000, "session closed");
-      },
-    };
-    return conn;
+      dispose: () => clearTimeout(idleTimer),
+    });
   };
 }

@@ -16,7 +16,7 @@ import {
   systemResolver,
   TargetRefusedError,
 } from "../net_guard.ts";
-import { type EngineEvents, EngineStartError } from "./port.ts";
+import { EngineStartError } from "./port.ts";
 
 /**
  * Deno's constructor takes options with upgrade headers (non-standard); the DOM typings
@@ -283,59 +283,4 @@ export async function connectWs(
       drop(code, reason);
     },
   };
-}
-
-/**
- * Close bookkeeping shared by the adapters: `onClose` fires at most once, and never after
- * the caller's own `close()` (the caller knows).
- */
-export class CloseTracker {
-  #reported = false;
-  #byCaller = false;
-  /** Set while a graceful end waits; the socket's close is then reported by the end. */
-  ending = false;
-
-  constructor(private readonly onClose: EngineEvents["onClose"]) {}
-
-  /** True once the connection is over, either way. */
-  get done(): boolean {
-    return this.#reported || this.#byCaller;
-  }
-
-  report(clean: boolean, reason: string): void {
-    if (this.done) return;
-    this.#reported = true;
-    this.onClose({ clean, reason });
-  }
-
-  /** The socket closed: unclean unless a graceful end is waiting for exactly this. */
-  socketClosed(): void {
-    if (!this.ending) this.report(false, "engine closed the connection");
-  }
-
-  callerClosed(): void {
-    this.#byCaller = true;
-  }
-}
-
-/**
- * A graceful end: send `endMessage` and wait for the peer to close, or (no message in the
- * protocol) start the close handshake; either way bounded by `timeoutMs`, then dropped.
- */
-export async function gracefulEnd(
-  client: WsClient,
-  tracker: CloseTracker,
-  timeoutMs: number,
-  endMessage?: unknown,
-): Promise<boolean> {
-  if (tracker.done) return true;
-  tracker.ending = true;
-  let ok: boolean;
-  if (endMessage !== undefined && client.sendJson(endMessage)) {
-    ok = await client.waitForPeerClose(timeoutMs);
-  } else {
-    ok = await client.closeGracefully(timeoutMs);
-  }
-  tracker.report(ok, ok ? "ended" : "engine did not close in time");
-  return ok;
 }

@@ -9,8 +9,10 @@ import {
   MintForm,
   type MintInput,
 } from "../../../components/KeyForms.tsx";
+import { ConfirmAction } from "../../../components/ConfirmAction.tsx";
 import {
   Csrf,
+  DataTable,
   EmptyState,
   Notice,
   PageHeader,
@@ -23,14 +25,12 @@ import {
 } from "../../../lib/api_keys.ts";
 import { ApiError } from "../../../lib/errors.ts";
 import { formatTime } from "../../../lib/console/format.ts";
-import { Island } from "../../../lib/console/island.tsx";
 import {
   consoleState,
   page,
   type PageProps,
 } from "../../../lib/console/render.tsx";
 import type { Ctx } from "../../../lib/http.ts";
-import ConfirmButton from "../../../islands/ConfirmButton.tsx";
 
 interface KeysData {
   keys: ApiKeyView[];
@@ -210,87 +210,77 @@ export default function KeysPage({ data, csrf, now }: PageProps<KeysData>) {
             </EmptyState>
           )
           : (
-            <div class="table-wrap">
-              <table class="table table-cards" aria-label="API keys">
-                <thead>
-                  <tr>
-                    <th scope="col">Key id</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Tenant</th>
-                    <th scope="col">Scopes</th>
-                    <th scope="col">Created (UTC)</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">State</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
+            <DataTable
+              label="API keys"
+              columns={[
+                "Key id",
+                "Name",
+                "Tenant",
+                "Scopes",
+                "Created (UTC)",
+                "Last used",
+                "Expires",
+                "State",
+              ]}
+              actions
+            >
+              {data.keys.map((k) => {
+                const st = keyState(k, now);
+                return (
+                  <tr key={k.key_id} data-key-id={k.key_id}>
+                    <td data-label="Key id" class="mono">{k.key_id}</td>
+                    <td data-label="Name">
+                      {k.name ?? <span class="muted">—</span>}
+                    </td>
+                    <td data-label="Tenant">{k.tenant_id}</td>
+                    <td data-label="Scopes" class="scopes">
+                      <span>
+                        {k.scopes.map((s) => <code key={s}>{s}</code>)}
+                      </span>
+                    </td>
+                    <td class="nowrap" data-label="Created">
+                      <Time ms={k.created_at} now={now} />
+                    </td>
+                    <td class="nowrap" data-label="Last used">
+                      <Time ms={k.last_used_at} now={now} />
+                    </td>
+                    <td class="nowrap" data-label="Expires">
+                      {k.expires_at === undefined
+                        ? <span class="muted">Never</span>
+                        : <Time ms={k.expires_at} now={now} />}
+                    </td>
+                    <td class="nowrap" data-label="State">
+                      <span class={`badge badge-${st.cls}`}>
+                        {st.text}
+                      </span>
+                      {k.revoked_at !== undefined && (
+                        <span class="sub">
+                          {formatTime(k.revoked_at)}
+                        </span>
+                      )}
+                    </td>
+                    <td>
+                      {k.revoked_at === undefined && (
+                        <form
+                          method="post"
+                          action={`/admin/keys/${k.key_id}/revoke`}
+                        >
+                          <Csrf token={csrf} />
+                          <ConfirmAction
+                            label="Revoke"
+                            message={`Revoke key ${k.key_id}${
+                              k.name ? ` (${k.name})` : ""
+                            }? Requests that use it are refused at once. This cannot be undone.`}
+                            confirmLabel="Revoke key"
+                            danger
+                          />
+                        </form>
+                      )}
+                    </td>
                   </tr>
-                </thead>
-                <tbody>
-                  {data.keys.map((k) => {
-                    const st = keyState(k, now);
-                    return (
-                      <tr key={k.key_id} data-key-id={k.key_id}>
-                        <td data-label="Key id" class="mono">{k.key_id}</td>
-                        <td data-label="Name">
-                          {k.name ?? <span class="muted">—</span>}
-                        </td>
-                        <td data-label="Tenant">{k.tenant_id}</td>
-                        <td data-label="Scopes" class="scopes">
-                          <span>
-                            {k.scopes.map((s) => <code key={s}>{s}</code>)}
-                          </span>
-                        </td>
-                        <td class="nowrap" data-label="Created">
-                          <Time ms={k.created_at} now={now} />
-                        </td>
-                        <td class="nowrap" data-label="Last used">
-                          <Time ms={k.last_used_at} now={now} />
-                        </td>
-                        <td class="nowrap" data-label="Expires">
-                          {k.expires_at === undefined
-                            ? <span class="muted">Never</span>
-                            : <Time ms={k.expires_at} now={now} />}
-                        </td>
-                        <td class="nowrap" data-label="State">
-                          <span class={`badge badge-${st.cls}`}>
-                            {st.text}
-                          </span>
-                          {k.revoked_at !== undefined && (
-                            <span class="sub">
-                              {formatTime(k.revoked_at)}
-                            </span>
-                          )}
-                        </td>
-                        <td>
-                          {k.revoked_at === undefined && (
-                            <form
-                              method="post"
-                              action={`/admin/keys/${k.key_id}/revoke`}
-                            >
-                              <Csrf token={csrf} />
-                              <Island
-                                component={ConfirmButton}
-                                inline
-                                props={{
-                                  label: "Revoke",
-                                  message: `Revoke key ${k.key_id}${
-                                    k.name ? ` (${k.name})` : ""
-                                  }? Requests that use it are refused at once. This cannot be undone.`,
-                                  confirmLabel: "Revoke key",
-                                  danger: true,
-                                }}
-                              />
-                            </form>
-                          )}
-                        </td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
-            </div>
+                );
+              })}
+            </DataTable>
           )}
         <nav class="pager" aria-label="Pages">
           {data.pageCursor && (

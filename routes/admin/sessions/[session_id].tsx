@@ -4,13 +4,16 @@
  * session's own tenant), so the rules (only `active` ends, 409s) are the API's.
  */
 import {
+  ConfirmAction,
+  ConfirmForm,
+} from "../../../components/ConfirmAction.tsx";
+import {
   Csrf,
   Notice,
   PageHeader,
   StatusBadge,
   Time,
 } from "../../../components/ui.tsx";
-import ConfirmButton from "../../../islands/ConfirmButton.tsx";
 import {
   formatDuration,
   isLive,
@@ -18,7 +21,6 @@ import {
   sessionHref,
 } from "../../../lib/console/format.ts";
 import { redirect } from "../../../lib/console/http.ts";
-import { Island } from "../../../lib/console/island.tsx";
 import { toRow } from "../../../lib/console/live.ts";
 import {
   consoleState,
@@ -119,19 +121,12 @@ function Actions(props: { s: SessionRecord; csrf: string; confirm?: string }) {
             ? "The provider and renderer are dropped at once, without a graceful goodbye."
             : "The provider and renderer are asked to finish (up to the cleanup timeout)."}
         </p>
-        <form method="post" action={action} class="row">
-          <Csrf token={csrf} />
-          <input type="hidden" name="confirm" value="yes" />
-          <button
-            type="submit"
-            name="action"
-            value={props.confirm}
-            class="btn btn-danger"
-          >
-            {force ? "Force end" : "End session"}
-          </button>
-          <a href={action} class="btn btn-quiet">Cancel</a>
-        </form>
+        <ConfirmForm
+          action={action}
+          csrf={csrf}
+          value={props.confirm}
+          label={force ? "Force end" : "End session"}
+        />
       </Notice>
     );
   }
@@ -147,30 +142,20 @@ function Actions(props: { s: SessionRecord; csrf: string; confirm?: string }) {
   return (
     <form method="post" action={action} class="row">
       <Csrf token={csrf} />
-      <Island
-        component={ConfirmButton}
-        inline
-        props={{
-          label: "End session",
-          name: "action",
-          value: "end",
-          message:
-            "End this session gracefully? The provider and renderer are asked to finish first.",
-          confirmLabel: "End session",
-        }}
+      <ConfirmAction
+        label="End session"
+        name="action"
+        value="end"
+        message="End this session gracefully? The provider and renderer are asked to finish first."
+        confirmLabel="End session"
       />
-      <Island
-        component={ConfirmButton}
-        inline
-        props={{
-          label: "Force end",
-          name: "action",
-          value: "force_end",
-          message:
-            "Force end this session? The provider and renderer are dropped at once.",
-          confirmLabel: "Force end",
-          danger: true,
-        }}
+      <ConfirmAction
+        label="Force end"
+        name="action"
+        value="force_end"
+        message="Force end this session? The provider and renderer are dropped at once."
+        confirmLabel="Force end"
+        danger
       />
     </form>
   );

@@ -3,8 +3,10 @@
  * limit and live sessions, and the identity-provider organization → tenant mappings.
  */
 import { MappingTable } from "../../../components/MappingTable.tsx";
+import { tenantPath } from "../../../components/TenantWebhooks.tsx";
 import {
   Csrf,
+  DataTable,
   EmptyState,
   FieldError,
   Notice,
@@ -100,7 +102,7 @@ export const handler = {
     const open = (q.get("open") ?? "").trim();
     if (open) {
       if (TENANT_ID_PATTERN.test(open)) {
-        return redirect(`/admin/tenants/${encodeURIComponent(open)}`);
+        return redirect(tenantPath(open));
       }
       return show(
         ctx,
@@ -155,9 +157,6 @@ export const handler = {
   },
 };
 
-function tenantHref(id: string): string {
-  return `/admin/tenants/${encodeURIComponent(id)}`;
-}
 export default function TenantsPage({ data, csrf }: PageProps<TenantsData>) {
   const errs = data.mapErrors;
   return (
@@ -192,36 +191,32 @@ export default function TenantsPage({ data, csrf }: PageProps<TenantsData>) {
             </EmptyState>
           )
           : (
-            <div class="table-wrap">
-              <table class="table table-cards" aria-label="Tenants">
-                <thead>
-                  <tr>
-                    <th scope="col">Tenant</th>
-                    <th scope="col" class="num">Live sessions</th>
-                    <th scope="col" class="num">Concurrency limit</th>
-                    <th scope="col" class="num">Mapped orgs</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.tenants.map((t) => (
-                    <tr key={t.tenant_id}>
-                      <td data-label="Tenant">
-                        <a href={tenantHref(t.tenant_id)}>{t.tenant_id}</a>
-                      </td>
-                      <td data-label="Live sessions" class="num">{t.live}</td>
-                      <td data-label="Concurrency limit" class="num">
-                        {t.limit ?? (
-                          <span class="muted">
-                            {data.defaultLimit} (default)
-                          </span>
-                        )}
-                      </td>
-                      <td data-label="Mapped orgs" class="num">{t.orgs}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              label="Tenants"
+              columns={[
+                "Tenant",
+                { label: "Live sessions", class: "num" },
+                { label: "Concurrency limit", class: "num" },
+                { label: "Mapped orgs", class: "num" },
+              ]}
+            >
+              {data.tenants.map((t) => (
+                <tr key={t.tenant_id}>
+                  <td data-label="Tenant">
+                    <a href={tenantPath(t.tenant_id)}>{t.tenant_id}</a>
+                  </td>
+                  <td data-label="Live sessions" class="num">{t.live}</td>
+                  <td data-label="Concurrency limit" class="num">
+                    {t.limit ?? (
+                      <span class="muted">
+                        {data.defaultLimit} (default)
+                      </span>
+                    )}
+                  </td>
+                  <td data-label="Mapped orgs" class="num">{t.orgs}</td>
+                </tr>
+              ))}
+            </DataTable>
           )}
       </section>
       <section aria-labelledby="orgs-title">

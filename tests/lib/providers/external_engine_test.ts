@@ -10,9 +10,9 @@ import {
   providerDeps,
   recordEvents,
   sampleCount,
-  tone,
 } from "../../fakes/fake_ws.ts";
 import { startWssServer } from "../../fakes/wss_server.ts";
+import { expectSamples, sendOneSecond, startEngine } from "./_helpers.ts";
 
 const KEY = "engine-secret-value-0123456789";
 
@@ -49,12 +49,11 @@ Deno.test("external_engine speaks ECEP v1 against a real wss engine", async (t) 
     await t.step(
       "handshake: auth_headers on the upgrade, session.start first",
       async () => {
-        conn = await createExternalEngine(deps)({
-          sessionId: "session:abc",
-          credentials: creds(fake.url, 16000),
-          events,
-          signal: new AbortController().signal,
-        });
+        conn = await startEngine(
+          createExternalEngine(deps),
+          creds(fake.url, 16000),
+          { events, sessionId: "session:abc" },
+        );
         const peer = await fake.peer();
         assert.equal(peer.headers.get("x-engine-key"), KEY);
         const start = await fake.message("session.start");
@@ -96,16 +95,9 @@ Deno.test("external_engine speaks ECEP v1 against a real wss engine", async (t) 
       "user audio is resampled to user_sample_rate in ≤1 KiB frames",
       async () => {
         const peer = await fake.peer();
-        // One second at 48 kHz in 20 ms chunks → one second at 16 kHz.
-        for (let i = 0; i < 50; i++) {
-          conn!.sendUserAudio(tone(960, 48000), 48000);
-        }
-        await fake.waiter.until(
-          () => sampleCount(peer.binary) >= 15990,
-          "resampled audio",
-        );
-        const got = sampleCount(peer.binary);
-        assert.ok(Math.abs(got - 16000) <= 2, `got ${got} samples`);
+        // One second at 48 kHz → one second at 16 kHz.
+        sendOneSecond(conn!, 48000);
+        await expectSamples(fake.waiter, () => sampleCount(peer.binary), 16000);
         assert.ok(
           peer.binary.every((f) => f.length <= 1024 && f.length % 2 === 0),
         );
@@ -168,12 +160,11 @@ Deno.test("external_engine speaks ECEP v1 against a real wss engine", async (t) 
 Deno.test("external_engine end() resolves false when the engine never closes", async () => {
   const fake = startEcepFake({ key: KEY, stubborn: true });
   const events = recordEvents();
-  const conn = await createExternalEngine(providerDeps())({
-    sessionId: "session:s",
-    credentials: creds(fake.url),
-    events,
-    signal: new AbortController().signal,
-  });
+  const conn = await startEngine(
+    createExternalEngine(providerDeps()),
+    creds(fake.url),
+    { events, sessionId: "session:s" },
+  );
   try {
     await events.waiter.until(() => events.ready.length > 0, "ready");
     assert.equal(await conn.end(200), false);
@@ -191,12 +182,11 @@ Deno.test("external_engine reports a fatal error and an unexpected close", async
   await t.step("fatal error → onError fatal, onClose unclean", async () => {
     const fake = startEcepFake({ key: KEY });
     const events = recordEvents();
-    const conn = await createExternalEngine(providerDeps())({
-      sessionId: "session:f",
-      credentials: creds(fake.url),
-      events,
-      signal: new AbortController().signal,
-    });
+    const conn = await startEngine(
+      createExternalEngine(providerDeps()),
+      creds(fake.url),
+      { events, sessionId: "session:f" },
+    );
     try {
       await events.waiter.until(() => events.ready.length > 0, "ready");
       conn.sendText("fatal");
@@ -216,12 +206,11 @@ Deno.test("external_engine reports a fatal error and an unexpected close", async
   await t.step("engine closes on its own → onClose unclean", async () => {
     const fake = startEcepFake({ key: KEY });
     const events = recordEvents();
-    const conn = await createExternalEngine(providerDeps())({
-      sessionId: "session:g",
-      credentials: creds(fake.url),
-      events,
-      signal: new AbortController().signal,
-    });
+    const conn = await startEngine(
+      createExternalEngine(providerDeps()),
+      creds(fake.url),
+      { events, sessionId: "session:g" },
+    );
     try {
       await events.waiter.until(() => events.ready.length > 0, "ready");
       (await fake.peer()).close(1000, "going away");
@@ -242,13 +231,7 @@ Deno.test("external_engine start failures map to EngineStartError kinds", async 
     url: string,
     deps = providerDeps(),
     signal = new AbortController().signal,
-  ) =>
-    createExternalEngine(deps)({
-      sessionId: "session:x",
-      credentials: creds(url),
-      events: recordEvents(),
-      signal,
-    });
+  ) => startEngine(createExternalEngine(deps), creds(url), { signal });
 
   await t.step("upgrade refused (wrong key) → refused", async () => {
     const fake = startEcepFake({ key: "another-key" });

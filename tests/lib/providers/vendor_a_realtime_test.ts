@@ -4,8 +4,9 @@ import {
   type ProviderCredentials,
 } from "../../../lib/providers/port.ts";
 import { createVendorAEngine } from "../../../lib/providers/vendor_a_realtime.ts";
-import { providerDeps, recordEvents, tone } from "../../fakes/fake_ws.ts";
+import { providerDeps, recordEvents } from "../../fakes/fake_ws.ts";
 import { startVendorAFake } from "../../fakes/vendor_a_fake.ts";
+import { expectSamples, sendOneSecond, startEngine } from "./_helpers.ts";
 
 const SECRET = "ek_test_ephemeral_secret_0123456789";
 const creds: ProviderCredentials = {
@@ -27,11 +28,9 @@ function setup(secret = SECRET) {
 Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) => {
   const { fake, deps, clock, factory } = setup();
   const events = recordEvents();
-  const conn = await factory({
-    sessionId: "session:a",
-    credentials: creds,
+  const conn = await startEngine(factory, creds, {
     events,
-    signal: new AbortController().signal,
+    sessionId: "session:a",
   });
   try {
     await t.step(
@@ -88,11 +87,8 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
     await t.step(
       "user audio arrives as base64 appends at 24 kHz, frames < 1 KiB",
       async () => {
-        for (let i = 0; i < 50; i++) {
-          conn.sendUserAudio(tone(320, 16000), 16000);
-        }
-        await fake.waiter.until(() => fake.appendedSamples() >= 23990, "audio");
-        assert.ok(Math.abs(fake.appendedSamples() - 24000) <= 2);
+        sendOneSecond(conn, 16000);
+        await expectSamples(fake.waiter, fake.appendedSamples, 24000);
         const peer = await fake.peer();
         const appends = peer.json.filter((m) =>
           m.type === "input_audio_buffer.append"
@@ -191,11 +187,9 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
 Deno.test("vendor_a_realtime end() is false when the API never answers", async () => {
   const { fake, factory } = setup();
   const events = recordEvents();
-  const conn = await factory({
-    sessionId: "session:b",
-    credentials: creds,
+  const conn = await startEngine(factory, creds, {
     events,
-    signal: new AbortController().signal,
+    sessionId: "session:b",
   });
   try {
     await events.waiter.until(() => events.ready.length > 0, "ready");
@@ -212,12 +206,7 @@ Deno.test("vendor_a_realtime refused upgrade (bad secret) → EngineStartError r
   const { fake, factory } = setup("another-secret");
   try {
     await assert.rejects(
-      factory({
-        sessionId: "session:c",
-        credentials: creds,
-        events: recordEvents(),
-        signal: new AbortController().signal,
-      }),
+      startEngine(factory, creds, { sessionId: "session:c" }),
       (err) =>
         err instanceof EngineStartError && err.kind === "refused" &&
         !err.message.includes(SECRET),
@@ -230,11 +219,9 @@ Deno.test("vendor_a_realtime refused upgrade (bad secret) → EngineStartError r
 Deno.test("vendor_a_realtime unexpected close → onClose unclean", async () => {
   const { fake, factory } = setup();
   const events = recordEvents();
-  const conn = await factory({
-    sessionId: "session:d",
-    credentials: creds,
+  const conn = await startEngine(factory, creds, {
     events,
-    signal: new AbortController().signal,
+    sessionId: "session:d",
   });
   try {
     (await fake.peer()).close(1000);

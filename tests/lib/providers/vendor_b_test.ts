@@ -8,9 +8,9 @@ import {
   providerDeps,
   recordEvents,
   sampleCount,
-  tone,
 } from "../../fakes/fake_ws.ts";
 import { startVendorBFake } from "../../fakes/vendor_b_fake.ts";
+import { expectSamples, sendOneSecond, startEngine } from "./_helpers.ts";
 
 const TOKEN = "vb-access-token-0123456789abcdef";
 const creds: ProviderCredentials = {
@@ -28,13 +28,7 @@ function setup(token = TOKEN, stubborn = false) {
 const start = (
   factory: ReturnType<typeof setup>["factory"],
   events = recordEvents(),
-) =>
-  factory({
-    sessionId: "session:b",
-    credentials: creds,
-    events,
-    signal: new AbortController().signal,
-  });
+) => startEngine(factory, creds, { events, sessionId: "session:b" });
 
 Deno.test("vendor_b speaks the documented protocol over wss", async (t) => {
   const { fake, deps, factory } = setup();
@@ -79,14 +73,8 @@ Deno.test("vendor_b speaks the documented protocol over wss", async (t) => {
       "user audio → binary PCM at 16 kHz in ≤1 KiB frames",
       async () => {
         const peer = await fake.peer();
-        for (let i = 0; i < 50; i++) {
-          conn.sendUserAudio(tone(480, 24000), 24000);
-        }
-        await fake.waiter.until(
-          () => sampleCount(peer.binary) >= 15990,
-          "audio",
-        );
-        assert.ok(Math.abs(sampleCount(peer.binary) - 16000) <= 2);
+        sendOneSecond(conn, 24000);
+        await expectSamples(fake.waiter, () => sampleCount(peer.binary), 16000);
         assert.ok(peer.binary.every((f) => f.length <= 1024));
       },
     );

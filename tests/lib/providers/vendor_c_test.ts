@@ -7,11 +7,12 @@ import {
   createVendorCEngine,
   vendorCUrl,
 } from "../../../lib/providers/vendor_c.ts";
-import { providerDeps, recordEvents, tone } from "../../fakes/fake_ws.ts";
+import { providerDeps, recordEvents } from "../../fakes/fake_ws.ts";
 import {
   startVendorCFake,
   VENDOR_C_API_KEY,
 } from "../../fakes/vendor_c_fake.ts";
+import { expectSamples, sendOneSecond, startEngine } from "./_helpers.ts";
 
 function setup() {
   const fake = startVendorCFake();
@@ -27,13 +28,7 @@ const start = (
   factory: ReturnType<typeof setup>["factory"],
   credentials: ProviderCredentials,
   events = recordEvents(),
-) =>
-  factory({
-    sessionId: "session:c",
-    credentials,
-    events,
-    signal: new AbortController().signal,
-  });
+) => startEngine(factory, credentials, { events, sessionId: "session:c" });
 
 const PUBLIC: ProviderCredentials = {
   type: "vendor_c",
@@ -85,11 +80,8 @@ Deno.test("vendor_c against a fake conversational-agent socket", async (t) => {
     await t.step(
       "user audio → base64 chunks at the negotiated 16 kHz",
       async () => {
-        for (let i = 0; i < 50; i++) {
-          conn.sendUserAudio(tone(960, 48000), 48000);
-        }
-        await fake.waiter.until(() => fake.userSamples() >= 15990, "audio");
-        assert.ok(Math.abs(fake.userSamples() - 16000) <= 2);
+        sendOneSecond(conn, 48000);
+        await expectSamples(fake.waiter, fake.userSamples, 16000);
         const peer = await fake.peer();
         const chunks = peer.json.filter((m) => "user_audio_chunk" in m);
         assert.ok(chunks.every((m) => JSON.stringify(m).length < 1024));

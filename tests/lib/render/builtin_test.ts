@@ -34,6 +34,22 @@ function renderer(options: BuiltinOptions = {}) {
   return { backend, clock, onClose };
 }
 
+/** A renderer with one session open on `OPEN`, attached to a recording sink. */
+async function attached(options: BuiltinOptions = {}) {
+  const { backend, clock } = renderer(options);
+  const session = await backend.open(OPEN);
+  const sink = new RecordingSink();
+  session.attach(sink);
+  return { clock, session, sink };
+}
+
+/** Where the sink's video timeline ends, in ffmpeg's 12800 Hz ticks (512 a frame). */
+function videoEnd(sink: RecordingSink): number {
+  const video = timelines(sink.inits[0].init, sink.segments).get(1)!;
+  const last = video[video.length - 1];
+  return last.start + last.duration;
+}
+
 /** Advances the clock frame by frame (40 ms steps) for `ms`. */
 function run(clock: ManualClock, ms: number): void {
   for (let t = 0; t < ms; t += 40) clock.advance(40);
@@ -78,10 +94,7 @@ Deno.test("builtin renderer streams", async (t) => {
   await t.step(
     "attach() sends the init segment, then contiguous moof+mdat from 0",
     async () => {
-      const { backend, clock } = renderer();
-      const session = await backend.open(OPEN);
-      const sink = new RecordingSink();
-      session.attach(sink);
+      const { clock, session, sink } = await attached();
       run(clock, 2000);
       await sink.until(() => sink.segments.length >= 40);
       assert.equal(sink.inits.length, 1);
@@ -103,9 +116,7 @@ Deno.test("builtin renderer streams", async (t) => {
       assert.equal(r.clean, true);
       // Paced by the injected clock: 2 s of clock time after attach is 50 frames, all
       // of them out (512 ticks a frame at ffmpeg's 12800 Hz video timescale).
-      const video = timelines(sink.inits[0].init, sink.segments).get(1)!;
-      const last = video[video.length - 1];
-      assert.equal(last.start + last.duration, 50 * 512);
+      assert.equal(videoEnd(sink), 50 * 512);
       noEncoders();
     },
   );
@@ -140,10 +151,7 @@ Deno.test("builtin renderer streams", async (t) => {
   await t.step(
     "pushed audio is measured until the segment carrying it",
     async () => {
-      const { backend, clock } = renderer();
-      const session = await backend.open(OPEN);
-      const sink = new RecordingSink();
-      session.attach(sink);
+      const { clock, session, sink } = await attached();
       run(clock, 400);
       session.pushAudio(tone(0.2, 24000), 24000);
       run(clock, 600);
@@ -185,19 +193,14 @@ Deno.test("builtin renderer audio queue", async (t) => {
   await t.step(
     "catches up at most maxCatchUpFrames at once, skipping draws",
     async () => {
-      const { backend, clock } = renderer({ maxCatchUpFrames: 10 });
-      const session = await backend.open(OPEN);
-      const sink = new RecordingSink();
-      session.attach(sink);
+      const { clock, session, sink } = await attached({ maxCatchUpFrames: 10 });
       clock.jump(2000);
       // Of the 10 frames produced at once only the last is drawn, and the first,
       // because a fresh stream has no frame yet to repeat.
       assert.equal(session.stats().skippedDraws, 8);
       await session.stop({ graceful: true, timeoutMs: 5000 });
-      const video = timelines(sink.inits[0].init, sink.segments).get(1)!;
-      const last = video[video.length - 1];
       // 10 frames caught up, the rest of the stall forgiven: contiguous, no holes.
-      assert.equal(last.start + last.duration, 10 * 512);
+      assert.equal(videoEnd(sink), 10 * 512);
       noEncoders();
     },
   );
@@ -205,10 +208,7 @@ Deno.test("builtin renderer audio queue", async (t) => {
 
 Deno.test("builtin renderer process hygiene", async (t) => {
   await t.step("force stop kills ffmpeg and is idempotent", async () => {
-    const { backend, clock } = renderer();
-    const session = await backend.open(OPEN);
-    const sink = new RecordingSink();
-    session.attach(sink);
+    const { clock, session, sink } = await attached();
     run(clock, 200);
     await sink.until(() => sink.inits.length === 1);
     const pid = onlyEncoder();
@@ -224,10 +224,7 @@ Deno.test("builtin renderer process hygiene", async (t) => {
   await t.step(
     "graceful stop flushes the last fragment and reaps ffmpeg",
     async () => {
-      const { backend, clock } = renderer();
-      const session = await backend.open(OPEN);
-      const sink = new RecordingSink();
-      session.attach(sink);
+      const { clock, session, sink } = await attached();
       run(clock, 400);
       await sink.until(() => sink.segments.length >= 1);
       const pid = onlyEncoder();
@@ -235,9 +232,7 @@ Deno.test("builtin renderer process hygiene", async (t) => {
         await session.stop({ graceful: true, timeoutMs: 5000 }),
         { clean: true },
       );
-      const video = timelines(sink.inits[0].init, sink.segments).get(1)!;
-      const last = video[video.length - 1];
-      assert.equal(last.start + last.duration, 10 * 512);
+      assert.equal(videoEnd(sink), 10 * 512);
       assert.equal(pidExists(pid), false);
       noEncoders();
     },
@@ -246,10 +241,7 @@ Deno.test("builtin renderer process hygiene", async (t) => {
   await t.step(
     "an encoder crash reports to the sink; re-attach works",
     async () => {
-      const { backend, clock } = renderer();
-      const session = await backend.open(OPEN);
-      const sink = new RecordingSink();
-      session.attach(sink);
+      const { clock, session, sink } = await attached();
       run(clock, 200);
       await sink.until(() => sink.inits.length === 1);
       const pid = onlyEncoder();
@@ -271,10 +263,7 @@ Deno.test("builtin renderer process hygiene", async (t) => {
   );
 
   await t.step("a failing encoder start reports to the sink", async () => {
-    const { backend } = renderer({ ffmpeg: "/nonexistent/ffmpeg" });
-    const session = await backend.open(OPEN);
-    const sink = new RecordingSink();
-    session.attach(sink);
+    const { session, sink } = await attached({ ffmpeg: "/nonexistent/ffmpeg" });
     assert.equal(sink.errors.length, 1);
     await session.stop({ graceful: true, timeoutMs: 1000 });
     noEncoders();
@@ -298,10 +287,7 @@ Deno.test("builtin renderer process hygiene", async (t) => {
   });
 
   await t.step("detach() ends the stream and its process", async () => {
-    const { backend, clock } = renderer();
-    const session = await backend.open(OPEN);
-    const sink = new RecordingSink();
-    session.attach(sink);
+    const { clock, session, sink } = await attached();
     run(clock, 200);
     await sink.until(() => sink.inits.length === 1);
     const pid = onlyEncoder();

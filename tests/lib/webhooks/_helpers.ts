@@ -3,10 +3,17 @@
  * certificate; run with `DENO_CERT=tests/fixtures/tls/ca.crt`), synthetic session moves
  * through a real atomic commit, and polling helpers.
  */
+import assert from "node:assert/strict";
 import type { AppDeps } from "../../../lib/deps.ts";
 import type { WebhookEventRecord } from "../../../lib/webhooks/index.ts";
 
 const TLS_DIR = new URL("../../fixtures/tls/", import.meta.url);
+
+/** App env for delivery tests: loopback receivers allowed, quick retries. */
+export const WEBHOOK_ENV = {
+  ALLOW_PRIVATE_NETWORK_TARGETS: "true",
+  WEBHOOK_RETRY_SCHEDULE_MS: "50,100",
+};
 
 export interface Received {
   headers: Record<string, string>;
@@ -108,6 +115,27 @@ export async function allEvents(deps: AppDeps): Promise<WebhookEventRecord[]> {
   return out;
 }
 
+/** Event `id`'s record as stored, or null. */
+export async function readEvent(
+  deps: AppDeps,
+  id: string,
+): Promise<WebhookEventRecord | null> {
+  return (await deps.kv.get<WebhookEventRecord>(["webhook_events", id])).value;
+}
+
+/**
+ * Creates a session with `webhook_url: url` through a real move (asserting it commits)
+ * and returns the id of the one webhook event it queued.
+ */
+export async function sendOneEvent(
+  deps: AppDeps,
+  url: string,
+): Promise<string> {
+  assert.ok(await fakeMove(deps, null, fakeSession({ webhook_url: url })));
+  const [event] = await allEvents(deps);
+  return event.event_id;
+}
+
 /** Waits until event `id` is in state `state` and returns it. */
 export async function waitForState(
   deps: AppDeps,
@@ -115,8 +143,7 @@ export async function waitForState(
   state: WebhookEventRecord["state"],
 ): Promise<WebhookEventRecord> {
   return await waitUntil(async () => {
-    const v = (await deps.kv.get<WebhookEventRecord>(["webhook_events", id]))
-      .value;
+    const v = await readEvent(deps, id);
     return v?.state === state ? v : undefined;
   }, `event ${id} to be ${state}`);
 }

@@ -20,12 +20,8 @@ import {
   startReceiver,
   waitForState,
   waitUntil,
+  WEBHOOK_ENV as ENV,
 } from "./_helpers.ts";
-
-const ENV = {
-  ALLOW_PRIVATE_NETWORK_TARGETS: "true",
-  WEBHOOK_RETRY_SCHEDULE_MS: "50,100",
-};
 
 async function attemptsOf(
   deps: AppDeps,

@@ -6,18 +6,12 @@ import {
   type WebhookAttempt,
 } from "../../../lib/webhooks/index.ts";
 import {
-  allEvents,
-  fakeMove,
-  fakeSession,
+  sendOneEvent,
   startReceiver,
   waitForState,
   waitUntil,
+  WEBHOOK_ENV as ENV,
 } from "./_helpers.ts";
-
-const ENV = {
-  ALLOW_PRIVATE_NETWORK_TARGETS: "true",
-  WEBHOOK_RETRY_SCHEDULE_MS: "50,100",
-};
 
 Deno.test("parseRetryAfter() reads seconds and HTTP dates, capped at 24 h", async (t) => {
   const now = Date.UTC(2026, 0, 1, 0, 0, 0);
@@ -79,13 +73,10 @@ Deno.test("webhooks: Retry-After on 429 pushes the retry past the schedule", asy
   const t0 = await testApp(ENV);
   const deps = t0.app.deps;
   try {
-    assert.ok(
-      await fakeMove(deps, null, fakeSession({ webhook_url: rx.url })),
-    );
-    const [event] = await allEvents(deps);
-    const failed = await waitForState(deps, event.event_id, "failed");
+    const eventId = await sendOneEvent(deps, rx.url);
+    const failed = await waitForState(deps, eventId, "failed");
     assert.ok(failed.next_attempt_at! - failed.last_attempt_at! >= 1_000);
-    const done = await waitForState(deps, event.event_id, "delivered");
+    const done = await waitForState(deps, eventId, "delivered");
     assert.equal(done.attempts, 2);
   } finally {
     await t0.close();
@@ -103,15 +94,12 @@ Deno.test("webhooks: a receiver slower than the timeout is a failed attempt, the
   const t0 = await testApp({ ...ENV, WEBHOOK_TIMEOUT_MS: "200" });
   const deps = t0.app.deps;
   try {
-    assert.ok(
-      await fakeMove(deps, null, fakeSession({ webhook_url: rx.url })),
-    );
-    const [event] = await allEvents(deps);
-    const done = await waitForState(deps, event.event_id, "delivered");
+    const eventId = await sendOneEvent(deps, rx.url);
+    const done = await waitForState(deps, eventId, "delivered");
     assert.equal(done.attempts, 2);
     const first = (await deps.kv.get<WebhookAttempt>([
       "webhook_attempts",
-      event.event_id,
+      eventId,
       1,
     ])).value!;
     assert.equal(first.status, undefined);
@@ -141,11 +129,8 @@ Deno.test("webhooks: an endless response body is read only in part", async () =>
   const t0 = await testApp(ENV);
   const deps = t0.app.deps;
   try {
-    assert.ok(
-      await fakeMove(deps, null, fakeSession({ webhook_url: rx.url })),
-    );
-    const [event] = await allEvents(deps);
-    const done = await waitForState(deps, event.event_id, "delivered");
+    const eventId = await sendOneEvent(deps, rx.url);
+    const done = await waitForState(deps, eventId, "delivered");
     assert.equal(done.attempts, 1);
     await waitUntil(() => cancelled || undefined, "the body to be cancelled");
   } finally {

@@ -2,11 +2,9 @@ import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { testApp } from "../../_helpers.ts";
 import { getWebhookSecret } from "../../../lib/webhooks/index.ts";
-import type { WebhookEventRecord } from "../../../lib/webhooks/index.ts";
 import {
-  allEvents,
-  fakeMove,
-  fakeSession,
+  readEvent,
+  sendOneEvent,
   startReceiver,
   waitForState,
 } from "./_helpers.ts";
@@ -27,10 +25,7 @@ Deno.test("webhooks: a retry scheduled before a restart is delivered after it", 
     const first = await testApp(env);
     try {
       const deps = first.app.deps;
-      assert.ok(
-        await fakeMove(deps, null, fakeSession({ webhook_url: rx.url })),
-      );
-      [{ event_id: eventId }] = await allEvents(deps);
+      eventId = await sendOneEvent(deps, rx.url);
       const failed = await waitForState(deps, eventId, "failed");
       assert.equal(failed.attempts, 1);
     } finally {
@@ -41,10 +36,7 @@ Deno.test("webhooks: a retry scheduled before a restart is delivered after it", 
     const second = await testApp(env);
     try {
       const deps = second.app.deps;
-      const stillFailed = (await deps.kv.get<WebhookEventRecord>([
-        "webhook_events",
-        eventId,
-      ])).value!;
+      const stillFailed = (await readEvent(deps, eventId))!;
       assert.equal(stillFailed.state, "failed", "no retry ran before restart");
       const done = await waitForState(deps, eventId, "delivered");
       assert.equal(done.attempts, 2);
@@ -79,10 +71,7 @@ Deno.test("webhooks: an attempt cut off by shutdown is made again after the rest
     const first = await testApp(env);
     try {
       const deps = first.app.deps;
-      assert.ok(
-        await fakeMove(deps, null, fakeSession({ webhook_url: rx.url })),
-      );
-      [{ event_id: eventId }] = await allEvents(deps);
+      eventId = await sendOneEvent(deps, rx.url);
       await rx.waitFor(1);
     } finally {
       await first.close();
@@ -91,10 +80,7 @@ Deno.test("webhooks: an attempt cut off by shutdown is made again after the rest
     const second = await testApp(env);
     try {
       const deps = second.app.deps;
-      const before = (await deps.kv.get<WebhookEventRecord>([
-        "webhook_events",
-        eventId,
-      ])).value!;
+      const before = (await readEvent(deps, eventId))!;
       assert.equal(before.attempts, 0, "the cut-off attempt was not counted");
       const done = await waitForState(deps, eventId, "delivered");
       assert.equal(done.attempts, 1);

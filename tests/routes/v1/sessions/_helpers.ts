@@ -59,6 +59,18 @@ export function postCreate(
   });
 }
 
+/** Calls `path` with `key` (the admin key by default) as the bearer token. */
+export function keyRequest(
+  t: TestApp,
+  path: string,
+  options: { method?: string; key?: string } = {},
+): Promise<Response> {
+  return t.request(path, {
+    method: options.method ?? "GET",
+    headers: { authorization: `Bearer ${options.key ?? TEST_ADMIN_KEY}` },
+  });
+}
+
 /** Creates a session and returns its id (asserting 200). */
 export async function createOk(
   t: TestApp,

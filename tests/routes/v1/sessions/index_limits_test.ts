@@ -5,11 +5,11 @@ import {
   tenantOpenSessionsKey,
 } from "../../../../lib/sessions.ts";
 import { setTenantSettings } from "../../../../lib/tenants.ts";
-import { TEST_ADMIN_KEY } from "../../../_helpers.ts";
 import {
   assertError,
   createOk,
   driveTo,
+  keyRequest,
   postCreate,
   sessionApp,
   tenantKey,
@@ -35,9 +35,8 @@ Deno.test("POST /v1/sessions answers 429 AVTR_RATE_LIMIT_CONCURRENT_SESSIONS pas
       "a session ended by the end call frees its place",
       async () => {
         await driveTo(deps, a, "active");
-        const res = await app.request(`/v1/sessions/${a}/end`, {
+        const res = await keyRequest(app, `/v1/sessions/${a}/end`, {
           method: "POST",
-          headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
         });
         assert.equal(res.status, 200);
         await createOk(app);

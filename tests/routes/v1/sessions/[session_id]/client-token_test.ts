@@ -10,6 +10,7 @@ import {
   assertError,
   createOk,
   driveTo,
+  keyRequest,
   postCreate,
   sessionApp,
   tenantKey,
@@ -22,9 +23,9 @@ function mint(
   key = TEST_ADMIN_KEY,
   path = "client-token",
 ) {
-  return app.request(`/v1/sessions/${id}/${path}`, {
+  return keyRequest(app, `/v1/sessions/${id}/${path}`, {
     method: "POST",
-    headers: { authorization: `Bearer ${key}` },
+    key,
   });
 }
 
@@ -80,9 +81,7 @@ Deno.test("POST /v1/sessions/{id}/client-token mints a fresh media token", async
           const res = await mint(app, other);
           assert.equal(res.status, 200);
           await res.body?.cancel();
-          const get = await app.request(`/v1/sessions/${other}`, {
-            headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
-          });
+          const get = await keyRequest(app, `/v1/sessions/${other}`);
           assert.equal((await get.json()).status, status);
         }
       },

@@ -17,6 +17,7 @@ import {
   assertError,
   createOk,
   driveTo,
+  keyRequest,
   sessionApp,
   tenantKey,
   validBody,
@@ -28,9 +29,9 @@ function end(
   query = "",
   key = TEST_ADMIN_KEY,
 ): Promise<Response> {
-  return app.request(`/v1/sessions/${id}/end${query}`, {
+  return keyRequest(app, `/v1/sessions/${id}/end${query}`, {
     method: "POST",
-    headers: { authorization: `Bearer ${key}` },
+    key,
   });
 }
 
@@ -285,10 +286,7 @@ Deno.test("DELETE /v1/sessions/{id} is a deprecated alias of end", async (t) => 
     const id = await createOk(app, validBody("vendor_a_realtime"));
     await driveTo(deps, id, "active");
     const del = () =>
-      app.request(`/v1/sessions/${id}?force=true`, {
-        method: "DELETE",
-        headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
-      });
+      keyRequest(app, `/v1/sessions/${id}?force=true`, { method: "DELETE" });
     await t.step("ends the session with the alias headers", async () => {
       const res = await del();
       assert.equal(res.status, 200);
@@ -315,9 +313,8 @@ Deno.test("DELETE /v1/sessions/{id} is a deprecated alias of end", async (t) => 
       "the Link keeps the id as encoded in the request",
       async () => {
         const encoded = id.replace(":", "%3A");
-        const res = await app.request(`/v1/sessions/${encoded}`, {
+        const res = await keyRequest(app, `/v1/sessions/${encoded}`, {
           method: "DELETE",
-          headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
         });
         assert.equal(
           res.headers.get("link"),

@@ -5,6 +5,7 @@ import {
   assertError,
   createOk,
   driveTo,
+  keyRequest,
   sessionApp,
   tenantKey,
   validBody,
@@ -15,9 +16,7 @@ Deno.test("GET /v1/sessions/{id} reads the session's status", async (t) => {
   const app = await sessionApp({}, { clock });
   const deps = app.app.deps;
   const get = (id: string, key = TEST_ADMIN_KEY) =>
-    app.request(`/v1/sessions/${id}`, {
-      headers: { authorization: `Bearer ${key}` },
-    });
+    keyRequest(app, `/v1/sessions/${id}`, { key });
   try {
     const createdAt = clock.now();
     const id = await createOk(app, validBody("external_engine"));
@@ -46,9 +45,8 @@ Deno.test("GET /v1/sessions/{id} reads the session's status", async (t) => {
     });
     await t.step("ended has ended_at and never a token", async () => {
       clock.advance(3000);
-      const endRes = await app.request(`/v1/sessions/${id}/end`, {
+      const endRes = await keyRequest(app, `/v1/sessions/${id}/end`, {
         method: "POST",
-        headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
       });
       await endRes.body?.cancel();
       const text = await (await get(id)).text();
@@ -65,9 +63,8 @@ Deno.test("GET /v1/sessions/{id} reads the session's status", async (t) => {
     });
     await t.step("HEAD answers without a body", async () => {
       const other = await createOk(app);
-      const res = await app.request(`/v1/sessions/${other}`, {
+      const res = await keyRequest(app, `/v1/sessions/${other}`, {
         method: "HEAD",
-        headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
       });
       assert.equal(res.status, 200);
       assert.equal(await res.text(), "");

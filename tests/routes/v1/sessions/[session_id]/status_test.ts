@@ -1,14 +1,20 @@
 import assert from "node:assert/strict";
 import { sessionStatusResponseSchema } from "../../../../../lib/schemas.ts";
 import { TEST_ADMIN_KEY } from "../../../../_helpers.ts";
-import { assertError, createOk, sessionApp, tenantKey } from "../_helpers.ts";
+import {
+  assertError,
+  createOk,
+  keyRequest,
+  sessionApp,
+  tenantKey,
+} from "../_helpers.ts";
 
 Deno.test("GET /v1/sessions/{id}/status is a deprecated alias of the status read", async (t) => {
   const app = await sessionApp();
   try {
     const id = await createOk(app);
     const get = (path: string, key = TEST_ADMIN_KEY) =>
-      app.request(path, { headers: { authorization: `Bearer ${key}` } });
+      keyRequest(app, path, { key });
     await t.step(
       "same body as the canonical path, plus the alias headers",
       async () => {
