@@ -27,6 +27,8 @@ import * as $admin_sessions_events from "./routes/admin/sessions/events.ts";
 import * as $admin_sessions_session_id from "./routes/admin/sessions/[session_id].tsx";
 import * as $admin_tenants_index from "./routes/admin/tenants/index.tsx";
 import * as $admin_tenants_tenant_id from "./routes/admin/tenants/[tenant_id].tsx";
+import * as $admin_try from "./routes/admin/try.tsx";
+import * as $admin_try_token from "./routes/admin/try/token.ts";
 import * as $static_path from "./routes/static/[...path].ts";
 import type { Manifest } from "./lib/http.ts";
 
@@ -60,6 +62,8 @@ const manifest: Manifest = {
     "./routes/admin/sessions/[session_id].tsx": $admin_sessions_session_id,
     "./routes/admin/tenants/index.tsx": $admin_tenants_index,
     "./routes/admin/tenants/[tenant_id].tsx": $admin_tenants_tenant_id,
+    "./routes/admin/try.tsx": $admin_try,
+    "./routes/admin/try/token.ts": $admin_try_token,
     "./routes/static/[...path].ts": $static_path,
   },
 };

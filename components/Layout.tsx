@@ -1,7 +1,13 @@
 /** The console's one layout: document head, header with navigation and sign-out, main. */
 import type { ComponentChildren } from "preact";
 
-export type Section = "sessions" | "keys" | "tenants" | "login" | "none";
+export type Section =
+  | "sessions"
+  | "keys"
+  | "tenants"
+  | "try"
+  | "login"
+  | "none";
 
 export interface LayoutProps {
   title: string;
@@ -17,6 +23,7 @@ const NAV: { section: Section; href: string; label: string }[] = [
   { section: "sessions", href: "/admin/sessions", label: "Sessions" },
   { section: "keys", href: "/admin/keys", label: "API keys" },
   { section: "tenants", href: "/admin/tenants", label: "Tenants" },
+  { section: "try", href: "/admin/try", label: "Try it" },
 ];
 
 export function Layout(props: LayoutProps) {

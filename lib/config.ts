@@ -51,6 +51,8 @@ export interface Config {
   /** Remote render worker base URL; unset uses the built-in renderer in-process. */
   renderWorkerUrl: string | undefined;
   renderWorkerToken: string | undefined;
+  /** Engine URL the console's Try it page proposes (`TRY_ENGINE_URL`). */
+  tryEngineUrl: string | undefined;
 }
 
 export interface IceServer {
@@ -212,5 +214,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     renderWorkerUrl: env.RENDER_WORKER_URL || undefined,
     renderWorkerToken: env.RENDER_WORKER_TOKEN || undefined,
+    tryEngineUrl: env.TRY_ENGINE_URL || undefined,
   };
 }

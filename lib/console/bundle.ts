@@ -1,6 +1,7 @@
 /**
  * Builds the console's browser bundle: `deno bundle` (esbuild inside) of
- * lib/console/client.ts, which hydrates the islands, into static/build/client.js. A
+ * lib/console/client.ts, which hydrates the islands, into static/build/client.js, and
+ * the microphone worklet of the browser client into static/build/pcm-worklet.js. A
  * stamp of the sources' hash makes repeated builds (every test file, every start) free
  * until a source changes; output is written to a temporary file and renamed, so
  * concurrent builders never leave a half-written bundle.
@@ -8,6 +9,7 @@
  * Run as a script (`deno task build`) or call `ensureIslandsBuilt()`.
  */
 import { createHash } from "node:crypto";
+import { PCM_WORKLET_SOURCE } from "../../client/pcm-worklet.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -15,10 +17,16 @@ const ROOT = new URL("../../", import.meta.url);
 export const BUNDLE_PATH = new URL("static/build/client.js", ROOT);
 const STAMP_PATH = new URL("static/build/client.hash", ROOT);
 const ENTRY = new URL("lib/console/client.ts", ROOT);
+/** Where the microphone worklet is written (served at /static/build/pcm-worklet.js). */
+export const WORKLET_PATH = new URL("static/build/pcm-worklet.js", ROOT);
+/** Its URL, passed as the browser client's `workletUrl` (the CSP forbids blob: scripts). */
+export const WORKLET_URL = "/static/build/pcm-worklet.js";
 const SOURCES = [
   "islands/",
   "lib/console/",
   "components/",
+  // The browser client (client/browser.ts), bundled by the TryIt island.
+  "client/",
   "deno.json",
 ];
 
@@ -60,7 +68,8 @@ export async function ensureIslandsBuilt(
   const hash = await sourcesHash();
   if (!options.force) {
     const stamp = await Deno.readTextFile(STAMP_PATH).catch(() => "");
-    const built = await Deno.stat(BUNDLE_PATH).then(() => true, () => false);
+    const built = await Deno.stat(BUNDLE_PATH).then(() => true, () => false) &&
+      await Deno.stat(WORKLET_PATH).then(() => true, () => false);
     if (built && stamp.trim() === hash) return false;
   }
   await Deno.mkdir(new URL("static/build/", ROOT), { recursive: true });
@@ -90,6 +99,9 @@ export async function ensureIslandsBuilt(
     throw new Error(`deno bundle failed:\n${text}`);
   }
   await Deno.rename(tmp, BUNDLE_PATH);
+  const workletTmp = new URL(`static/build/pcm-worklet.js.${suffix}`, ROOT);
+  await Deno.writeTextFile(workletTmp, PCM_WORKLET_SOURCE);
+  await Deno.rename(workletTmp, WORKLET_PATH);
   const stampTmp = new URL(`static/build/client.hash.${suffix}`, ROOT);
   await Deno.writeTextFile(stampTmp, hash + "\n");
   await Deno.rename(stampTmp, STAMP_PATH);

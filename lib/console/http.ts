@@ -14,13 +14,17 @@ export const MAX_FORM_BYTES = 64 * 1024;
 
 /**
  * Content-Security-Policy of every console response: scripts only from this origin (the
- * island bundle), no inline script or style, never framed.
+ * island bundle), no inline script or style, never framed. `media-src blob:` lets the
+ * Try it page play the avatar through Media Source Extensions (a `blob:` URL of a
+ * `MediaSource`); the media socket is same-origin (`connect-src 'self'`) and the
+ * microphone worklet is a file under /static (`script-src 'self'`).
  */
 export const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
   "img-src 'self' data:",
+  "media-src blob:",
   "font-src 'self'",
   "connect-src 'self'",
   "form-action 'self'",
@@ -32,9 +36,12 @@ export const CONSOLE_CSP = [
 /**
  * Security headers of every `/admin` response. `Referrer-Policy: same-origin` (not
  * `no-referrer`) because browsers send `Origin: null` on form posts under `no-referrer`,
- * which would defeat the Origin check.
+ * which would defeat the Origin check. `microphone` allows this origin the microphone
+ * (only the Try it page asks for it); every other page denies it.
  */
-export function securityHeaders(): Headers {
+export function securityHeaders(
+  options: { microphone?: boolean } = {},
+): Headers {
   return new Headers({
     "content-security-policy": CONSOLE_CSP,
     "referrer-policy": "same-origin",
@@ -42,7 +49,9 @@ export function securityHeaders(): Headers {
     "x-frame-options": "DENY",
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",
-    "permissions-policy": "camera=(), microphone=(), geolocation=()",
+    "permissions-policy": `camera=(), microphone=${
+      options.microphone ? "(self)" : "()"
+    }, geolocation=()`,
     "cache-control": "no-store",
   });
 }

@@ -7,10 +7,12 @@ import type { ComponentType } from "preact";
 import ConfirmButton from "../../islands/ConfirmButton.tsx";
 import CopyButton from "../../islands/CopyButton.tsx";
 import LiveSessions from "../../islands/LiveSessions.tsx";
+import TryIt from "../../islands/TryIt.tsx";
 
 // deno-lint-ignore no-explicit-any
 export const ISLANDS: Record<string, ComponentType<any>> = {
   ConfirmButton,
   CopyButton,
   LiveSessions,
+  TryIt,
 };

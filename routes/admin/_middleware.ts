@@ -21,6 +21,8 @@ import type { Ctx } from "../../lib/http.ts";
 
 /** Paths reachable without a console session. */
 const PUBLIC_PATHS = new Set(["/admin/login"]);
+/** Pages allowed to use the microphone (Permissions-Policy); every other denies it. */
+const MICROPHONE_PATHS = new Set(["/admin/try"]);
 /** The live stream answers 401 instead of redirecting (EventSource then stops). */
 const STREAM_PATH = "/admin/sessions/events";
 
@@ -31,7 +33,7 @@ export async function handler(ctx: Ctx): Promise<Response> {
   } catch (err) {
     res = renderFailure(ctx, err);
   }
-  return withSecurityHeaders(res);
+  return withSecurityHeaders(res, MICROPHONE_PATHS.has(ctx.url.pathname));
 }
 
 async function guard(ctx: Ctx): Promise<Response> {
@@ -137,8 +139,8 @@ function renderFailure(ctx: Ctx, err: unknown): Response {
   return errorPage(ctx, e.status, "Request failed", e.message);
 }
 
-function withSecurityHeaders(res: Response): Response {
-  const extra = securityHeaders();
+function withSecurityHeaders(res: Response, microphone: boolean): Response {
+  const extra = securityHeaders({ microphone });
   try {
     for (const [k, v] of extra) res.headers.set(k, v);
     return res;

@@ -1,0 +1,390 @@
+/**
+ * Try it: start an `external_engine` session for a chosen tenant and talk to the avatar
+ * in the page. The start form posts here; the session is created with the same lib call
+ * as `POST /v1/sessions` (so validation and errors are the API's, shown in place), then
+ * the browser is sent to `?session=<id>`, where the TryIt island plays it. No media token
+ * is rendered: the island fetches one from `/admin/try/token`. End calls `endSession`,
+ * like the console's session page.
+ */
+import {
+  Csrf,
+  FieldError,
+  Notice,
+  PageHeader,
+  StatusBadge,
+} from "../../components/ui.tsx";
+import TryIt from "../../islands/TryIt.tsx";
+import { AVATARS, BACKGROUNDS } from "../../lib/avatars.ts";
+import { WORKLET_URL } from "../../lib/console/bundle.ts";
+import { isLive, sessionHref } from "../../lib/console/format.ts";
+import { redirect } from "../../lib/console/http.ts";
+import { Island } from "../../lib/console/island.tsx";
+import {
+  consoleState,
+  page,
+  type PageProps,
+  requireSession,
+} from "../../lib/console/render.tsx";
+import {
+  defaultTryInput,
+  placeApiError,
+  readTryForm,
+  rememberTrySession,
+  type TryField,
+  type TryInput,
+  trySessionTenant,
+} from "../../lib/console/try.ts";
+import { ApiError } from "../../lib/errors.ts";
+import type { Ctx } from "../../lib/http.ts";
+import {
+  createSession,
+  endSession,
+  isSessionId,
+  readSession,
+  type SessionRecord,
+} from "../../lib/sessions.ts";
+
+const PATH = "/admin/try";
+
+interface TryData {
+  input: TryInput;
+  errors: Partial<Record<TryField, string>>;
+  /** Whether `TRY_ENGINE_URL` is set (the engine field then needs no hint). */
+  engineConfigured: boolean;
+  /** The session being talked to (or just ended). */
+  session?: SessionRecord;
+  notice?: string;
+}
+
+function show(ctx: Ctx, data: TryData, status = 200): Response {
+  return page(ctx, TryPage, data, { title: "Try it", section: "try", status });
+}
+
+function formData(
+  ctx: Ctx,
+  extra: Partial<TryData> = {},
+): TryData {
+  return {
+    input: defaultTryInput(ctx.deps),
+    errors: {},
+    engineConfigured: ctx.deps.config.tryEngineUrl !== undefined,
+    ...extra,
+  };
+}
+
+/** The session `id` when this console session started it here, else null. */
+async function ownSession(
+  ctx: Ctx,
+  id: string,
+): Promise<SessionRecord | null> {
+  if (!isSessionId(id)) return null;
+  const consoleId = requireSession(ctx).id;
+  const tenant = await trySessionTenant(ctx.deps, consoleId, id);
+  if (tenant === null) return null;
+  const rec = await readSession(ctx.deps, id);
+  return rec && rec.tenant_id === tenant ? rec : null;
+}
+
+async function start(ctx: Ctx, form: URLSearchParams): Promise<Response> {
+  const { input, body, errors } = readTryForm(form);
+  const base = { input, engineConfigured: formData(ctx).engineConfigured };
+  if (!body) return show(ctx, { ...base, errors }, 400);
+  let sessionId: string;
+  try {
+    const { response } = await createSession(ctx.deps, {
+      tenantId: input.tenant,
+      body,
+    });
+    sessionId = response.session_id;
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.code === "AVTR_INTERNAL_ERROR") {
+      throw err;
+    }
+    const { field, message } = placeApiError(err);
+    return show(ctx, { ...base, errors: { [field]: message } }, err.status);
+  }
+  await rememberTrySession(
+    ctx.deps,
+    requireSession(ctx).id,
+    sessionId,
+    input.tenant,
+  );
+  return redirect(`${PATH}?session=${encodeURIComponent(sessionId)}`);
+}
+
+async function end(ctx: Ctx, form: URLSearchParams): Promise<Response> {
+  const rec = await ownSession(ctx, form.get("session_id") ?? "");
+  if (!rec) {
+    return show(
+      ctx,
+      formData(ctx, {
+        errors: {
+          form: "That session was not started from this console session.",
+        },
+      }),
+      404,
+    );
+  }
+  try {
+    await endSession(ctx.deps, rec.tenant_id, rec.session_id, {
+      force: false,
+    });
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 409) throw err;
+    const now = await readSession(ctx.deps, rec.session_id) ?? rec;
+    return show(
+      ctx,
+      formData(ctx, {
+        session: now,
+        errors: {
+          form:
+            `${err.message}. Only active sessions can be ended (${err.code}).`,
+        },
+      }),
+      409,
+    );
+  }
+  return redirect(`${PATH}?session=${encodeURIComponent(rec.session_id)}`);
+}
+
+export const handler = {
+  async GET(ctx: Ctx): Promise<Response> {
+    const id = ctx.url.searchParams.get("session");
+    if (id === null) return show(ctx, formData(ctx));
+    const rec = await ownSession(ctx, id);
+    if (!rec) {
+      return show(
+        ctx,
+        formData(ctx, {
+          errors: {
+            form:
+              "That session was not started from this console session (or is gone). Start a new one.",
+          },
+        }),
+        404,
+      );
+    }
+    return show(
+      ctx,
+      formData(ctx, {
+        session: rec,
+        notice: isLive(rec.status) ? undefined : `Session ${rec.status}.`,
+      }),
+    );
+  },
+
+  POST(ctx: Ctx): Promise<Response> {
+    const form = consoleState(ctx).form;
+    return form.get("action") === "end" ? end(ctx, form) : start(ctx, form);
+  },
+};
+
+function StartForm(
+  props: { data: TryData; csrf: string },
+) {
+  const { input, errors } = props.data;
+  const invalid = (f: TryField) => errors[f] ? "true" : undefined;
+  const described = (f: TryField, help?: string) =>
+    errors[f] ? `try-${f}-error` : help;
+  return (
+    <form
+      method="post"
+      action={PATH}
+      class="card form"
+      aria-labelledby="try-start-title"
+    >
+      <h2 id="try-start-title">Start a session</h2>
+      <Csrf token={props.csrf} />
+      <input type="hidden" name="action" value="start" />
+      {errors.form && <Notice kind="error">{errors.form}</Notice>}
+      <div class="form-grid">
+        <div class="field">
+          <label for="try-tenant">Tenant</label>
+          <input
+            id="try-tenant"
+            name="tenant"
+            required
+            pattern="[A-Za-z0-9_\-]{1,64}"
+            value={input.tenant}
+            autocomplete="off"
+            aria-invalid={invalid("tenant")}
+            aria-describedby={described("tenant", "try-tenant-help")}
+          />
+          <FieldError id="try-tenant-error" message={errors.tenant} />
+          {!errors.tenant && (
+            <p id="try-tenant-help" class="help">
+              The session counts against this tenant's concurrency limit.
+            </p>
+          )}
+        </div>
+        <div class="field try-wide">
+          <label for="try-engine">Engine URL</label>
+          <input
+            id="try-engine"
+            name="engine_url"
+            inputMode="url"
+            spellcheck={false}
+            placeholder="wss://engine.example.com/ecep"
+            value={input.engine_url}
+            autocomplete="off"
+            aria-invalid={invalid("engine_url")}
+            aria-describedby={described("engine_url", "try-engine-help")}
+          />
+          <FieldError id="try-engine_url-error" message={errors.engine_url} />
+          {!errors.engine_url && (
+            <p id="try-engine-help" class="help">
+              {props.data.engineConfigured
+                ? "From TRY_ENGINE_URL. Any engine speaking ECEP v1 over wss:// works."
+                : "A wss:// engine speaking ECEP v1. For a local example engine, run `deno task demo` (or set TRY_ENGINE_URL)."}
+            </p>
+          )}
+        </div>
+        <div class="field">
+          <label for="try-avatar">Avatar</label>
+          <select
+            id="try-avatar"
+            name="avatar_id"
+            aria-invalid={invalid("avatar_id")}
+            aria-describedby={described("avatar_id")}
+          >
+            {AVATARS.map((a) => (
+              <option
+                key={a.id}
+                value={a.id}
+                selected={a.id === input.avatar_id}
+              >
+                {a.name}
+              </option>
+            ))}
+          </select>
+          <FieldError id="try-avatar_id-error" message={errors.avatar_id} />
+        </div>
+        <div class="field">
+          <label for="try-bg">Background</label>
+          <select
+            id="try-bg"
+            name="bg_id"
+            aria-invalid={invalid("bg_id")}
+            aria-describedby={described("bg_id")}
+          >
+            {BACKGROUNDS.map((b) => (
+              <option key={b.id} value={b.id} selected={b.id === input.bg_id}>
+                {b.name}
+              </option>
+            ))}
+          </select>
+          <FieldError id="try-bg_id-error" message={errors.bg_id} />
+        </div>
+        <fieldset class="field try-wide">
+          <legend>
+            Engine authentication <span class="muted">(optional)</span>
+          </legend>
+          <div class="try-pair">
+            <div class="field">
+              <label for="try-header-name">Header name</label>
+              <input
+                id="try-header-name"
+                name="header_name"
+                placeholder="authorization"
+                value={input.header_name}
+                autocomplete="off"
+                spellcheck={false}
+                aria-invalid={invalid("header_name")}
+                aria-describedby={described("header_name")}
+              />
+              <FieldError
+                id="try-header_name-error"
+                message={errors.header_name}
+              />
+            </div>
+            <div class="field">
+              <label for="try-header-value">Header value</label>
+              <input
+                id="try-header-value"
+                name="header_value"
+                type="password"
+                placeholder="Bearer …"
+                autocomplete="off"
+                aria-describedby="try-header-value-help"
+              />
+              <p id="try-header-value-help" class="help">
+                Sent only to the engine; never shown again.
+              </p>
+            </div>
+          </div>
+        </fieldset>
+      </div>
+      <button type="submit" class="btn btn-primary">Start session</button>
+    </form>
+  );
+}
+
+function Talk(props: { s: SessionRecord; csrf: string }) {
+  const { s, csrf } = props;
+  return (
+    <section class="card try-card" aria-labelledby="try-talk-title">
+      <div class="try-head">
+        <h2 id="try-talk-title">
+          Talking to <span class="mono">{s.session_id}</span>
+        </h2>
+        <p class="muted">
+          Tenant <code>{s.tenant_id}</code> · {s.avatar_id} / {s.bg_id} ·{" "}
+          <a href={sessionHref(s.session_id)}>Session details</a>
+        </p>
+      </div>
+      <Island
+        component={TryIt}
+        props={{
+          sessionId: s.session_id,
+          csrf,
+          tokenUrl: `${PATH}/token`,
+          workletUrl: WORKLET_URL,
+        }}
+      />
+      <form method="post" action={PATH} class="row try-end">
+        <Csrf token={csrf} />
+        <input type="hidden" name="action" value="end" />
+        <input type="hidden" name="session_id" value={s.session_id} />
+        <button type="submit" class="btn btn-danger">End session</button>
+        <span class="help">
+          Ends it for everyone (the same call as POST /v1/sessions/…/end).
+        </span>
+      </form>
+    </section>
+  );
+}
+
+export default function TryPage({ data, csrf }: PageProps<TryData>) {
+  const s = data.session;
+  const talking = s !== undefined && isLive(s.status);
+  return (
+    <>
+      <link rel="stylesheet" href="/static/try.css" />
+      <PageHeader
+        title="Try it"
+        lead="Start a session against a conversation engine and talk to the avatar here, with the microphone or typed text."
+        actions={talking
+          ? <a href={PATH} class="btn btn-quiet">New session</a>
+          : undefined}
+      />
+      {data.notice && s && (
+        <Notice kind="success">
+          <p>
+            {data.notice} <StatusBadge status={s.status} />{" "}
+            <a href={sessionHref(s.session_id)}>Session details</a>
+          </p>
+        </Notice>
+      )}
+      {talking
+        ? (
+          <>
+            {data.errors.form && (
+              <Notice kind="error">{data.errors.form}</Notice>
+            )}
+            <Talk s={s} csrf={csrf} />
+          </>
+        )
+        : <StartForm data={data} csrf={csrf} />}
+    </>
+  );
+}

@@ -1,0 +1,238 @@
+/**
+ * The console's Try it page in a real headless Chromium: the real app on a loopback
+ * socket with `TRY_ENGINE_URL` pointing at the example engine (in-process, over TLS with
+ * the test certificates; `deno task test` sets DENO_CERT), sign in, start a session from
+ * the form, watch the avatar play, send the microphone, type a message and see the
+ * avatar's answer in the transcript, end the session. The console's strict CSP stays on
+ * throughout: any violation or console error fails the test. Screenshots:
+ * test-output/screenshots/try-{form-,}{desktop,phone}.png.
+ */
+import assert from "node:assert/strict";
+import { chromium, type Page } from "playwright-core";
+import { ensureIslandsBuilt } from "../../lib/console/bundle.ts";
+import { readSession } from "../../lib/sessions.ts";
+import { replyFor, startExampleEngine } from "../../scripts/example_engine.ts";
+import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SHOTS = new URL("../../test-output/screenshots/", import.meta.url);
+const TLS = new URL("../fixtures/tls/", import.meta.url);
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1366, height: 900 };
+/** Bounds every wait so a broken build fails instead of hanging; nothing asserts on time. */
+const WAIT = { timeout: 60_000, polling: 100 } as const;
+
+/** What the init script records in the page. */
+type Probe = {
+  __binaryFrames: number;
+  reportCsp?: (violation: string) => void;
+};
+
+async function requireChromium(): Promise<void> {
+  try {
+    await Deno.stat(CHROMIUM);
+  } catch {
+    throw new Error(
+      `Chromium not found at ${CHROMIUM}. Install it (Debian/Ubuntu: \`sudo apt-get install -y chromium\`) and run the tests again.`,
+    );
+  }
+}
+
+async function shoot(page: Page, name: string): Promise<void> {
+  for (const [suffix, size] of [["desktop", DESKTOP], ["phone", PHONE]]) {
+    await page.setViewportSize(size as typeof DESKTOP);
+    await page.screenshot({
+      path: new URL(`${name}-${suffix}.png`, SHOTS).pathname,
+      fullPage: true,
+    });
+  }
+  await page.setViewportSize(DESKTOP);
+}
+
+function binaryFrames(page: Page): Promise<number> {
+  return page.evaluate(() => (globalThis as unknown as Probe).__binaryFrames);
+}
+
+Deno.test("try it: talk to the avatar from the console in headless Chromium", async (t) => {
+  await requireChromium();
+  await ensureIslandsBuilt();
+  await Deno.mkdir(SHOTS, { recursive: true });
+
+  const engine = startExampleEngine({
+    port: 0,
+    hostname: "127.0.0.1",
+    cert: await Deno.readTextFile(new URL("localhost.crt", TLS)),
+    key: await Deno.readTextFile(new URL("localhost.key", TLS)),
+  });
+  const app = await testApp({
+    ALLOW_PRIVATE_NETWORK_TARGETS: "true",
+    TRY_ENGINE_URL: engine.url,
+  });
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req, info) => app.app.handler(req, info),
+  );
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const profile = await Deno.makeTempDir({ prefix: "try-e2e-" });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--autoplay-policy=no-user-gesture-required",
+      "--use-fake-ui-for-media-stream",
+      "--use-fake-device-for-media-stream",
+    ],
+    viewport: DESKTOP,
+  });
+  await context.grantPermissions(["microphone"], { origin: base });
+  const csp: string[] = [];
+  await context.exposeFunction("reportCsp", (v: string) => csp.push(v));
+  // Reports CSP violations (on every page) and counts binary frames sent on any
+  // WebSocket (the microphone): the page itself exposes nothing for tests.
+  await context.addInitScript(() => {
+    const w = globalThis as unknown as Probe;
+    w.__binaryFrames = 0;
+    document.addEventListener("securitypolicyviolation", (e) => {
+      w.reportCsp?.(`${e.violatedDirective} ${e.blockedURI}`);
+    });
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) {
+      if (typeof data !== "string") w.__binaryFrames++;
+      return send.call(this, data);
+    };
+  });
+  const page = context.pages()[0] ?? await context.newPage();
+  const problems: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(m.text());
+  });
+  page.on("pageerror", (e) => problems.push(String(e)));
+
+  let sessionId = "";
+  try {
+    await t.step("sign in and open Try it", async () => {
+      await page.goto(`${base}/admin/login`);
+      await page.getByLabel("API key").fill(TEST_ADMIN_KEY);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.waitForURL(`${base}/admin/sessions`);
+      await page.getByRole("link", { name: "Try it" }).click();
+      await page.waitForURL(`${base}/admin/try`);
+      assert.equal(
+        await page.getByLabel("Engine URL").inputValue(),
+        engine.url,
+      );
+      assert.equal(await page.getByLabel("Tenant").inputValue(), "demo");
+      await shoot(page, "try-form");
+    });
+
+    await t.step("a bad engine URL is reported next to the field", async () => {
+      await page.getByLabel("Engine URL").fill("http://engine.example/");
+      await page.getByRole("button", { name: "Start session" }).click();
+      await page.locator("#try-engine_url-error", {
+        hasText: "must be a wss:// URL",
+      }).waitFor(WAIT);
+      await page.getByLabel("Engine URL").fill(engine.url);
+    });
+
+    await t.step("start a session: the avatar plays", async () => {
+      await page.getByLabel("Avatar").selectOption("mira");
+      await page.getByRole("button", { name: "Start session" }).click();
+      await page.waitForURL(/\/admin\/try\?session=/);
+      sessionId = new URL(page.url()).searchParams.get("session") ?? "";
+      assert.match(sessionId, /^session:/);
+      await page.getByTestId("try-state").filter({ hasText: "Connected" })
+        .waitFor(WAIT);
+      await page.getByTestId("try-status").filter({ hasText: "active" })
+        .waitFor(WAIT);
+      const start = await page.evaluate(() => {
+        const v = document.querySelector("video")!;
+        return { t: v.currentTime, muted: v.muted };
+      });
+      assert.equal(start.muted, true);
+      await page.waitForFunction(
+        (t0) => {
+          const v = document.querySelector("video")!;
+          return !v.paused && v.currentTime > t0 + 1.5;
+        },
+        start.t,
+        WAIT,
+      );
+      const rec = await readSession(app.app.deps, sessionId);
+      assert.equal(rec?.status, "active");
+      assert.equal(rec?.tenant_id, "demo");
+      assert.equal(rec?.avatar_id, "mira");
+      // No media token anywhere in the page's markup.
+      assert.doesNotMatch(await page.content(), /mt1\.[A-Za-z0-9_-]{10,}\./);
+    });
+
+    await t.step("Enable sound unmutes the video", async () => {
+      await page.getByRole("button", { name: "Enable sound" }).click();
+      assert.equal(
+        await page.evaluate(() => document.querySelector("video")!.muted),
+        false,
+      );
+      await page.getByRole("button", { name: "Enable sound" }).waitFor({
+        state: "detached",
+      });
+    });
+
+    await t.step("the microphone is sent, and not while muted", async () => {
+      await page.waitForFunction(
+        () => (globalThis as unknown as Probe).__binaryFrames > 25,
+        undefined,
+        WAIT,
+      );
+      await page.getByRole("button", { name: "Mute mic" }).click();
+      await page.getByRole("button", { name: "Unmute mic" }).waitFor(WAIT);
+      const muted = await binaryFrames(page);
+      // Half a second of capture (25 frames when live) sends nothing.
+      await page.evaluate(() => new Promise((ok) => setTimeout(ok, 500)));
+      assert.equal(await binaryFrames(page), muted);
+    });
+
+    await t.step("typed text comes back as the avatar's answer", async () => {
+      await page.getByLabel("Message").fill("hello avatar");
+      await page.getByRole("button", { name: "Send", exact: true }).click();
+      await page.locator('.try-transcript li[data-role="user"]', {
+        hasText: "hello avatar",
+      }).waitFor(WAIT);
+      await page.locator('.try-transcript li[data-role="avatar"]', {
+        hasText: replyFor("hello avatar"),
+      }).waitFor(WAIT);
+      assert.equal(await page.getByLabel("Message").inputValue(), "");
+      await page.getByRole("button", { name: "Interrupt" }).click();
+      await shoot(page, "try");
+    });
+
+    await t.step("End ends the session", async () => {
+      await page.getByRole("button", { name: "End session" }).click();
+      await page.getByText("Session ended.").waitFor(WAIT);
+      assert.equal(
+        (await readSession(app.app.deps, sessionId))?.status,
+        "ended",
+      );
+      await page.getByRole("button", { name: "Start session" }).waitFor(WAIT);
+    });
+
+    await t.step("no console errors and no CSP violations", () => {
+      assert.deepEqual(csp, []);
+      // The refused form above answers 400 on purpose; Chromium logs that.
+      const real = problems.filter((p) => !/status of 400/.test(p));
+      assert.deepEqual(real, []);
+    });
+  } finally {
+    await context.close();
+    await server.shutdown();
+    await app.close();
+    await engine.close();
+    await Deno.remove(profile, { recursive: true });
+  }
+});
