@@ -5,7 +5,10 @@
 
 export interface Config {
   port: number;
-  /** A path, `:memory:`, a KV Connect URL, or undefined for `Deno.openKv()`'s default. */
+  /**
+   * A path, `:memory:`, a KV Connect URL, or undefined for `Deno.openKv()`'s default
+   * (only on Deno Deploy, where that is the managed store).
+   */
   kvPath: string | undefined;
   adminApiKey: string | undefined;
   /** HMAC key bytes for tokens, or null when `TOKEN_SECRET` is set but unusable. */
@@ -118,6 +121,15 @@ export function defaultRenderSlots(
   return Math.max(1, cores * 2);
 }
 
+/** The KV file used when `KV_PATH` is unset; on Deno Deploy, the managed store. */
+export const DEFAULT_KV_PATH = "./data/avatar.sqlite";
+
+function defaultKvPath(
+  env: Record<string, string | undefined>,
+): string | undefined {
+  return env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH;
+}
+
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const rawSecret = env.TOKEN_SECRET;
   let tokenSecret: Uint8Array | null;
@@ -174,7 +186,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 
   return {
     port: int(env, "PORT", 8000),
-    kvPath: env.KV_PATH || undefined,
+    kvPath: env.KV_PATH || defaultKvPath(env),
     adminApiKey: env.ADMIN_API_KEY || undefined,
     tokenSecret,
     tokenSecretGenerated,
