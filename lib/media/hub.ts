@@ -107,7 +107,7 @@ export class MediaHub implements SessionRuntime {
     live = new LiveSession(this.deps, id);
     this.live.set(id, live);
     live.onDetached = () => void this.markPresence(id, false);
-    live.onEngineFailed = (reason) => void this.engineFailed(id, reason);
+    live.onFailed = (reason) => void this.liveFailed(id, reason);
     live.attach(ws, session.status);
     await this.markPresence(id, true);
     await this.activate(live, session);
@@ -225,8 +225,8 @@ export class MediaHub implements SessionRuntime {
     }
   }
 
-  /** An engine failure on a live session: end it with a warning, through the end path. */
-  private async engineFailed(id: string, reason: string): Promise<void> {
+  /** A failure that ends a live session (engine, or renderer for good): end it with a warning. */
+  private async liveFailed(id: string, reason: string): Promise<void> {
     const live = this.live.get(id);
     if (!live || live.closed) return;
     const session = await readSession(this.deps, id).catch(() => null);
@@ -235,7 +235,7 @@ export class MediaHub implements SessionRuntime {
       return;
     }
     await endWithWarning(this.deps, id, reason).catch((err) =>
-      this.deps.log.error("could not end session after engine failure", {
+      this.deps.log.error("could not end session after a live failure", {
         session_id: id,
         err,
       })

@@ -18,6 +18,9 @@ import {
 /** Bytes a browser socket may have queued before media segments are dropped. */
 export const MAX_SOCKET_BUFFERED_BYTES = 1024 * 1024;
 
+/** Stream failures a minute after which the session ends instead of restarting. */
+export const MAX_STREAM_RESTARTS = 3;
+
 /** Counters of one live session, for logs, the end result and tests. */
 export interface LiveStats {
   segmentsSent: number;
@@ -51,8 +54,10 @@ export class LiveSession {
   onInitSent: (() => void) | null = null;
   /** Called when the last socket goes away (not on takeover). */
   onDetached: (() => void) | null = null;
-  /** Called on an engine failure that ends the session. */
-  onEngineFailed: ((reason: string) => void) | null = null;
+  /** Called on an engine failure (or a renderer failing for good) that ends the session. */
+  onFailed: ((reason: string) => void) | null = null;
+  /** When the current socket's stream failed and restarted, newest last (bounded). */
+  private restarts: number[] = [];
   closed = false;
 
   private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
@@ -107,7 +112,7 @@ export class LiveSession {
         });
         this.sendError(code, false);
         if (fatal) {
-          this.onEngineFailed?.(`conversation engine failed (${code})`);
+          this.onFailed?.(`conversation engine failed (${code})`);
         }
       },
       onBargeIn: () => this.cutAvatar(),
@@ -117,7 +122,7 @@ export class LiveSession {
             session_id: this.sessionId,
             reason,
           });
-          this.onEngineFailed?.("conversation engine disconnected");
+          this.onFailed?.("conversation engine disconnected");
         }
       },
     };
@@ -192,8 +197,27 @@ export class LiveSession {
           err,
         });
         this.sendError("avatar_render_failed", false);
+        this.restartStream(ws);
       },
     };
+  }
+
+  /**
+   * A failed stream (e.g. an encoder that fell behind) restarts on the same socket: a new
+   * `media.init` and init segment follow, and the browser resets its MediaSource. More
+   * than `MAX_STREAM_RESTARTS` failures a minute end the session instead.
+   */
+  private restartStream(ws: WebSocket): void {
+    if (this.closed || this.socket !== ws || !this.render) return;
+    const now = performance.now();
+    this.restarts = this.restarts.filter((t) => now - t < 60_000);
+    this.restarts.push(now);
+    if (this.restarts.length > MAX_STREAM_RESTARTS) {
+      this.onFailed?.("the renderer failed repeatedly");
+      return;
+    }
+    this.initSent = false;
+    this.render.attach(this.sinkFor(ws));
   }
 
   /** Whether every track of `segment` starts on a sync sample (video: a keyframe). */

@@ -1,3 +1,4 @@
+import { memoryLogger } from "../../../lib/log.ts";
 import assert from "node:assert/strict";
 import { closeDeps, createDeps } from "../../../lib/deps.ts";
 import {
@@ -102,7 +103,10 @@ const key = () =>
 const delta = () => segment(box("traf", tfhd(1, NON_SYNC), trun(5)));
 
 Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe", async () => {
-  const deps = await createDeps({ env: { KV_PATH: ":memory:" } });
+  const deps = await createDeps({
+    env: { KV_PATH: ":memory:" },
+    log: memoryLogger(),
+  });
   try {
     const live = new LiveSession(deps, "session:test");
     const ws = new SlowSocket();
@@ -145,7 +149,10 @@ Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe"
 });
 
 Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async () => {
-  const deps = await createDeps({ env: { KV_PATH: ":memory:" } });
+  const deps = await createDeps({
+    env: { KV_PATH: ":memory:" },
+    log: memoryLogger(),
+  });
   try {
     const live = new LiveSession(deps, "session:test");
     const ws = new SlowSocket();
@@ -185,6 +192,58 @@ Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async (
       { type: "pong" },
       { type: "error", code: "invalid_message", fatal: false },
     ]);
+  } finally {
+    await closeDeps(deps);
+  }
+});
+
+Deno.test("LiveSession restarts a failed stream on the same socket, then gives up", async () => {
+  const deps = await createDeps({
+    env: { KV_PATH: ":memory:" },
+    log: memoryLogger(),
+  });
+  try {
+    const live = new LiveSession(deps, "session:test");
+    const ws = new SlowSocket();
+    live.attach(ws as unknown as WebSocket, "active");
+    const render = capturingRender();
+    let attaches = 0;
+    const attach = render.attach;
+    render.attach = (sink) => {
+      attaches++;
+      attach(sink);
+    };
+    const failures: string[] = [];
+    live.onFailed = (reason) => failures.push(reason);
+    live.startRendering(render);
+    const mime = 'video/mp4; codecs="avc1.42c01e, mp4a.40.2"';
+    render.sink().onInit(mime, new Uint8Array([1]));
+    render.sink().onSegment(key());
+
+    render.sink().onError(new Error("encoder fell behind"));
+    assert.equal(attaches, 2, "a fresh stream is attached");
+    render.sink().onSegment(key());
+    assert.equal(
+      live.stats.segmentsSent,
+      1,
+      "nothing is sent before the new init",
+    );
+    render.sink().onInit(mime, new Uint8Array([2]));
+    render.sink().onSegment(key());
+    assert.equal(live.stats.segmentsSent, 2);
+    const texts = ws.sent.filter((d): d is string => typeof d === "string").map(
+      (d) => JSON.parse(d),
+    );
+    assert.equal(texts.filter((m) => m.type === "media.init").length, 2);
+    assert.ok(
+      texts.some((m) =>
+        m.type === "error" && m.code === "avatar_render_failed"
+      ),
+    );
+
+    for (let i = 0; i < 3; i++) render.sink().onError(new Error("again"));
+    assert.deepEqual(failures, ["the renderer failed repeatedly"]);
+    assert.equal(attaches, 4, "no restart past the limit");
   } finally {
     await closeDeps(deps);
   }
