@@ -90,8 +90,18 @@ export class LiveSession {
         this.send({ type: "turn.end", turn_id: turnId });
       },
       onTranscript: ({ role, text, final }) => {
-        if (role === "agent") {
-          const turnId = this.currentAvatarTurn ?? this.nextTurn();
+        if (role === "agent" && this.currentAvatarTurn) {
+          this.send({
+            type: "transcript",
+            turn_id: this.currentAvatarTurn,
+            role: "avatar",
+            text,
+            final,
+          });
+        } else if (role === "agent") {
+          // Text outside any response (e.g. after it ended): a turn of its own.
+          const turnId = this.nextTurn();
+          this.send({ type: "turn.start", turn_id: turnId, role: "avatar" });
           this.send({
             type: "transcript",
             turn_id: turnId,
@@ -99,6 +109,7 @@ export class LiveSession {
             text,
             final,
           });
+          this.send({ type: "turn.end", turn_id: turnId });
         } else {
           this.userTranscript(text, final);
         }

@@ -100,6 +100,16 @@ export function createVendorCEngine(
       events.onResponseEnd(id);
     };
 
+    /** Opens a response if none is open, and (re)arms its end after silence. */
+    const beginResponse = () => {
+      if (response === null) {
+        response = `r${++responses}`;
+        events.onResponseStart(response);
+      }
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(endResponse, idleMs);
+    };
+
     const onEvent = (ev: Json) => {
       switch (ev.type) {
         case "conversation_initiation_metadata": {
@@ -134,19 +144,17 @@ export function createVendorCEngine(
           } catch {
             return;
           }
-          if (response === null) {
-            response = `r${++responses}`;
-            events.onResponseStart(response);
-          }
-          clearTimeout(idleTimer);
-          idleTimer = setTimeout(endResponse, idleMs);
+          beginResponse();
           events.onAgentAudio(pcm, link.agentRate);
           return;
         }
         case "agent_response": {
+          // The agent's text usually comes before its audio: it opens the response.
           dropAudio = false;
           const t = str(obj(ev.agent_response_event).agent_response);
-          if (t) events.onTranscript({ role: "agent", text: t, final: true });
+          if (!t) return;
+          beginResponse();
+          events.onTranscript({ role: "agent", text: t, final: true });
           return;
         }
         case "user_transcript": {

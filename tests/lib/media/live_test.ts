@@ -162,6 +162,7 @@ Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async (
     events.onTranscript({ role: "agent", text: "hi", final: true });
     events.onResponseEnd("r1");
     events.onTranscript({ role: "user", text: "hey", final: true });
+    events.onTranscript({ role: "agent", text: "late", final: true });
     ws.onmessage!(
       new MessageEvent("message", { data: JSON.stringify({ type: "ping" }) }),
     );
@@ -189,6 +190,15 @@ Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async (
         final: true,
       },
       { type: "turn.end", turn_id: "turn_2" },
+      { type: "turn.start", turn_id: "turn_3", role: "avatar" },
+      {
+        type: "transcript",
+        turn_id: "turn_3",
+        role: "avatar",
+        text: "late",
+        final: true,
+      },
+      { type: "turn.end", turn_id: "turn_3" },
       { type: "pong" },
       { type: "error", code: "invalid_message", fatal: false },
     ]);
