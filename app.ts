@@ -18,6 +18,7 @@ import {
   type MiddlewareModule,
   type RequestState,
   runChain,
+  StateHeaders,
   withHeaders,
 } from "./lib/http.ts";
 import { requestIdFrom } from "./lib/request_id.ts";
@@ -70,7 +71,7 @@ export async function createApp(
     const state: RequestState = {
       requestId: requestIdFrom(req.headers.get("x-request-id")),
       startedAt: performance.now(),
-      headers: new Headers(),
+      headers: new StateHeaders(),
     };
     const isApi = url.pathname.startsWith("/v1/") || url.pathname === "/v1";
     const ctx: Ctx = {
@@ -107,13 +108,11 @@ export async function createApp(
 
     // A 101 upgrade response cannot be rebuilt; its headers are left as they are.
     if (res.status !== 101) {
-      res = withHeaders(res, state.headers);
-      if (isApi) {
-        res = withHeaders(
-          res,
-          new Headers({ "x-request-id": state.requestId }),
-        );
-      }
+      res = withHeaders(
+        res,
+        state.headers,
+        isApi ? { "x-request-id": state.requestId } : undefined,
+      );
     }
     if (req.method === "HEAD" && res.body) {
       res = new Response(null, { status: res.status, headers: res.headers });

@@ -1,12 +1,12 @@
 /**
  * REST authentication (SPEC 5.1): reads the credential from `Authorization: Bearer` or
  * `x-api-key`, resolves it to a `Principal`, and checks the route's scope. Resolution and
- * any KV reads the route needs (`prefetch`) share one `kv.getMany` round trip, and no
- * request writes to KV (DECISIONS 9): key use is counted in memory (lib/api_keys.ts).
+ * any KV reads the route needs (`prefetch`) share one `kv.getMany` round trip (merged
+ * with concurrent requests' reads by lib/kv_batch.ts), and no request writes to KV
+ * (DECISIONS 9): key use is counted in memory (lib/api_keys.ts).
  * Key validity is never cached, so a revocation holds from the next request on, on every
  * instance.
  */
-import { timingSafeEqual } from "node:crypto";
 import {
   apiKeyKey,
   noteKeyUsed,
@@ -31,7 +31,7 @@ import {
   type Scope,
   SCOPES,
 } from "./principal.ts";
-import { kvTry } from "./store.ts";
+import { kvReadBatcher } from "./kv_batch.ts";
 
 /** `kv.getMany` reads at most this many keys; one of them may be the credential's own. */
 export const MAX_PREFETCH = 9;
@@ -48,16 +48,18 @@ export function credentialFrom(req: Request): string | null {
   return null;
 }
 
-/** Constant-time string equality (lengths are compared in constant time too). */
+/**
+ * Constant-time string equality: the time depends only on the longer length, never on
+ * where the strings differ (a XOR over UTF-16 code units, no early exit).
+ */
 export function safeEqual(a: string, b: string): boolean {
-  const ab = new TextEncoder().encode(a);
-  const bb = new TextEncoder().encode(b);
-  const len = Math.max(ab.length, bb.length, 1);
-  const pa = new Uint8Array(len);
-  const pb = new Uint8Array(len);
-  pa.set(ab);
-  pb.set(bb);
-  return timingSafeEqual(pa, pb) && ab.length === bb.length;
+  const len = Math.max(a.length, b.length);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < len; i++) {
+    // Past the end charCodeAt gives NaN, which `| 0` turns into 0.
+    diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
+  }
+  return diff === 0;
 }
 
 export interface AuthResult {
@@ -96,16 +98,19 @@ export async function authenticate(
   let entries: Deno.KvEntryMaybe<unknown>[];
   if (admin !== undefined && safeEqual(credential, admin)) {
     principal = { kind: "admin_key", tenantId: ADMIN_TENANT, scopes: SCOPES };
-    entries = prefetch.length > 0 ? await kvTry(deps.kv.getMany(prefetch)) : [];
+    entries = prefetch.length > 0
+      ? await kvReadBatcher(deps.kv).getMany(prefetch)
+      : [];
   } else if (deps.config.idp !== null && looksLikeJwt(credential)) {
     const token: IdpToken = await verifyIdpToken(deps, credential);
     if (token.orgId === null) {
       principal = idpPrincipal(token, null);
       entries = [];
     } else {
-      const got = await kvTry(
-        deps.kv.getMany([idpOrgKey(token.orgId), ...prefetch]),
-      );
+      const got = await kvReadBatcher(deps.kv).getMany([
+        idpOrgKey(token.orgId),
+        ...prefetch,
+      ]);
       principal = idpPrincipal(token, got[0]);
       entries = got.slice(1);
     }
@@ -114,9 +119,10 @@ export async function authenticate(
     if (parsed === null) {
       throw new ApiError("AVTR_AUTH_INVALID_KEY", "The API key is not valid");
     }
-    const got = await kvTry(
-      deps.kv.getMany([apiKeyKey(parsed.keyId), ...prefetch]),
-    );
+    const got = await kvReadBatcher(deps.kv).getMany([
+      apiKeyKey(parsed.keyId),
+      ...prefetch,
+    ]);
     principal = principalFromKeyEntry(got[0], parsed.secret, deps.now());
     noteKeyUsed(deps, parsed.keyId);
     entries = got.slice(1);

@@ -25,8 +25,23 @@ export function redactText(text: string): string {
     .replace(/avk_[A-Za-z0-9_-]+/g, "avk_[redacted]");
 }
 
+/** Field names already classified; field names come from code, so this stays small. */
+const secretFieldCache = new Map<string, boolean>();
+const SECRET_FIELD_CACHE_MAX = 1024;
+
+function isSecretField(key: string): boolean {
+  let secret = secretFieldCache.get(key);
+  if (secret === undefined) {
+    secret = SECRET_FIELD.test(key);
+    if (secretFieldCache.size < SECRET_FIELD_CACHE_MAX) {
+      secretFieldCache.set(key, secret);
+    }
+  }
+  return secret;
+}
+
 function redactValue(key: string, value: unknown, depth: number): unknown {
-  if (SECRET_FIELD.test(key)) return "[redacted]";
+  if (key !== "" && isSecretField(key)) return "[redacted]";
   if (typeof value === "string") return redactText(value);
   if (depth > 4 || value === null || typeof value !== "object") return value;
   if (value instanceof Error) {
@@ -36,8 +51,9 @@ function redactValue(key: string, value: unknown, depth: number): unknown {
     return value.map((v) => redactValue("", v, depth + 1));
   }
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    out[k] = redactValue(k, v, depth + 1);
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    out[k] = redactValue(k, (value as Record<string, unknown>)[k], depth + 1);
   }
   return out;
 }
@@ -66,14 +82,26 @@ export function createLogger(
     warn: 2,
     error: 3,
   };
+  // Consecutive lines of the same millisecond share one timestamp string.
+  let lastMs = NaN;
+  let lastTs = "";
   const log = (level: LogLevel, msg: string, fields: LogRecord = {}) => {
     if (order[level] < order[minLevel]) return;
-    const rec = redact({
-      ts: new Date(now()).toISOString(),
+    const ms = now();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastTs = new Date(ms).toISOString();
+    }
+    // The same record `redact({ ts, level, msg, ...fields })` gives, built in one pass.
+    const rec: LogRecord = {
+      ts: lastTs,
       level,
-      msg,
-      ...fields,
-    });
+      msg: redactValue("msg", msg, 1),
+    };
+    for (const k in fields) {
+      if (!Object.hasOwn(fields, k)) continue;
+      rec[k] = redactValue(k, fields[k], 1);
+    }
     sink(JSON.stringify(rec));
   };
   return {
