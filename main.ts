@@ -2,6 +2,7 @@
 import { createApp } from "./app.ts";
 import { ConfigError, loadConfig } from "./lib/config.ts";
 import { bufferedStdoutSink, createLogger } from "./lib/log.ts";
+import { announceInstance } from "./lib/media/presence.ts";
 
 let config;
 try {
@@ -14,10 +15,23 @@ try {
   throw err;
 }
 const sink = bufferedStdoutSink();
+// Last resort: a stray rejection is logged, never allowed to end every live session.
+globalThis.addEventListener("unhandledrejection", (ev) => {
+  ev.preventDefault();
+  const reason = ev.reason instanceof Error
+    ? ev.reason.message
+    : String(ev.reason);
+  console.error(
+    JSON.stringify({ level: "error", msg: "unhandled rejection", reason }),
+  );
+});
 const app = await createApp({ config, log: createLogger(sink) });
 const server = Deno.serve({
   port: config.port,
   onListen: ({ hostname, port }) => {
+    // Peers on this machine reach it here unless INSTANCE_URL says otherwise.
+    app.deps.instanceUrl ??= `http://127.0.0.1:${port}`;
+    void announceInstance(app.deps);
     const host = hostname === "0.0.0.0" ? "localhost" : hostname;
     const base = `http://${host}:${port}`;
     console.log(`avatar session service listening on ${base}`);

@@ -123,6 +123,16 @@ export async function selfTicks(): Promise<number> {
   return (await procStat(Deno.pid))?.ticks ?? 0;
 }
 
+/** The 1-, 5- and 15-minute load averages, as /proc/loadavg shows them. */
+export async function loadavg(): Promise<string> {
+  const text = await Deno.readTextFile("/proc/loadavg").catch(() => "");
+  return text.split(" ").slice(0, 3).join(" ");
+}
+
+/** Resolves after `ms`. */
+export const sleep = (ms: number): Promise<unknown> =>
+  new Promise((r) => setTimeout(r, ms));
+
 // ---------------------------------------------------------------------------
 // fMP4
 

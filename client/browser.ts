@@ -6,7 +6,7 @@
  *
  * Bundle for a page: `deno bundle --platform browser -o avatar.js client/browser.ts`.
  */
-import { Microphone } from "./mic.ts";
+import { MicUplink } from "./mic_uplink.ts";
 import { LiveBuffer } from "./mse.ts";
 import type {
   AvatarPlayerEventMap,
@@ -14,16 +14,18 @@ import type {
   PlayerState,
   PlayerStats,
 } from "./player_types.ts";
+import {
+  decodeServerMessage,
+  Keepalive,
+  mediaSocketUrl,
+  MediaToken,
+} from "./protocol.ts";
 
 export { LiveBuffer } from "./mse.ts";
 export { PCM_WORKLET_SOURCE } from "./pcm-worklet.ts";
 export type * from "./player_types.ts";
 
-const TOKEN_MARGIN_MS = 10_000;
 const TICK_MS = 250;
-const PING_EVERY_MS = 15_000;
-const PONG_WITHIN_MS = 10_000;
-const MAX_MIC_BUFFERED = 256 * 1024;
 
 /** One browser's live connection to one avatar session. */
 export class AvatarPlayer extends EventTarget {
@@ -33,8 +35,7 @@ export class AvatarPlayer extends EventTarget {
     & Required<Omit<AvatarPlayerOptions, "expiresAt" | "workletUrl">>
     & Pick<AvatarPlayerOptions, "expiresAt" | "workletUrl">;
   readonly #buffer: LiveBuffer;
-  #token: string;
-  #expiresAt: number | undefined;
+  readonly #token: MediaToken;
   #ws: WebSocket | null = null;
   #closing = false;
   /** A reconnect is in flight (refresh + dial); wake-ups must not start another. */
@@ -43,13 +44,16 @@ export class AvatarPlayer extends EventTarget {
   #attempts = 0;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #tick: ReturnType<typeof setInterval> | undefined;
-  #lastPing = 0;
-  #pongDeadline = 0;
-  #muted = false;
+  #keepalive = new Keepalive(() => this.#o.now());
   #autoplayBlocked = false;
-  #mic: Microphone | null = null;
+  #mic = new MicUplink(() => this.#ws, (err) =>
+    this.#emit("error", {
+      code: "microphone_unavailable",
+      fatal: false,
+      message: text(err),
+    }));
   #turnRoles = new Map<string, "user" | "avatar">();
-  #counters = { micFramesSent: 0, reconnects: 0 };
+  #reconnects = 0;
 
   constructor(options: AvatarPlayerOptions) {
     super();
@@ -63,8 +67,12 @@ export class AvatarPlayer extends EventTarget {
       now: Date.now,
       ...options,
     };
-    this.#token = options.token;
-    this.#expiresAt = options.expiresAt;
+    this.#token = new MediaToken(
+      options.token,
+      options.expiresAt,
+      () => this.#o.now(),
+      () => this.#o.refreshToken(),
+    );
     this.#buffer = new LiveBuffer(options.video, {
       maxLatencyS: this.#o.maxLatencyS,
       onError: (code, message) =>
@@ -78,11 +86,15 @@ export class AvatarPlayer extends EventTarget {
   }
 
   get muted(): boolean {
-    return this.#muted;
+    return this.#mic.muted;
   }
 
   get stats(): PlayerStats {
-    return { ...this.#buffer.stats, ...this.#counters };
+    return {
+      ...this.#buffer.stats,
+      micFramesSent: this.#mic.framesSent,
+      reconnects: this.#reconnects,
+    };
   }
 
   /** Adds a typed listener; returns a function that removes it. */
@@ -107,7 +119,7 @@ export class AvatarPlayer extends EventTarget {
     document.addEventListener("visibilitychange", this.#onWake);
     this.#tick = setInterval(() => this.#onTick(), TICK_MS);
     try {
-      await this.#open(this.#tokenExpired());
+      await this.#open(this.#token.expired());
     } catch (err) {
       this.#emit("error", {
         code: "connect_failed",
@@ -117,7 +129,13 @@ export class AvatarPlayer extends EventTarget {
       this.close();
       throw err;
     }
-    if (this.#o.microphone) void this.#startMic();
+    if (this.#o.microphone) {
+      void this.#mic.start({
+        sampleRate: this.#o.micSampleRate,
+        frameMs: this.#o.frameMs,
+        workletUrl: this.#o.workletUrl,
+      });
+    }
   }
 
   /** Sends a typed user turn (1..4000 characters). Throws when the socket is not open. */
@@ -135,13 +153,11 @@ export class AvatarPlayer extends EventTarget {
 
   /** Stops sending microphone audio (the capture keeps running, silent). */
   mute(): void {
-    this.#muted = true;
-    if (this.#mic) this.#mic.enabled = false;
+    this.#mic.mute();
   }
 
   unmute(): void {
-    this.#muted = false;
-    if (this.#mic) this.#mic.enabled = true;
+    this.#mic.unmute();
   }
 
   /** Starts playback after a user gesture when autoplay was blocked. */
@@ -161,8 +177,7 @@ export class AvatarPlayer extends EventTarget {
     document.removeEventListener("visibilitychange", this.#onWake);
     this.#ws?.close(1000);
     this.#ws = null;
-    this.#mic?.stop();
-    this.#mic = null;
+    this.#mic.stop();
     this.#buffer.close();
     if (this.state !== "ended") this.#setState("closed");
   }
@@ -179,33 +194,20 @@ export class AvatarPlayer extends EventTarget {
     this.#emit("state", { state, status: this.status });
   }
 
-  #tokenExpired(): boolean {
-    return this.#expiresAt !== undefined &&
-      this.#expiresAt - this.#o.now() < TOKEN_MARGIN_MS;
-  }
-
-  async #refresh(): Promise<void> {
-    const fresh = await this.#o.refreshToken();
-    this.#token = fresh.client_token;
-    this.#expiresAt = fresh.expires_at;
-  }
-
   /** One connect: refresh first when asked; on a close before open, one refresh + retry. */
   async #open(refreshFirst: boolean): Promise<void> {
-    if (refreshFirst) await this.#refresh();
+    if (refreshFirst) await this.#token.refresh();
     try {
       await this.#dial();
     } catch (err) {
       if (refreshFirst || this.#closing) throw err;
-      await this.#refresh();
+      await this.#token.refresh();
       await this.#dial();
     }
   }
 
   #dial(): Promise<void> {
-    const base = this.#o.wsBaseUrl.replace(/\/+$/, "");
-    const url = `${base}/v1/sessions/${encodeURIComponent(this.#o.sessionId)}` +
-      `/ws?token=${encodeURIComponent(this.#token)}`;
+    const url = mediaSocketUrl(this.#o, this.#token.value);
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url);
       ws.binaryType = "arraybuffer";
@@ -215,10 +217,9 @@ export class AvatarPlayer extends EventTarget {
         opened = true;
         this.#ws?.close(1000);
         this.#ws = ws;
-        this.#pongDeadline = 0;
-        this.#lastPing = this.#o.now();
+        this.#keepalive.opened();
         this.#setState("open");
-        this.#sendAudioConfig();
+        this.#mic.sendConfig();
         resolve();
       };
       ws.onmessage = (e) => {
@@ -239,68 +240,52 @@ export class AvatarPlayer extends EventTarget {
   }
 
   #onText(data: string): void {
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(data);
-    } catch {
-      return;
-    }
-    switch (msg.type) {
+    const msg = decodeServerMessage(data);
+    switch (msg?.type) {
       case "session.state":
-        this.status = String(msg.status);
+        this.status = msg.status;
         this.#emit("state", { state: this.state, status: this.status });
         break;
       case "media.init":
         // A stream is flowing: the connection is healthy again.
         this.#attempts = 0;
-        this.#buffer.reset(String(msg.mime));
+        this.#buffer.reset(msg.mime);
         break;
-      case "turn.start": {
-        const role = msg.role === "user" ? "user" : "avatar";
-        this.#turnRoles.set(String(msg.turn_id), role);
+      case "turn.start":
+        this.#turnRoles.set(msg.turn_id, msg.role);
         this.#emit("turn", {
           phase: "start",
-          turn_id: String(msg.turn_id),
-          role,
+          turn_id: msg.turn_id,
+          role: msg.role,
         });
         break;
-      }
       case "turn.end": {
-        const id = String(msg.turn_id);
-        const role = this.#turnRoles.get(id) ?? null;
-        this.#turnRoles.delete(id);
-        this.#emit("turn", { phase: "end", turn_id: id, role });
+        const role = this.#turnRoles.get(msg.turn_id) ?? null;
+        this.#turnRoles.delete(msg.turn_id);
+        this.#emit("turn", { phase: "end", turn_id: msg.turn_id, role });
         break;
       }
       case "transcript":
         this.#emit("transcript", {
-          turn_id: String(msg.turn_id),
-          role: msg.role === "user" ? "user" : "avatar",
-          text: String(msg.text),
-          final: msg.final === true,
+          turn_id: msg.turn_id,
+          role: msg.role,
+          text: msg.text,
+          final: msg.final,
         });
         break;
       case "error":
-        if (
-          msg.code === "invalid_session" ||
-          msg.code === "session_already_active"
-        ) {
-          // The session is over, or another socket has it: do not reconnect.
-          this.#closing = true;
-        }
-        this.#emit("error", {
-          code: String(msg.code),
-          fatal: msg.fatal === true,
-        });
-        if (msg.code === "invalid_session") this.#finish(null);
+        // The session is over, or another socket has it: do not reconnect.
+        if (msg.stop) this.#closing = true;
+        this.#emit("error", { code: msg.code, fatal: msg.fatal });
+        if (msg.stop === "session_over") this.#finish(null);
         break;
       case "session.ended":
         this.#closing = true;
-        this.status = String(msg.status);
+        this.status = msg.status;
         this.#finish(this.status);
         break;
       case "pong":
-        this.#pongDeadline = 0;
+        this.#keepalive.ponged();
         break;
     }
   }
@@ -337,10 +322,10 @@ export class AvatarPlayer extends EventTarget {
     if (this.#closing || this.#ws || this.#dialing) return;
     this.#dialing = true;
     this.#attempts++;
-    this.#counters.reconnects++;
+    this.#reconnects++;
     try {
       await this.#open(true);
-      this.#mic?.resume();
+      this.#mic.resume();
     } catch {
       const backoff = Math.min(30_000, 500 * 2 ** this.#attempts);
       this.#scheduleReconnect(backoff * (0.8 + 0.4 * Math.random()));
@@ -361,10 +346,7 @@ export class AvatarPlayer extends EventTarget {
 
   #ping(): void {
     if (this.#ws?.readyState !== WebSocket.OPEN) return;
-    this.#lastPing = this.#o.now();
-    if (!this.#pongDeadline) {
-      this.#pongDeadline = this.#lastPing + PONG_WITHIN_MS;
-    }
+    this.#keepalive.pinged();
     this.#ws.send('{"type":"ping"}');
   }
 
@@ -383,14 +365,14 @@ export class AvatarPlayer extends EventTarget {
         }
       });
     }
-    const now = this.#o.now();
-    if (this.#ws && this.#pongDeadline && now > this.#pongDeadline) {
+    const due = this.#keepalive.check(this.#ws !== null);
+    if (due === "dead" && this.#ws) {
       // No pong: the socket is dead without knowing it (slept tab, dropped network).
       const stale = this.#ws;
       this.#ws = null;
       stale.close(4002);
       this.#onClosed(1006);
-    } else if (now - this.#lastPing >= PING_EVERY_MS) {
+    } else if (due === "ping") {
       this.#ping();
     }
   }
@@ -400,51 +382,6 @@ export class AvatarPlayer extends EventTarget {
       throw new Error("The media socket is not open");
     }
     this.#ws.send(JSON.stringify(msg));
-  }
-
-  #sendAudioConfig(): void {
-    if (this.#mic && this.#ws?.readyState === WebSocket.OPEN) {
-      this.#ws.send(
-        JSON.stringify({
-          type: "audio.config",
-          sample_rate: this.#mic.sampleRate,
-        }),
-      );
-    }
-  }
-
-  async #startMic(): Promise<void> {
-    try {
-      const mic = await Microphone.start(
-        {
-          sampleRate: this.#o.micSampleRate,
-          frameMs: this.#o.frameMs,
-          workletUrl: this.#o.workletUrl,
-        },
-        (frames) => this.#sendMic(frames),
-      );
-      if (this.#done) return mic.stop();
-      this.#mic = mic;
-      mic.enabled = !this.#muted;
-      this.#sendAudioConfig();
-    } catch (err) {
-      this.#emit("error", {
-        code: "microphone_unavailable",
-        fatal: false,
-        message: text(err),
-      });
-    }
-  }
-
-  #sendMic(frames: Uint8Array[]): void {
-    const ws = this.#ws;
-    if (this.#muted || ws?.readyState !== WebSocket.OPEN) return;
-    for (const f of frames) {
-      // Real-time audio: drop rather than queue behind a stalled connection.
-      if (ws.bufferedAmount > MAX_MIC_BUFFERED) return;
-      ws.send(f);
-      this.#counters.micFramesSent++;
-    }
   }
 }
 

@@ -2,10 +2,11 @@
  * API keys (DECISIONS 2): minting, verifying, listing and revoking. A key's plaintext is
  * `avk_<key_id>_<secret>`; only a SHA-256 hash of the secret is stored, and the plaintext
  * leaves this module exactly once, in `createApiKey`'s result. `last_used_at` is counted
- * in memory and merged into KV in batches (`startLastUsedFlusher`), never per request.
+ * in memory and merged into KV in batches (./api_key_usage.ts), never per request.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { apiKeyLastUsedKey, lastUsedOf, noteKeyUsed } from "./api_key_usage.ts";
 import { parseOrThrow } from "./body.ts";
 import type { AppDeps } from "./deps.ts";
 import { ApiError } from "./errors.ts";
@@ -19,9 +20,6 @@ const API_KEY_PATTERN = /^avk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
 const KEY_ID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const TENANT_ID_RULE = "Must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -";
-/** How often in-memory `last_used_at` stamps are merged into KV. */
-export const LAST_USED_FLUSH_MS = 1000;
-const FLUSH_BATCH = 100;
 
 /** The stored record of a key (never leaves `lib/`: the hash stays here). */
 export interface ApiKeyRecord {
@@ -56,11 +54,6 @@ export function apiKeyKey(keyId: string): Deno.KvKey {
 /** `["api_keys_by_tenant", tenantId, keyId]` → keyId. */
 export function apiKeyByTenantKey(tenantId: string, keyId: string): Deno.KvKey {
   return ["api_keys_by_tenant", tenantId, keyId];
-}
-
-/** `["api_keys_last_used", keyId]` → `Deno.KvU64` epoch ms (merged with `max`). */
-export function apiKeyLastUsedKey(keyId: string): Deno.KvKey {
-  return ["api_keys_last_used", keyId];
 }
 
 const NAME_RULE = { message: "Must be 1 to 100 characters" };
@@ -363,80 +356,4 @@ export async function verifyApiKey(
   const principal = principalFromKeyEntry(entry, parsed.secret, deps.now());
   noteKeyUsed(deps, parsed.keyId);
   return principal;
-}
-
-// --- last_used_at: counted in memory, merged into KV in batches ---
-
-const pendingUse = new WeakMap<AppDeps, Map<string, number>>();
-
-function lastUsedOf(
-  deps: AppDeps,
-  keyId: string,
-  stored: Deno.KvU64 | null,
-): number | undefined {
-  const pending = pendingUse.get(deps)?.get(keyId);
-  const s = stored === null ? undefined : Number(stored.value);
-  if (pending === undefined) return s;
-  return s === undefined ? pending : Math.max(s, pending);
-}
-
-/** Records that `keyId` authenticated a request now (memory only; flushed later). */
-export function noteKeyUsed(deps: AppDeps, keyId: string): void {
-  const pending = pendingUse.get(deps);
-  if (pending === undefined) return;
-  const t = deps.now();
-  if ((pending.get(keyId) ?? -1) < t) pending.set(keyId, t);
-}
-
-/**
- * Merges the pending `last_used_at` stamps into KV with atomic `max` (so instances never
- * move a stamp backwards), in batches of 100 keys. Stamps whose commit fails are kept for
- * the next flush.
- */
-export async function flushLastUsed(deps: AppDeps): Promise<void> {
-  const pending = pendingUse.get(deps);
-  if (pending === undefined || pending.size === 0) return;
-  const batch = [...pending];
-  pending.clear();
-  for (let i = 0; i < batch.length; i += FLUSH_BATCH) {
-    const part = batch.slice(i, i + FLUSH_BATCH);
-    const op = deps.kv.atomic();
-    for (const [keyId, t] of part) {
-      op.max(apiKeyLastUsedKey(keyId), BigInt(t));
-    }
-    let ok = false;
-    try {
-      ok = (await op.commit()).ok;
-    } catch (err) {
-      deps.log.warn("last_used_at flush failed", { err });
-    }
-    if (!ok) {
-      for (const [keyId, t] of part) {
-        if ((pending.get(keyId) ?? -1) < t) pending.set(keyId, t);
-      }
-    }
-  }
-}
-
-/**
- * Starts counting key use on `deps` and merging it into KV every `LAST_USED_FLUSH_MS`;
- * on close the timer stops and a last flush runs (before KV closes).
- */
-export function startLastUsedFlusher(deps: AppDeps): void {
-  if (pendingUse.has(deps)) return;
-  pendingUse.set(deps, new Map());
-  let flushing: Promise<void> | null = null;
-  const tick = () => {
-    if (flushing) return;
-    flushing = flushLastUsed(deps).finally(() => {
-      flushing = null;
-    });
-  };
-  const timer = setInterval(tick, LAST_USED_FLUSH_MS);
-  deps.onClose.push(async () => {
-    clearInterval(timer);
-    if (flushing) await flushing;
-    await flushLastUsed(deps);
-    pendingUse.delete(deps);
-  });
 }

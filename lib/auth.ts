@@ -3,17 +3,12 @@
  * `x-api-key`, resolves it to a `Principal`, and checks the route's scope. Resolution and
  * any KV reads the route needs (`prefetch`) share one `kv.getMany` round trip (merged
  * with concurrent requests' reads by lib/kv_batch.ts), and no request writes to KV
- * (DECISIONS 9): key use is counted in memory (lib/api_keys.ts).
+ * (DECISIONS 9): key use is counted in memory (lib/api_key_usage.ts).
  * Key validity is never cached, so a revocation holds from the next request on, on every
  * instance.
  */
-import {
-  apiKeyKey,
-  noteKeyUsed,
-  parseApiKey,
-  principalFromKeyEntry,
-  startLastUsedFlusher,
-} from "./api_keys.ts";
+import { noteKeyUsed, startLastUsedFlusher } from "./api_key_usage.ts";
+import { apiKeyKey, parseApiKey, principalFromKeyEntry } from "./api_keys.ts";
 import type { AppDeps } from "./deps.ts";
 import { ApiError } from "./errors.ts";
 import type { Ctx } from "./http.ts";

@@ -54,6 +54,8 @@ export interface Config {
   /** Remote render worker base URL; unset uses the built-in renderer in-process. */
   renderWorkerUrl: string | undefined;
   renderWorkerToken: string | undefined;
+  /** Base URL at which other instances reach this one (`INSTANCE_URL`). */
+  instanceUrl: string | undefined;
   /** Engine URL the console's Try it page proposes (`TRY_ENGINE_URL`). */
   tryEngineUrl: string | undefined;
 }
@@ -119,6 +121,16 @@ export function defaultRenderSlots(
   cores = navigator.hardwareConcurrency ?? 2,
 ): number {
   return Math.max(1, cores * 2);
+}
+
+function instanceUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^https?:\/\/[^/?#]+\/?$/.test(raw)) {
+    throw new ConfigError(
+      "INSTANCE_URL must be an http(s) origin such as http://10.0.0.5:8000",
+    );
+  }
+  return raw.replace(/\/$/, "");
 }
 
 /** The KV file used when `KV_PATH` is unset; on Deno Deploy, the managed store. */
@@ -227,5 +239,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     renderWorkerUrl: env.RENDER_WORKER_URL || undefined,
     renderWorkerToken: env.RENDER_WORKER_TOKEN || undefined,
     tryEngineUrl: env.TRY_ENGINE_URL || undefined,
+    instanceUrl: instanceUrl(env.INSTANCE_URL),
   };
 }

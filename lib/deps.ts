@@ -32,6 +32,11 @@ export interface AppDeps {
   onClose: Array<() => void | Promise<void>>;
   /** This process's instance id (owner of the sessions it creates). */
   instanceId: string;
+  /**
+   * Base URL at which other instances reach this one (`INSTANCE_URL`, else set by
+   * `main.ts` once it listens); media sockets that land elsewhere are relayed here.
+   */
+  instanceUrl: string | undefined;
   sessionHooks: SessionHooks;
   /** The live side of sessions; replaced by the media plane at start. */
   runtime: SessionRuntime;
@@ -62,6 +67,7 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
     log,
     onClose: [],
     instanceId: crypto.randomUUID(),
+    instanceUrl: config.instanceUrl,
     sessionHooks: { inCommit: [], afterCommit: [] },
     runtime: idleRuntime,
     vault: new CredentialVault(),

@@ -88,6 +88,8 @@ function isPrivateV6(ip: string): boolean {
     return isPrivateV4(v4);
   }
   if ((g[0] & 0xfe00) === 0xfc00) return true; // fc00::/7 unique local
+  if ((g[0] & 0xffc0) === 0xfec0) return true; // fec0::/10 site-local (deprecated)
+  if (g[0] === 0x2002) return true; // 6to4 embeds an IPv4 address
   if ((g[0] & 0xffc0) === 0xfe80) return true; // fe80::/10 link-local
   if ((g[0] & 0xff00) === 0xff00) return true; // multicast
   if (g[0] === 0x2001 && g[1] === 0x0db8) return true; // documentation
@@ -126,11 +128,16 @@ async function resolveHost(
   return await resolver(bare);
 }
 
+/** How long a target's name may take to resolve. */
+export const RESOLVE_TIMEOUT_MS = 3000;
+
 export interface GuardOptions {
   allowPrivate: boolean;
   /** Allowed URL schemes, e.g. `["wss:"]` or `["https:"]`. */
   schemes: string[];
   resolver?: Resolver;
+  /** Bound on the name resolution (default `RESOLVE_TIMEOUT_MS`). */
+  timeoutMs?: number;
 }
 
 /**
@@ -158,13 +165,23 @@ export async function assertPublicTarget(
   }
   if (options.allowPrivate) return url;
   let addresses: string[];
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    addresses = await resolveHost(
-      url.hostname,
-      options.resolver ?? systemResolver,
-    );
+    // A slow (or hostile) name server must not hold the caller past its own deadline.
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error("resolution timed out")),
+        options.timeoutMs ?? RESOLVE_TIMEOUT_MS,
+      );
+    });
+    addresses = await Promise.race([
+      resolveHost(url.hostname, options.resolver ?? systemResolver),
+      timeout,
+    ]);
   } catch {
     throw new TargetRefusedError("target host could not be resolved");
+  } finally {
+    clearTimeout(timer);
   }
   if (addresses.length === 0) {
     throw new TargetRefusedError("target host could not be resolved");

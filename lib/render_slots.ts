@@ -27,6 +27,11 @@ export class RenderSlots {
   }
 
   /** Slots in use. */
+  /** The sessions holding a slot. */
+  ids(): string[] {
+    return [...this.#held];
+  }
+
   get inUse(): number {
     return this.#held.size;
   }

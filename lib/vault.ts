@@ -44,6 +44,11 @@ export class CredentialVault {
   }
 
   /** Number of sessions whose credentials are held. */
+  /** The sessions whose credentials are held. */
+  ids(): string[] {
+    return [...this.#entries.keys()];
+  }
+
   get size(): number {
     return this.#entries.size;
   }

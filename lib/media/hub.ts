@@ -169,20 +169,34 @@ export class MediaHub implements SessionRuntime {
         () => reject(new EngineStartError("timeout", "start timed out")),
       )
     );
+    // Handled here and below: a start timeout must never surface as an unhandled
+    // rejection (that would end the process).
+    aborted.catch(() => {});
+    const starting = Promise.allSettled([
+      this.options.engineFactoryFor(session.provider_type)({
+        sessionId: id,
+        credentials,
+        events: live.engineEvents(() => markReady()),
+        signal: ac.signal,
+      }),
+      this.options.render.open({
+        sessionId: id,
+        avatarId: session.avatar_id,
+        bgId: session.bg_id,
+      }),
+    ]);
+    // Whatever starts after the session gave up (timeout, end) is stopped at once.
+    void starting.then(([engineR, renderR]) => {
+      if (!live.closed) return;
+      if (engineR.status === "fulfilled") engineR.value.close();
+      if (renderR.status === "fulfilled") {
+        void renderR.value.stop({ graceful: false, timeoutMs: 0 }).catch(() =>
+          undefined
+        );
+      }
+    });
     try {
-      const [engineR, renderR] = await Promise.allSettled([
-        this.options.engineFactoryFor(session.provider_type)({
-          sessionId: id,
-          credentials,
-          events: live.engineEvents(() => markReady()),
-          signal: ac.signal,
-        }),
-        this.options.render.open({
-          sessionId: id,
-          avatarId: session.avatar_id,
-          bgId: session.bg_id,
-        }),
-      ]);
+      const [engineR, renderR] = await Promise.race([starting, aborted]);
       if (engineR.status === "fulfilled") live.engine = engineR.value;
       if (renderR.status === "fulfilled") live.startRendering(renderR.value);
       if (engineR.status === "rejected") throw engineR.reason;
@@ -242,8 +256,13 @@ export class MediaHub implements SessionRuntime {
     );
   }
 
-  /** Frees the live side after the session turned terminal (here or elsewhere). */
+  /**
+   * Frees everything this instance holds for a session that turned terminal, here or
+   * on another instance: its credentials, its render slot and its live side.
+   */
   private async release(id: string, status: string): Promise<void> {
+    this.deps.vault.zero(id);
+    this.deps.renderSlots.release(id);
     const live = this.live.get(id);
     if (!live) return;
     this.live.delete(id);
@@ -308,12 +327,23 @@ export class MediaHub implements SessionRuntime {
     };
   }
 
-  /** Holder side: answers end requests and releases sessions ended elsewhere. */
+  /**
+   * Holder side: answers end requests, and releases what this instance holds for
+   * sessions ended elsewhere (live sockets, credentials, render slots — a `created`
+   * session has the latter two without a socket).
+   */
   async poll(): Promise<void> {
-    if (this.polling || this.live.size === 0) return;
+    if (this.polling) return;
+    const ids = [
+      ...new Set([
+        ...this.live.keys(),
+        ...this.deps.vault.ids(),
+        ...this.deps.renderSlots.ids(),
+      ]),
+    ];
+    if (ids.length === 0) return;
     this.polling = true;
     try {
-      const ids = [...this.live.keys()];
       for (let i = 0; i < ids.length; i += 5) {
         const batch = ids.slice(i, i + 5);
         const keys = batch.flatMap((
@@ -323,6 +353,8 @@ export class MediaHub implements SessionRuntime {
         batch.forEach((id, j) => {
           const session = entries[2 * j].value as SessionRecord | null;
           const request = entries[2 * j + 1].value as EndRequest | null;
+          // A missing record is a create still committing, never a finished session
+          // (terminal records are kept for 7 days).
           if (session && isTerminal(session.status)) {
             void this.release(id, session.status);
           } else if (request && !this.handlingEnd.has(id)) {

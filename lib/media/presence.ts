@@ -16,6 +16,8 @@ export interface Presence {
 export interface InstanceRecord {
   started_at: number;
   heartbeat_at: number;
+  /** Where other instances reach this one, for relayed media sockets. */
+  url?: string;
 }
 
 export const presenceKey = (sessionId: string) =>
@@ -27,6 +29,13 @@ export const instanceKey = (instanceId: string) =>
 export const HEARTBEAT_MS = 10_000;
 export const INSTANCE_STALE_MS = 35_000;
 
+const beats = new WeakMap<AppDeps, () => Promise<void>>();
+
+/** Writes this instance's record now (e.g. once `main.ts` knows its URL). */
+export async function announceInstance(deps: AppDeps): Promise<void> {
+  await beats.get(deps)?.();
+}
+
 /** Starts this instance's heartbeat; stops (and deletes the record) on close. */
 export function startHeartbeat(deps: AppDeps): void {
   const startedAt = deps.now();
@@ -36,9 +45,14 @@ export function startHeartbeat(deps: AppDeps): void {
       {
         started_at: startedAt,
         heartbeat_at: deps.now(),
+        ...(deps.instanceUrl ? { url: deps.instanceUrl } : {}),
       } satisfies InstanceRecord,
       { expireIn: INSTANCE_STALE_MS * 2 },
-    )).catch((err) => deps.log.warn("heartbeat failed", { err }));
+    )).then(
+      () => undefined,
+      (err) => deps.log.warn("heartbeat failed", { err }),
+    );
+  beats.set(deps, beat);
   void beat();
   const timer = setInterval(beat, HEARTBEAT_MS);
   deps.onClose.push(async () => {

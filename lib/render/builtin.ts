@@ -3,7 +3,8 @@
  * wall clock, and encodes each attached stream with its own ffmpeg (./encoder.ts). The
  * render loop runs from `open` to `stop`, taking one frame's worth of agent audio per
  * tick (silence when none is queued), so the mouth and the audio track stay in step and
- * a stream's timestamps have no holes.
+ * a stream's timestamps have no holes. What the encoder sends back is read by
+ * ./segments.ts.
  */
 import { findAvatar, findBackground } from "../avatars.ts";
 import type { AvatarDef, BackgroundDef } from "../avatars.ts";
@@ -11,7 +12,6 @@ import type { Logger } from "../log.ts";
 import { drawAvatar, type Frame } from "./draw.ts";
 import { Encoder } from "./encoder.ts";
 import { ffmpegPath } from "./ffmpeg.ts";
-import { parseFragment, parseInit } from "./mp4.ts";
 import { planTicks, realClock, type RenderClock } from "./pacing.ts";
 import {
   type RenderBackend,
@@ -22,6 +22,13 @@ import {
   type RenderStats,
 } from "./port.ts";
 export { planTicks, realClock, type RenderClock } from "./pacing.ts";
+import {
+  type AudioTrack,
+  readInit,
+  segmentProblem,
+  settleDelivered,
+  type WaitingPush,
+} from "./segments.ts";
 import {
   analyzeVoice,
   AudioQueue,
@@ -47,18 +54,15 @@ interface Stream {
   encoder: Encoder;
   /** Samples written to this stream's audio track. */
   samples: number;
-  audioTrack: { id: number; timescale: number } | null;
+  audioTrack: AudioTrack | null;
   videoTrackId: number;
   /** Whether the first segment's layout was checked (tfhd flags, keyframe). */
   checked: boolean;
   /** Pushed audio waiting to show up in a segment: stream sample position, push time. */
-  waiting: Array<{ pos: number; at: number }>;
+  waiting: WaitingPush[];
 }
 
-const MAX_LATENCY_SAMPLES = 1000;
 const MAX_MARKS = 256;
-/** AAC encoder delay; a push counts as delivered once its first samples are past it. */
-const AAC_DELAY = 1024;
 
 class BuiltinSession implements RenderSession {
   #frameMs: number;
@@ -225,16 +229,10 @@ class BuiltinSession implements RenderSession {
     if (this.#stream !== stream) return;
     let mime: string;
     try {
-      const info = parseInit(bytes);
-      if (!info.hasMvex) throw new Error("init segment without mvex");
-      const audio = info.tracks.find((t) => t.kind === "audio");
-      stream.videoTrackId = info.tracks.find((t) =>
-        t.kind === "video"
-      )?.trackId ?? 0;
-      if (audio) {
-        stream.audioTrack = { id: audio.trackId, timescale: audio.timescale };
-      }
-      mime = info.mime;
+      const init = readInit(bytes);
+      stream.videoTrackId = init.videoTrackId;
+      if (init.audioTrack) stream.audioTrack = init.audioTrack;
+      mime = init.mime;
     } catch (err) {
       this.#failStream(
         stream,
@@ -261,20 +259,13 @@ class BuiltinSession implements RenderSession {
     }
     this.#segments++;
     if (stream.waiting.length > 0 && stream.audioTrack) {
-      const track = stream.audioTrack;
-      const t = parseFragment(bytes).tracks.find((x) => x.trackId === track.id);
-      if (t) {
-        const end = (t.baseDecodeTime + t.duration) * STREAM_RATE /
-          track.timescale;
-        const now = this.opts.clock.now();
-        while (
-          stream.waiting.length > 0 && stream.waiting[0].pos + AAC_DELAY <= end
-        ) {
-          const w = stream.waiting.shift()!;
-          this.#latency.push(now - w.at);
-          if (this.#latency.length > MAX_LATENCY_SAMPLES) this.#latency.shift();
-        }
-      }
+      settleDelivered(
+        bytes,
+        stream.audioTrack,
+        stream.waiting,
+        this.#latency,
+        () => this.opts.clock.now(),
+      );
     }
     try {
       stream.sink.onSegment(bytes);
@@ -342,26 +333,6 @@ class BuiltinSession implements RenderSession {
         new Error("render encoder fell behind real time"),
       );
     }
-  }
-}
-
-/** Why a stream's first segment is unusable for MediaSource, or null when it is fine. */
-export function segmentProblem(
-  segment: Uint8Array,
-  videoTrackId: number,
-): string | null {
-  try {
-    const { tracks } = parseFragment(segment);
-    if (tracks.some((t) => !t.defaultBaseIsMoof || t.hasBaseDataOffset)) {
-      return "fragment tfhd is not default-base-is-moof";
-    }
-    const video = tracks.find((t) => t.trackId === videoTrackId);
-    if (video && !video.firstSampleSync) {
-      return "stream does not start on a keyframe";
-    }
-    return null;
-  } catch (err) {
-    return `unreadable fragment: ${err instanceof Error ? err.message : err}`;
   }
 }
 

@@ -11,7 +11,7 @@ import {
   API_OPERATIONS,
   type ApiOperation,
   COMMON_ERRORS,
-} from "../../lib/openapi.ts";
+} from "../../lib/api_operations.ts";
 
 const STYLE = `
 :root{color-scheme:light dark;--fg:#1c1e21;--muted:#5b6270;--bg:#fff;--line:#d9dde3;--code:#f3f5f8;--accent:#2456c9;--warn:#9a5b00}

@@ -1,15 +1,17 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
-  apiKeyKey,
   apiKeyLastUsedKey,
-  createApiKey,
   flushLastUsed,
+  startLastUsedFlusher,
+} from "../../lib/api_key_usage.ts";
+import {
+  apiKeyKey,
+  createApiKey,
   getApiKey,
   listApiKeys,
   parseApiKey,
   revokeApiKey,
-  startLastUsedFlusher,
   verifyApiKey,
 } from "../../lib/api_keys.ts";
 import { type AppDeps, closeDeps, createDeps } from "../../lib/deps.ts";

@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  apiKeyLastUsedKey,
-  createApiKey,
-  revokeApiKey,
-} from "../../lib/api_keys.ts";
+import { apiKeyLastUsedKey } from "../../lib/api_key_usage.ts";
+import { createApiKey, revokeApiKey } from "../../lib/api_keys.ts";
 import {
   authenticate,
   credentialFrom,

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ERROR_CODES } from "../../lib/errors.ts";
-import { API_OPERATIONS, buildOpenApi } from "../../lib/openapi.ts";
+import { API_OPERATIONS } from "../../lib/api_operations.ts";
+import { buildOpenApi } from "../../lib/openapi.ts";
 import { parseCreateSession } from "../../lib/schemas.ts";
 import { testApp } from "../_helpers.ts";
 

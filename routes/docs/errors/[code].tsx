@@ -4,7 +4,10 @@
  */
 import { ERROR_CODES, type ErrorCode } from "../../../lib/errors.ts";
 import type { Ctx } from "../../../lib/http.ts";
-import { API_OPERATIONS, operationErrors } from "../../../lib/openapi.ts";
+import {
+  API_OPERATIONS,
+  operationErrors,
+} from "../../../lib/api_operations.ts";
 import { DocsLayout, docsResponse } from "../index.tsx";
 
 /** Renders the table's doc text, where `backticks` mark code. */

@@ -172,9 +172,54 @@ Deno.test("two service processes on one KV file: an end taken by B tears down A'
     );
 
     await t.step(
+      "a media socket that reaches B is relayed to A, the holder",
+      async () => {
+        const r = await api(a.base, "/v1/sessions", "POST", {
+          provider_type: "external_engine",
+          provider_config: {
+            external_engine: {
+              url: engine.url,
+              auth_headers: { "x-engine-key": ENGINE_KEY },
+            },
+          },
+        });
+        const id = r.body.session_id as string;
+        const browser = Browser.connect(
+          { base: b.base } as LiveStack,
+          id,
+          r.body.client_token,
+        );
+        sessions.push(browser);
+        await browser.message(
+          (m) => m.type === "session.state" && m.status === "active",
+          "active",
+        );
+        await browser.until(
+          () => browser.binary.length >= 3,
+          "init + segments through B",
+        );
+        browser.send({ type: "text", text: "through the relay" });
+        const said = await browser.message(
+          (m) => m.type === "transcript" && m.role === "avatar",
+          "the avatar's answer through B",
+        );
+        assert.equal(said.text, "you said through the relay");
+        const end = await api(b.base, `/v1/sessions/${id}/end`, "POST");
+        assert.equal(end.status, 200);
+        assert.equal(end.body.status, "ended");
+        await browser.message(
+          (m) => m.type === "session.ended",
+          "session.ended through B",
+        );
+        assert.equal(await browser.closed(), 1000);
+      },
+    );
+
+    await t.step(
       "the holder dies: B's end answers ended_with_warnings saying so",
       async () => {
         const { id } = await create();
+        const other = await create();
         orphans = await childrenNamed(a.child.pid, "ffmpeg");
         assert.ok(
           orphans.length >= 1,
@@ -185,6 +230,28 @@ Deno.test("two service processes on one KV file: an end taken by B tears down A'
         assert.equal(r.status, 200);
         assert.equal(r.body.status, "ended_with_warnings");
         assert.match(r.body.warning, /did not answer within 2 s/);
+        // A socket for a session whose holder died cannot be relayed: invalid_session.
+        const token = await api(
+          b.base,
+          `/v1/sessions/${other.id}/client-token`,
+          "POST",
+        );
+        const late = Browser.connect(
+          { base: b.base } as LiveStack,
+          other.id,
+          token.body.client_token,
+        );
+        sessions.push(late);
+        const err = await late.message(
+          (m) => m.type === "error",
+          "fatal error",
+        );
+        assert.deepEqual(err, {
+          type: "error",
+          code: "invalid_session",
+          fatal: true,
+        });
+        assert.equal(await late.closed(), 4001);
       },
     );
 

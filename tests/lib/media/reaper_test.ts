@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { TEST_ADMIN_KEY, TestClock } from "../../_helpers.ts";
+import { createApp } from "../../../app.ts";
+import { memoryLogger } from "../../../lib/log.ts";
 import { reapOnce } from "../../../lib/media/reaper.ts";
 import { Browser, createSession, liveStack } from "./_live.ts";
 
@@ -98,7 +100,6 @@ Deno.test("reapOnce() ends an active session at SESSION_MAX_DURATION_S, closing 
 Deno.test("reapOnce() is safe with two instances on one store: each session moves once", async () => {
   const clock = new TestClock(Date.now());
   const s = await liveStack({ SESSION_CONNECT_TIMEOUT_S: "60" }, { clock });
-  const { createApp } = await import("../../../app.ts");
   const other = await createApp({
     deps: undefined,
     kv: s.t.app.deps.kv,
@@ -114,6 +115,55 @@ Deno.test("reapOnce() is safe with two instances on one store: each session move
       reapOnce(other.deps),
     ]);
     assert.deepEqual([...a.failed, ...b.failed].sort(), ids.sort());
+    // Sessions failed by the other instance still free the owner's credentials and slots.
+    const owner = s.t.app.deps;
+    for (
+      let i = 0;
+      i < 100 && (owner.vault.size > 0 || owner.renderSlots.inUse > 0);
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(owner.vault.size, 0, "credentials zeroed on the owner");
+    assert.equal(
+      owner.renderSlots.inUse,
+      0,
+      "render slots released on the owner",
+    );
+  } finally {
+    await other.close();
+    await s.close();
+  }
+});
+
+Deno.test("a session failed by another instance frees the owner's credentials and render slot", async () => {
+  const clock = new TestClock(Date.now());
+  const s = await liveStack({ SESSION_CONNECT_TIMEOUT_S: "60" }, { clock });
+  const other = await createApp({
+    kv: s.t.app.deps.kv,
+    now: clock.now,
+    log: memoryLogger(),
+    env: { TOKEN_SECRET: "x".repeat(40), SESSION_CONNECT_TIMEOUT_S: "60" },
+  });
+  try {
+    const { session_id } = await createSession(s);
+    const owner = s.t.app.deps;
+    assert.ok(owner.vault.has(session_id) && owner.renderSlots.has(session_id));
+    clock.advance(60_000);
+    assert.deepEqual((await reapOnce(other.deps)).failed, [session_id]);
+    for (let i = 0; i < 100 && owner.vault.has(session_id); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(
+      owner.vault.has(session_id),
+      false,
+      "credentials zeroed on the owner",
+    );
+    assert.equal(
+      owner.renderSlots.has(session_id),
+      false,
+      "slot released on the owner",
+    );
   } finally {
     await other.close();
     await s.close();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { segmentProblem } from "../../../lib/render/builtin.ts";
+import { segmentProblem } from "../../../lib/render/segments.ts";
 import { Encoder } from "../../../lib/render/encoder.ts";
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import {

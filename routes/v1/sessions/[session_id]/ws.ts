@@ -1,21 +1,20 @@
 import { ApiError } from "../../../../lib/errors.ts";
 import type { Ctx } from "../../../../lib/http.ts";
+import { holderSocketUrl, relaySocket } from "../../../../lib/media/relay.ts";
 import { mediaHubOf } from "../../../../lib/media/service.ts";
-import { readSession } from "../../../../lib/sessions.ts";
+import { isTerminal, readSession } from "../../../../lib/sessions.ts";
 import { verifyMediaToken } from "../../../../lib/tokens.ts";
 
 /**
  * The media WebSocket (SPEC 4.6, DECISIONS 6): every token fault is answered with HTTP 401
- * and a flat error body before the upgrade.
+ * and a flat error body before the upgrade. A socket for a session another instance
+ * holds is relayed to that instance.
  */
 export const handler = {
   async GET(ctx: Ctx): Promise<Response> {
     const sessionId = ctx.params.session_id;
-    const check = verifyMediaToken(
-      ctx.deps,
-      ctx.url.searchParams.get("token"),
-      sessionId,
-    );
+    const token = ctx.url.searchParams.get("token");
+    const check = verifyMediaToken(ctx.deps, token, sessionId);
     if (!check.ok) {
       throw new ApiError(
         check.code,
@@ -33,6 +32,22 @@ export const handler = {
     const session = await readSession(ctx.deps, sessionId);
     if (!session) {
       throw new ApiError("AVTR_SESSION_NOT_FOUND", "Session not found");
+    }
+    if (session.owner !== ctx.deps.instanceId && !isTerminal(session.status)) {
+      const upstream = await holderSocketUrl(
+        ctx.deps,
+        session.owner,
+        sessionId,
+        token!,
+      );
+      if (upstream) {
+        const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
+          idleTimeout: 60,
+        });
+        relaySocket(ctx.deps, socket, upstream, sessionId);
+        return response;
+      }
+      // The holder is gone: the hub answers with the fatal invalid_session.
     }
     const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
       idleTimeout: 60,

@@ -481,3 +481,25 @@ Deno.test("an ended session's socket opens, gets the fatal invalid_session and c
   }
   await noFfmpegLeft();
 });
+
+Deno.test("an engine that never answers fails the session at START_TIMEOUT_MS (the process lives on)", async () => {
+  const s = await liveStack({ START_TIMEOUT_MS: "400" });
+  try {
+    s.engine.server.freeze(); // accepts the connection, never answers the upgrade
+    const c = await createSession(s);
+    const b = Browser.connect(s, c.session_id, c.client_token);
+    await b.opened;
+    const err = await b.message((m) => m.type === "error", "fatal error");
+    assert.deepEqual(err, {
+      type: "error",
+      code: "invalid_session",
+      fatal: true,
+    });
+    assert.equal((await status(s, c.session_id)).status, "failed");
+    // Still serving: a new session can be created after the timeout fired.
+    await createSession(s);
+  } finally {
+    await s.close();
+  }
+  await noFfmpegLeft();
+});

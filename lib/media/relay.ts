@@ -1,0 +1,139 @@
+/**
+ * Relaying a media socket that reached an instance which does not hold the session: the
+ * browser's socket is joined to a socket opened to the holder (its `url` from the
+ * instance registry), frame for frame in both directions, so any instance can take any
+ * request. The holder checks the token again; nothing is stored here.
+ */
+import type { AppDeps } from "../deps.ts";
+import { kvTry } from "../store.ts";
+import {
+  INSTANCE_STALE_MS,
+  instanceKey,
+  type InstanceRecord,
+} from "./presence.ts";
+
+/** Bytes the browser side may have queued before the relay gives up on it (1013). */
+export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/** Browser frames held while the upstream socket opens. */
+const MAX_PENDING_FRAMES = 256;
+
+/** The holder's media socket URL for `sessionId`, or null when it is not reachable. */
+export async function holderSocketUrl(
+  deps: AppDeps,
+  owner: string,
+  sessionId: string,
+  token: string,
+): Promise<string | null> {
+  const entry = await kvTry(deps.kv.get<InstanceRecord>(instanceKey(owner)));
+  const rec = entry.value;
+  if (!rec?.url || deps.now() - rec.heartbeat_at >= INSTANCE_STALE_MS) {
+    return null;
+  }
+  const base = rec.url.replace(/^http/, "ws");
+  return `${base}/v1/sessions/${encodeURIComponent(sessionId)}/ws?token=${
+    encodeURIComponent(token)
+  }`;
+}
+
+/** A close code a socket may be closed with from script. */
+function passableCode(code: number): number {
+  return code === 1000 || (code >= 3000 && code <= 4999) ? code : 1011;
+}
+
+function safeClose(ws: WebSocket, code: number, reason = ""): void {
+  try {
+    if (
+      ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING
+    ) {
+      ws.close(passableCode(code), reason.slice(0, 120));
+    }
+  } catch { /* already closing */ }
+}
+
+/**
+ * Joins `browser` (a freshly upgraded socket) to the holder at `upstreamUrl`. Closing
+ * either side closes the other with the same code.
+ */
+export function relaySocket(
+  deps: AppDeps,
+  browser: WebSocket,
+  upstreamUrl: string,
+  sessionId: string,
+): void {
+  const upstream = new WebSocket(upstreamUrl);
+  upstream.binaryType = "arraybuffer";
+  browser.binaryType = "arraybuffer";
+  const pending: (string | ArrayBuffer)[] = [];
+  let done = false;
+  const finish = (code: number, reason: string) => {
+    if (done) return;
+    done = true;
+    open.delete(finish);
+    safeClose(browser, code, reason);
+    safeClose(upstream, code, reason);
+  };
+  const open = openRelays(deps);
+  open.add(finish);
+
+  browser.onmessage = (ev) => {
+    const data = ev.data as string | ArrayBuffer;
+    if (upstream.readyState === WebSocket.OPEN) upstream.send(data);
+    else if (pending.length < MAX_PENDING_FRAMES) pending.push(data);
+  };
+  upstream.onopen = () => {
+    upstreamOpened = true;
+    for (const data of pending.splice(0)) upstream.send(data);
+  };
+  upstream.onmessage = (ev) => {
+    if (browser.readyState !== WebSocket.OPEN) return;
+    if (browser.bufferedAmount > RELAY_MAX_BUFFERED_BYTES) {
+      // A browser this far behind gets a fresh start by reconnecting (takeover).
+      deps.log.warn("relayed media socket too slow", { session_id: sessionId });
+      finish(1013, "too slow");
+      return;
+    }
+    browser.send(ev.data as string | ArrayBuffer);
+  };
+  let upstreamOpened = false;
+  upstream.onclose = (ev) => {
+    if (!upstreamOpened && browser.readyState === WebSocket.OPEN) {
+      // The holder cannot be reached: only it can run the session (credentials in its
+      // memory), so for this browser the session is over.
+      browser.send(
+        JSON.stringify({ type: "error", code: "invalid_session", fatal: true }),
+      );
+      finish(4001, "invalid session");
+      return;
+    }
+    finish(ev.code, ev.reason);
+  };
+  upstream.onerror = () => {
+    if (upstream.readyState !== WebSocket.OPEN) {
+      deps.log.warn("media relay could not reach the holder", {
+        session_id: sessionId,
+      });
+    }
+  };
+  browser.onclose = (ev) => finish(ev.code, ev.reason);
+}
+
+const relays = new WeakMap<
+  AppDeps,
+  Set<(code: number, reason: string) => void>
+>();
+
+/** The relays of `deps` still open; all are closed when the app closes. */
+function openRelays(
+  deps: AppDeps,
+): Set<(code: number, reason: string) => void> {
+  let set = relays.get(deps);
+  if (!set) {
+    const fresh = new Set<(code: number, reason: string) => void>();
+    relays.set(deps, fresh);
+    deps.onClose.push(() => {
+      for (const finish of [...fresh]) finish(1001, "going away");
+    });
+    set = fresh;
+  }
+  return set;
+}
