@@ -106,13 +106,11 @@ export async function createApp(
       res = renderError(ctx, err);
     }
 
-    // A 101 upgrade response cannot be rebuilt; its headers are left as they are.
+    const more = isApi ? { "x-request-id": state.requestId } : undefined;
     if (res.status !== 101) {
-      res = withHeaders(
-        res,
-        state.headers,
-        isApi ? { "x-request-id": state.requestId } : undefined,
-      );
+      res = withHeaders(res, state.headers, more);
+    } else {
+      setUpgradeHeaders(ctx, res, more);
     }
     if (req.method === "HEAD" && res.body) {
       res = new Response(null, { status: res.status, headers: res.headers });
@@ -135,6 +133,28 @@ export async function createApp(
     handler,
     close: () => closeDeps(deps, !options.kv && !options.deps),
   };
+}
+
+/**
+ * Puts the request's headers (`X-Request-Id`, `X-RateLimit-*`) on a 101 upgrade response
+ * in place: such a response cannot be rebuilt, but Deno sends the headers it holds.
+ */
+function setUpgradeHeaders(
+  ctx: Ctx,
+  res: Response,
+  more: Record<string, string> | undefined,
+): void {
+  try {
+    for (const [k, v] of ctx.state.headers) {
+      if (!res.headers.has(k)) res.headers.set(k, v);
+    }
+    for (const k in more) if (!res.headers.has(k)) res.headers.set(k, more[k]);
+  } catch (err) {
+    ctx.deps.log.warn("could not set headers on an upgrade response", {
+      request_id: ctx.state.requestId,
+      err: err instanceof Error ? err.message : String(err),
+    });
+  }
 }
 
 function resolveHandler(

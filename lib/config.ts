@@ -142,6 +142,9 @@ function defaultKvPath(
   return env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH;
 }
 
+/** An `ADMIN_API_KEY` shorter than this is accepted, with a warning at start. */
+export const ADMIN_API_KEY_MIN_LENGTH = 32;
+
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const rawSecret = env.TOKEN_SECRET;
   let tokenSecret: Uint8Array | null;

@@ -36,12 +36,21 @@ const ALGORITHMS = [
 export const CLOCK_TOLERANCE_S = 30;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
+/**
+ * The scopes an identity-provider token can be granted. `keys:admin` is a global operator
+ * scope (it mints keys for any tenant) while an IdP principal is scoped to its org's
+ * tenant, so a `scope` claim naming it is ignored: operators use API keys or ADMIN_API_KEY.
+ */
+export const IDP_SCOPES: readonly Scope[] = SCOPES.filter((s) =>
+  s !== "keys:admin"
+);
+
 /** A verified token's facts that authorization needs. */
 export interface IdpToken {
   subject: string;
   /** The `org_id` claim, when it is a usable string. */
   orgId: string | null;
-  /** The token's `scope` claim intersected with the service's scopes. */
+  /** The token's `scope` claim intersected with `IDP_SCOPES` (never `keys:admin`). */
   scopes: Scope[];
 }
 
@@ -126,7 +135,7 @@ export async function verifyIdpToken(
   return {
     subject: String(payload.sub),
     orgId: typeof org === "string" && ORG_ID_PATTERN.test(org) ? org : null,
-    scopes: SCOPES.filter((s) => granted.has(s)),
+    scopes: IDP_SCOPES.filter((s) => granted.has(s)),
   };
 }
 

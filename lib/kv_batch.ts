@@ -9,18 +9,28 @@
  *   order, into the next `getMany` (at most `KV_GET_MANY_MAX` distinct keys; a key
  *   wanted by several reads is read once).
  *
+ * Every read has a deadline of its own, `timeoutMs` from when it was asked (queueing
+ * counts): a round trip is bounded by what is left of its oldest read's deadline, a read
+ * whose deadline passed while it was queued fails without a round trip, and a failed or
+ * stalled round trip fails the reads queued behind it at once (KV is then unwell; they
+ * would only wait out their deadlines batch after batch). Each such read fails with 503
+ * `AVTR_SESSION_STATE_UNAVAILABLE`.
+ *
  * Consistency is unchanged: every `getMany` is a strongly consistent snapshot that
  * starts after each of its reads was asked for, so a read sees every write committed
  * before it was asked for. Nothing is cached between batches. Entries read once for
  * several callers are shared between them: callers treat entries as read-only.
  */
-import { kvTry } from "./store.ts";
+import { ApiError } from "./errors.ts";
+import { KV_TIMEOUT_MS, kvTry } from "./store.ts";
 
 /** The most keys one `kv.getMany` accepts. */
 export const KV_GET_MANY_MAX = 10;
 
 interface Waiter {
   keys: readonly Deno.KvKey[];
+  /** When this read must be answered by, on the batcher's clock. */
+  deadline: number;
   resolve: (entries: Deno.KvEntryMaybe<unknown>[]) => void;
   reject: (err: unknown) => void;
 }
@@ -63,22 +73,30 @@ function keyId(key: Deno.KvKey): string | null {
 /** Merges concurrent `getMany` reads on one KV handle (see the module doc). */
 export class KvReadBatcher {
   readonly #kv: Deno.Kv;
-  readonly #timeoutMs: number | undefined;
+  readonly #timeoutMs: number;
+  readonly #now: () => number;
   #queue: Waiter[] = [];
   #inFlight = false;
   readonly stats: KvReadBatchStats = { reads: 0, roundTrips: 0 };
 
-  /** `timeoutMs` bounds each round trip (`kvTry`'s default when omitted). */
-  constructor(kv: Deno.Kv, options: { timeoutMs?: number } = {}) {
+  /**
+   * `timeoutMs` bounds each read from when it is asked for (`kvTry`'s default when
+   * omitted); `now` is the clock deadlines are measured on (ms, monotonic).
+   */
+  constructor(
+    kv: Deno.Kv,
+    options: { timeoutMs?: number; now?: () => number } = {},
+  ) {
     this.#kv = kv;
-    this.#timeoutMs = options.timeoutMs;
+    this.#timeoutMs = options.timeoutMs ?? KV_TIMEOUT_MS;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /**
    * Reads `keys` (at most `KV_GET_MANY_MAX`) in one strongly consistent snapshot taken
-   * after this call; entries come back in the order of `keys`. A failed or stalled
-   * round trip rejects every read of its batch with 503
-   * `AVTR_SESSION_STATE_UNAVAILABLE` (as `kvTry`).
+   * after this call; entries come back in the order of `keys`. Rejects with 503
+   * `AVTR_SESSION_STATE_UNAVAILABLE` (as `kvTry`) when KV fails or no answer came within
+   * `timeoutMs` of this call (see the module doc).
    */
   getMany(keys: readonly Deno.KvKey[]): Promise<Deno.KvEntryMaybe<unknown>[]> {
     if (keys.length === 0) return Promise.resolve([]);
@@ -88,13 +106,19 @@ export class KvReadBatcher {
     }
     this.stats.reads++;
     return new Promise((resolve, reject) => {
-      this.#queue.push({ keys, resolve, reject });
+      this.#queue.push({
+        keys,
+        deadline: this.#now() + this.#timeoutMs,
+        resolve,
+        reject,
+      });
       if (!this.#inFlight) this.#next();
     });
   }
 
   /** Sends the next batch: queued reads, in order, while their distinct keys fit. */
   #next(): void {
+    this.#dropExpired();
     const queue = this.#queue;
     if (queue.length === 0) {
       this.#inFlight = false;
@@ -135,7 +159,12 @@ export class KvReadBatcher {
     this.#queue = n === queue.length ? [] : queue.slice(n);
     this.#inFlight = true;
     this.stats.roundTrips++;
-    kvTry(() => this.#kv.getMany(keys), this.#timeoutMs).then(
+    // Bounded by the earliest deadline of the batch (the queue is in arrival order).
+    let left = Infinity;
+    for (const { waiter } of taken) {
+      left = Math.min(left, waiter.deadline - this.#now());
+    }
+    kvTry(() => this.#kv.getMany(keys), Math.max(1, Math.ceil(left))).then(
       (entries) => {
         this.#next();
         for (const { waiter, slots } of taken) {
@@ -143,10 +172,34 @@ export class KvReadBatcher {
         }
       },
       (err) => {
-        this.#next();
+        // KV is failing or stalled: the reads queued behind fail now, not one batch
+        // timeout after another.
+        const queued = this.#queue;
+        this.#queue = [];
+        this.#inFlight = false;
         for (const { waiter } of taken) waiter.reject(err);
+        for (const waiter of queued) waiter.reject(err);
       },
     );
+  }
+
+  /**
+   * Rejects queued reads whose deadline has passed: they get no round trip. Deadlines
+   * grow in arrival order, so the expired reads are a prefix of the queue.
+   */
+  #dropExpired(): void {
+    const now = this.#now();
+    let n = 0;
+    while (n < this.#queue.length && this.#queue[n].deadline <= now) n++;
+    if (n === 0) return;
+    const expired = this.#queue.slice(0, n);
+    this.#queue = this.#queue.slice(n);
+    const err = new ApiError(
+      "AVTR_SESSION_STATE_UNAVAILABLE",
+      "Session state is temporarily unavailable",
+      { cause: new Error(`KV read waited over ${this.#timeoutMs} ms`) },
+    );
+    for (const waiter of expired) waiter.reject(err);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * Request rate limits (DECISIONS 9, SPEC 8): a fixed 60-s window per subject (a hash of
- * the raw credential, or of the client address when none was sent), shared by every
+ * Request rate limits (DECISIONS 9, SPEC 8): a fixed 60-s window per subject (a keyed MAC
+ * of the raw credential, or of the client address when none was sent), plus one window
+ * per client address for failed authentications (`failedAuthSubject`), shared by every
  * instance through KV without a KV write per request. Each instance counts locally and
  * merges its counts into KV in batches (atomic `sum` on a per-window key), reading the
  * global totals back in the same flush. One instance is exact; several may overshoot by
@@ -9,9 +10,10 @@
  * KV's `sum` keeps no expiry (a sum even clears the expiry of the key it adds to), so
  * the flush also sweeps the keys of windows older than the previous one.
  */
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import type { AppDeps } from "./deps.ts";
 import type { Logger } from "./log.ts";
+import { deriveKey } from "./tokens.ts";
 
 /** Length of one rate-limit window. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
@@ -30,19 +32,60 @@ export function rateLimitKey(
   return ["rate_limits", window, subject];
 }
 
+/** Label of the key derived from `TOKEN_SECRET` for rate-limit subjects. */
+const SUBJECT_KEY_LABEL = "rate-limit-subject";
+
+const SHA256_BLOCK = 64;
+
 /**
- * The subject a request is counted against: a SHA-256 of the raw credential when one
- * was sent, else of the client address. Neither the credential nor the address is kept.
+ * HMAC-SHA256 (RFC 2104) under one key, with the key's padded blocks hashed once: each
+ * MAC then costs two copies of a hash state and two short hashes (~3 µs here), where
+ * `createHmac` costs 6–9 µs, as it sets the key up on every call.
+ */
+export class SubjectMac {
+  readonly #inner: Hash;
+  readonly #outer: Hash;
+
+  constructor(key: Uint8Array) {
+    const k = key.length > SHA256_BLOCK
+      ? new Uint8Array(createHash("sha256").update(key).digest())
+      : key;
+    const ipad = new Uint8Array(SHA256_BLOCK).fill(0x36);
+    const opad = new Uint8Array(SHA256_BLOCK).fill(0x5c);
+    k.forEach((b, i) => {
+      ipad[i] ^= b;
+      opad[i] ^= b;
+    });
+    this.#inner = createHash("sha256").update(ipad);
+    this.#outer = createHash("sha256").update(opad);
+  }
+
+  /** `kind:` + hex HMAC-SHA256 of `kind \0 value`. */
+  subject(kind: "a" | "c" | "f", value: string): string {
+    const inner = this.#inner.copy().update(kind + "\0" + value).digest();
+    return kind + ":" + this.#outer.copy().update(inner).digest("hex");
+  }
+}
+
+/**
+ * The subject a request is counted against: an HMAC-SHA256 under `mac`'s key of the raw
+ * credential when one was sent (`c:`), else of the client address (`a:`). Neither the
+ * credential nor the address is kept, and without the key a subject seen in KV cannot be
+ * matched against guessed credentials.
  */
 export function rateLimitSubject(
+  mac: SubjectMac,
   credential: string | null,
   remoteAddr: string,
 ): string {
-  const [kind, value] = credential !== null
-    ? ["c", credential]
-    : ["a", remoteAddr];
-  return kind + ":" +
-    createHash("sha256").update(kind + "\0" + value).digest("hex");
+  return credential !== null
+    ? mac.subject("c", credential)
+    : mac.subject("a", remoteAddr);
+}
+
+/** The subject failed authentications from `remoteAddr` are counted against (`f:`). */
+export function failedAuthSubject(mac: SubjectMac, remoteAddr: string): string {
+  return mac.subject("f", remoteAddr);
 }
 
 /** The outcome of one request against its subject's window. */
@@ -75,6 +118,8 @@ export interface RateLimiterOptions {
   now: () => number;
   log?: Logger;
   windowMs?: number;
+  /** HMAC key of subjects (`subjectOf`), at least 32 bytes; random when omitted. */
+  subjectKey?: Uint8Array;
 }
 
 /** Local counters of one instance, merged into KV by `flush()`. */
@@ -84,7 +129,10 @@ export class RateLimiter {
   readonly #now: () => number;
   readonly #log?: Logger;
   readonly #windowMs: number;
+  readonly #mac: SubjectMac;
   readonly #entries = new Map<string, Entry>();
+  /** Client address → its failure subject, for addresses with failures counted here. */
+  readonly #failureSubjects = new Map<string, string>();
   #running: Promise<void> | null = null;
   #sweptBelow = 0;
   #failing = false;
@@ -95,6 +143,51 @@ export class RateLimiter {
     this.#now = options.now;
     this.#log = options.log;
     this.#windowMs = options.windowMs ?? RATE_LIMIT_WINDOW_MS;
+    this.#mac = new SubjectMac(
+      options.subjectKey ?? crypto.getRandomValues(new Uint8Array(32)),
+    );
+  }
+
+  /** `rateLimitSubject` under this limiter's key. */
+  subjectOf(credential: string | null, remoteAddr: string): string {
+    return rateLimitSubject(this.#mac, credential, remoteAddr);
+  }
+
+  /**
+   * The refusal when `remoteAddr`'s failed-authentication window is spent, else null.
+   * Costs a map lookup (no MAC) for an address with no failure counted here; an
+   * address whose failures were all counted by other instances is seen once this
+   * instance counts one of its own and merges.
+   */
+  failuresSpent(remoteAddr: string): RateLimitDecision | null {
+    const subject = this.#failureSubjects.get(remoteAddr);
+    if (subject === undefined) return null;
+    const d = this.peek(subject);
+    return d.allowed ? null : d;
+  }
+
+  /** Counts one failed authentication from `remoteAddr` (`take` on its `f:` subject). */
+  countFailure(remoteAddr: string): RateLimitDecision {
+    let subject = this.#failureSubjects.get(remoteAddr);
+    if (subject === undefined) {
+      subject = failedAuthSubject(this.#mac, remoteAddr);
+      this.#failureSubjects.set(remoteAddr, subject);
+    }
+    return this.take(subject);
+  }
+
+  /**
+   * What `take(subject)` would decide, without counting and without keeping the subject
+   * (a subject never counted on this instance reads as untouched).
+   */
+  peek(subject: string): RateLimitDecision {
+    const nowMs = this.#now();
+    const window = Math.floor(nowMs / this.#windowMs);
+    const e = this.#entries.get(subject);
+    const used = e !== undefined && e.window === window
+      ? e.global + e.inFlight + e.pending
+      : 0;
+    return this.#decision(nowMs, window, used, used < this.limit);
   }
 
   /** Counts one request of `subject` when it is within the limit; never touches KV. */
@@ -106,26 +199,26 @@ export class RateLimiter {
       e = { window, global: 0, inFlight: 0, pending: 0 };
       this.#entries.set(subject, e);
     }
-    const resetMs = (window + 1) * this.#windowMs;
-    const reset = Math.ceil(resetMs / 1000);
-    const retryAfter = Math.max(1, Math.ceil((resetMs - nowMs) / 1000));
     const used = e.global + e.inFlight + e.pending;
-    if (used >= this.limit) {
-      return {
-        allowed: false,
-        limit: this.limit,
-        remaining: 0,
-        reset,
-        retryAfter,
-      };
-    }
+    if (used >= this.limit) return this.#decision(nowMs, window, used, false);
     e.pending++;
+    return this.#decision(nowMs, window, used + 1, true);
+  }
+
+  /** The decision once `used` requests of the window are counted. */
+  #decision(
+    nowMs: number,
+    window: number,
+    used: number,
+    allowed: boolean,
+  ): RateLimitDecision {
+    const resetMs = (window + 1) * this.#windowMs;
     return {
-      allowed: true,
+      allowed,
       limit: this.limit,
-      remaining: this.limit - used - 1,
-      reset,
-      retryAfter,
+      remaining: Math.max(0, this.limit - used),
+      reset: Math.ceil(resetMs / 1000),
+      retryAfter: Math.max(1, Math.ceil((resetMs - nowMs) / 1000)),
     };
   }
 
@@ -161,6 +254,9 @@ export class RateLimiter {
         batch.push([subject, e, e.inFlight]);
       }
       readBack.push([subject, e]);
+    }
+    for (const [addr, subject] of this.#failureSubjects) {
+      if (!this.#entries.has(subject)) this.#failureSubjects.delete(addr);
     }
     try {
       for (let i = 0; i < batch.length; i += KV_MUTATIONS_MAX) {
@@ -232,6 +328,19 @@ export class RateLimiter {
 const limiters = new WeakMap<AppDeps, RateLimiter>();
 
 /**
+ * The HMAC key of rate-limit subjects: derived from `TOKEN_SECRET`, so that every
+ * instance sharing the secret shares the counts; a random per-process key (counts then
+ * stay per instance, logged once) when the secret is unusable.
+ */
+function subjectKeyOf(deps: AppDeps): Uint8Array {
+  if (deps.config.tokenSecret) return deriveKey(deps, SUBJECT_KEY_LABEL);
+  deps.log.warn(
+    "TOKEN_SECRET is unusable: rate-limit counts use a per-process key and are not shared between instances",
+  );
+  return crypto.getRandomValues(new Uint8Array(32));
+}
+
+/**
  * Starts the app's rate limiter: a merge every `flushMs` and one last merge when the app
  * closes (`deps.onClose`).
  */
@@ -246,6 +355,7 @@ export function startRateLimiter(
     limit: deps.config.rateLimitPerMinute,
     now: deps.now,
     log: deps.log,
+    subjectKey: subjectKeyOf(deps),
   });
   limiters.set(deps, limiter);
   const timer = setInterval(() => void limiter.tick(), flushMs);

@@ -2,6 +2,7 @@
  * Starts the app's long-lived services on `deps` (the credential vault, rate limiter,
  * media hub, reaper, webhook delivery) and registers their shutdown in `deps.onClose`.
  */
+import { ADMIN_API_KEY_MIN_LENGTH } from "./config.ts";
 import type { AppDeps } from "./deps.ts";
 import { startRateLimiter } from "./rate_limit.ts";
 import { initAuth } from "./auth.ts";
@@ -12,9 +13,20 @@ import { startMediaPlane } from "./media/service.ts";
 export async function initServices(deps: AppDeps): Promise<void> {
   // Registered first so it runs last: credentials are zeroed after every service stops.
   deps.onClose.push(() => deps.vault.zeroAll());
+  if (deps.config.sfu) {
+    deps.log.warn(
+      "SFU_URL is set, but this service publishes no media to an SFU: transport webrtc_sfu is refused (AVTR_SFU_NOT_CONFIGURED) and auto uses websocket_fmp4",
+    );
+  }
   if (deps.config.tokenSecretGenerated) {
     deps.log.warn(
       "TOKEN_SECRET is not set: using a random per-process secret; media tokens die with this process",
+    );
+  }
+  const adminKey = deps.config.adminApiKey;
+  if (adminKey !== undefined && adminKey.length < ADMIN_API_KEY_MIN_LENGTH) {
+    deps.log.warn(
+      `ADMIN_API_KEY is shorter than ${ADMIN_API_KEY_MIN_LENGTH} characters: use a long random value`,
     );
   }
   startRateLimiter(deps);

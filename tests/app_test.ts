@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { testApp } from "./_helpers.ts";
+import { moveSession } from "../lib/sessions.ts";
+import { TEST_ADMIN_KEY, testApp } from "./_helpers.ts";
 
 Deno.test("app answers an unknown /v1/ path with 404 AVTR_NOT_FOUND and echoes X-Request-Id", async () => {
   const t = await testApp();
@@ -64,5 +65,122 @@ Deno.test("readyz reports not ready when TOKEN_SECRET is shorter than 32 bytes",
     assert.equal(body.checks.token_secret, "failing");
   } finally {
     await t.close();
+  }
+});
+
+Deno.test("start logs one warning when ADMIN_API_KEY is shorter than 32 characters, and still starts", async (t) => {
+  const warningsOf = (lines: string[]) =>
+    lines.map((l) => JSON.parse(l)).filter((r) =>
+      r.level === "warn" && /ADMIN_API_KEY/.test(r.msg)
+    );
+  await t.step("short key", async () => {
+    const key = "short-admin-key-31-chars-long!!";
+    assert.equal(key.length, 31);
+    const app = await testApp({ ADMIN_API_KEY: key });
+    try {
+      const warnings = warningsOf(app.log.lines);
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0].msg, /32/);
+      assert.equal(app.log.lines.some((l) => l.includes(key)), false);
+      const res = await app.request("/v1/sessions/session:none", {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      await res.body?.cancel();
+      assert.equal(res.status, 404, "the key is still accepted");
+    } finally {
+      await app.close();
+    }
+  });
+  await t.step("32 characters or more, or unset: no warning", async () => {
+    for (const key of ["k".repeat(32), undefined]) {
+      const app = await testApp({ ADMIN_API_KEY: key });
+      try {
+        assert.deepEqual(warningsOf(app.log.lines), []);
+      } finally {
+        await app.close();
+      }
+    }
+  });
+});
+
+/** Sends `head` on a fresh loopback connection; returns the response head, then closes. */
+async function rawHead(port: number, head: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(new TextEncoder().encode(head));
+    const buf = new Uint8Array(16 * 1024);
+    let text = "";
+    while (!text.includes("\r\n\r\n")) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      text += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    return text.slice(0, text.indexOf("\r\n\r\n"));
+  } finally {
+    conn.close();
+  }
+}
+
+Deno.test("a WebSocket upgrade (101) through the real server carries X-Request-Id and X-RateLimit-*", async () => {
+  const app = await testApp();
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    app.app.handler,
+  );
+  try {
+    const created = await app.request("/v1/sessions", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${TEST_ADMIN_KEY}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({
+        provider_type: "external_engine",
+        provider_config: {
+          external_engine: {
+            url: "wss://engine.example.com/v1",
+            auth_headers: { authorization: "Bearer engine-secret" },
+          },
+        },
+      }),
+    });
+    assert.equal(created.status, 200);
+    const { session_id, client_token } = await created.json();
+    // Failed first: the socket is then answered and closed without any engine.
+    const moved = await moveSession(app.app.deps, session_id, {
+      from: ["created"],
+      to: "failed",
+    });
+    assert.equal(moved.ok, true);
+    const head = await rawHead(
+      server.addr.port,
+      [
+        `GET /v1/sessions/${session_id}/ws?token=${
+          encodeURIComponent(client_token)
+        } HTTP/1.1`,
+        `Host: 127.0.0.1:${server.addr.port}`,
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Version: 13",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "X-Request-Id: upgrade-1",
+        "",
+        "",
+      ].join("\r\n"),
+    );
+    const [status, ...lines] = head.split("\r\n");
+    assert.match(status, /^HTTP\/1\.1 101 /);
+    const headers = new Map(lines.map((l) => {
+      const i = l.indexOf(":");
+      return [l.slice(0, i).trim().toLowerCase(), l.slice(i + 1).trim()];
+    }));
+    assert.equal(headers.get("upgrade")?.toLowerCase(), "websocket");
+    assert.equal(headers.get("x-request-id"), "upgrade-1");
+    assert.equal(headers.get("x-ratelimit-limit"), "600");
+    assert.match(headers.get("x-ratelimit-remaining") ?? "", /^\d+$/);
+    assert.match(headers.get("x-ratelimit-reset") ?? "", /^\d+$/);
+  } finally {
+    await app.close();
+    await server.shutdown();
   }
 });

@@ -266,6 +266,12 @@ export class MediaHub implements SessionRuntime {
     const live = this.live.get(id);
     if (!live) return;
     this.live.delete(id);
+    this.deps.log.info("live session released", {
+      session_id: id,
+      status,
+      ...live.stats,
+      user_audio: live.engine?.userAudioStats?.(),
+    });
     if (!live.closed) await live.abort();
     if (status === "failed") {
       live.sendError("invalid_session", true);

@@ -76,6 +76,11 @@ export class LiveSession {
     return {
       onReady: ({ agentSampleRate }) => onReady(agentSampleRate),
       onResponseStart: (responseId) => {
+        // One response at a time: a start ends the turns of any that never ended.
+        for (const old of this.avatarTurns.values()) {
+          this.send({ type: "turn.end", turn_id: old });
+        }
+        this.avatarTurns.clear();
         const turnId = this.nextTurn();
         this.avatarTurns.set(responseId, turnId);
         this.currentAvatarTurn = turnId;

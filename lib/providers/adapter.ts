@@ -3,7 +3,8 @@
  * wire protocol: credential narrowing, endpoint parsing, the connect (SSRF guard, timeout,
  * abort) with close bookkeeping, the protocol's first message and its log line, JSON
  * event parsing, error reporting, and the `EngineConnection` around the wire: ready/done
- * guards, user-audio resampling, graceful end and close.
+ * guards, user-audio admission (backpressure and a real-time rate cap) and resampling,
+ * graceful end and close.
  */
 import {
   type EngineConnection,
@@ -15,11 +16,23 @@ import {
   type ProviderType,
   type TurnErrorCode,
   turnErrorCodeFor,
+  type UserAudioStats,
 } from "./port.ts";
 import { StreamResampler } from "./resample.ts";
 import { connectWs, type WsClient } from "./ws_client.ts";
 
 export type Json = Record<string, unknown>;
+
+/**
+ * Bytes the engine socket may have queued (written by us, not yet taken by the engine)
+ * before user audio is dropped instead of queued: a slow engine costs at most this much
+ * memory per session, not whatever the browser sends.
+ */
+export const MAX_ENGINE_BUFFERED_BYTES = 1024 * 1024;
+/** User audio may arrive at most this many times faster than real time, sustained. */
+export const USER_AUDIO_MAX_SPEED = 2;
+/** Audio (ms, at the browser's declared rate) accepted at once above that speed. */
+export const USER_AUDIO_BURST_MS = 5000;
 
 /** `v` when it is a string, else "". */
 export const str = (v: unknown): string => typeof v === "string" ? v : "";
@@ -94,6 +107,7 @@ export class EngineLink {
   readonly #tracker: CloseTracker;
   #resampler: StreamResampler;
   #client: WsClient | null = null;
+  readonly #audio: UserAudioGate;
 
   constructor(
     private readonly deps: ProviderDeps,
@@ -105,6 +119,15 @@ export class EngineLink {
   ) {
     this.#tracker = new CloseTracker(options.events.onClose);
     this.#resampler = new StreamResampler(userRate);
+    this.#audio = new UserAudioGate(
+      deps.now ?? Date.now,
+      (reason) =>
+        deps.log.warn("user audio dropped", {
+          provider,
+          session_id: options.sessionId,
+          reason,
+        }),
+    );
   }
 
   get events(): EngineEvents {
@@ -191,9 +214,13 @@ export class EngineLink {
     return {
       sendUserAudio: (pcm, sampleRate) => {
         if (!this.ready || tracker.done || tracker.ending) return;
+        if (!this.#audio.admit(pcm.length, sampleRate, client.bufferedAmount)) {
+          return;
+        }
         const out = this.#resampler.push(pcm, sampleRate);
         if (out.length > 0) wire.sendAudio(out);
       },
+      userAudioStats: () => this.#audio.stats(),
       sendText: (text) => {
         if (!this.ready || tracker.done) return;
         wire.sendText(text);
@@ -212,6 +239,60 @@ export class EngineLink {
         client.close(1000, "session closed");
       },
     };
+  }
+}
+
+/**
+ * Admission of browser audio into the engine socket: a frame is dropped (and counted)
+ * when the socket already holds more than `MAX_ENGINE_BUFFERED_BYTES` unsent, or when it
+ * exceeds a token bucket of `USER_AUDIO_BURST_MS` refilled at `USER_AUDIO_MAX_SPEED`×
+ * wall time. The first drop of each kind is reported to `onFirstDrop`.
+ */
+class UserAudioGate {
+  #counts: UserAudioStats = {
+    sent: 0,
+    droppedBackpressure: 0,
+    droppedOverRate: 0,
+  };
+  #budgetMs = USER_AUDIO_BURST_MS;
+  #at: number;
+
+  constructor(
+    private readonly now: () => number,
+    private readonly onFirstDrop: (reason: string) => void,
+  ) {
+    this.#at = now();
+  }
+
+  stats(): UserAudioStats {
+    return { ...this.#counts };
+  }
+
+  /** Whether a frame of `samples` at `rate` may go to a socket holding `buffered` bytes. */
+  admit(samples: number, rate: number, buffered: number): boolean {
+    const now = this.now();
+    this.#budgetMs = Math.min(
+      USER_AUDIO_BURST_MS,
+      this.#budgetMs + Math.max(0, now - this.#at) * USER_AUDIO_MAX_SPEED,
+    );
+    this.#at = now;
+    const costMs = (samples * 1000) / rate;
+    const c = this.#counts;
+    if (costMs > this.#budgetMs + 1e-6) {
+      if (c.droppedOverRate++ === 0) {
+        this.onFirstDrop("faster than real time");
+      }
+      return false;
+    }
+    this.#budgetMs -= costMs;
+    if (buffered > MAX_ENGINE_BUFFERED_BYTES) {
+      if (c.droppedBackpressure++ === 0) {
+        this.onFirstDrop("engine not reading");
+      }
+      return false;
+    }
+    c.sent++;
+    return true;
   }
 }
 

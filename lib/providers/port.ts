@@ -54,6 +54,16 @@ export interface EngineEvents {
   onBargeIn?(): void;
 }
 
+/** Counters of the browser audio a connection took (in browser frames). */
+export interface UserAudioStats {
+  /** Frames passed on to the engine (resampled). */
+  sent: number;
+  /** Frames dropped because the engine socket had too much queued (a slow engine). */
+  droppedBackpressure: number;
+  /** Frames dropped because the browser sent faster than real time allows. */
+  droppedOverRate: number;
+}
+
 /** A live engine connection for one session. */
 export interface EngineConnection {
   /** Microphone audio from the browser, PCM16LE mono at `sampleRate`; adapters resample. */
@@ -69,6 +79,8 @@ export interface EngineConnection {
   end(timeoutMs: number): Promise<boolean>;
   /** Drop the connection at once (force end, failure). Idempotent. */
   close(): void;
+  /** What became of the user audio so far (adapters built on `EngineLink` have it). */
+  userAudioStats?(): UserAudioStats;
 }
 
 export interface EngineStartOptions {

@@ -43,6 +43,7 @@ export interface VendorCOptions {
 /**
  * The WebSocket URL for `credentials`: a given `signed_url` (checked to be on the
  * configured host and path), else the configured endpoint with `agent_id` in the query.
+ * Create runs the same check (`checkProviderTargets`); this one is defence in depth.
  */
 export function vendorCUrl(
   endpoint: string,

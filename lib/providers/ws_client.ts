@@ -59,6 +59,8 @@ export interface WsConnectOptions {
 
 export interface WsClient {
   readonly isOpen: boolean;
+  /** Bytes handed to `send` that the socket has not written yet (a slow peer's backlog). */
+  readonly bufferedAmount: number;
   sendJson(value: unknown): boolean;
   /** Sends `bytes` as one or more binary frames of at most `maxFrameBytes`. */
   sendBinary(bytes: Uint8Array): boolean;
@@ -255,6 +257,9 @@ export async function connectWs(
   return {
     get isOpen() {
       return isOpen();
+    },
+    get bufferedAmount() {
+      return ws.bufferedAmount;
     },
     sendJson(value) {
       if (!isOpen()) return false;

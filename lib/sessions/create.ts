@@ -21,7 +21,11 @@ import {
 } from "../idempotency.ts";
 import { ulid } from "../ids.ts";
 import { preflightProvider } from "../providers/preflight.ts";
-import type { ProviderCredentials } from "../providers/port.ts";
+import {
+  EngineStartError,
+  type ProviderCredentials,
+} from "../providers/port.ts";
+import { vendorCUrl } from "../providers/vendor_c.ts";
 import {
   type CreateSessionInput,
   parseCreateSession,
@@ -59,22 +63,22 @@ export interface CreateSessionResult {
   replayed: boolean;
 }
 
-/** `auto` → SFU when configured, else fMP4; `webrtc_sfu` without SFU → 400. */
+/**
+ * `auto` → `websocket_fmp4`; `webrtc_sfu` → 400 `AVTR_SFU_NOT_CONFIGURED`. This service
+ * publishes no media to a realtime SFU, so it fails closed even when `SFU_URL` is set
+ * (SPEC 2.2: `webrtc_sfu` never falls back to fMP4).
+ */
 export function resolveTransport(
-  deps: AppDeps,
   requested: Transport,
 ): Exclude<Transport, "auto"> {
-  if (requested === "auto") {
-    return deps.config.sfu ? "webrtc_sfu" : "websocket_fmp4";
-  }
-  if (requested === "webrtc_sfu" && !deps.config.sfu) {
+  if (requested === "webrtc_sfu") {
     throw new ApiError(
       "AVTR_SFU_NOT_CONFIGURED",
       "transport webrtc_sfu is not available on this deployment",
       { param: "transport" },
     );
   }
-  return requested;
+  return "websocket_fmp4";
 }
 
 /** The catalog entries named by `avatar_config` (defaults when omitted), else 400. */
@@ -98,6 +102,32 @@ export function resolveAvatar(
     );
   }
   return { avatarId, bgId };
+}
+
+/**
+ * Refuses what the body's shape cannot tell but the deployment's config can: a
+ * `vendor_c.signed_url` off the configured conversation endpoint (scheme, host, port,
+ * path of `VENDOR_C_URL`) → 400 `AVTR_PROVIDER_MISCONFIGURED` with its `param`. The
+ * adapter checks the same again at connect. The URL is never echoed (it holds a token).
+ */
+export function checkProviderTargets(
+  deps: AppDeps,
+  input: CreateSessionInput,
+): void {
+  const signedUrl = input.provider_config.vendor_c?.signed_url;
+  if (input.provider_type !== "vendor_c" || signedUrl === undefined) return;
+  const endpoint = deps.config.providerEndpoints.vendorCUrl;
+  try {
+    vendorCUrl(endpoint, { agent_id: "", signed_url: signedUrl });
+  } catch (err) {
+    if (!(err instanceof EngineStartError)) throw err;
+    const { host, pathname } = new URL(endpoint);
+    throw new ApiError(
+      "AVTR_PROVIDER_MISCONFIGURED",
+      `provider_config.vendor_c.signed_url must be a wss:// URL on ${host}${pathname}`,
+      { param: "provider_config.vendor_c.signed_url" },
+    );
+  }
 }
 
 /** The credentials part of a validated request, for the vault. */
@@ -134,7 +164,7 @@ async function withStartTimeout<T>(
 
 /**
  * Creates and starts a session for `tenantId` (SPEC 4.1). Throws the `ApiError`s of
- * DECISIONS 3/4: 400s for the body, 422 for an idempotency mismatch, 429 over the
+ * DECISIONS 3/4: 400s for the body (and a `vendor_c.signed_url` off `VENDOR_C_URL`), 422 for an idempotency mismatch, 429 over the
  * tenant's limit, 502/503/504 from the provider pre-flight, 503 without render capacity,
  * token secret or store.
  */
@@ -143,7 +173,8 @@ export async function createSession(
   request: CreateSessionRequest,
 ): Promise<CreateSessionResult> {
   const input = parseCreateSession(request.body);
-  const transport = resolveTransport(deps, input.transport);
+  checkProviderTargets(deps, input);
+  const transport = resolveTransport(input.transport);
   const { avatarId, bgId } = resolveAvatar(input.avatar_config);
   requireTokenSecret(deps);
 

@@ -48,14 +48,14 @@ export function issueMediaTokens(
 } {
   const client = mintToken(deps, rec.session_id, "client");
   const session = mintToken(deps, rec.session_id, "session");
-  const sfu = rec.transport === "webrtc_sfu" ? deps.config.sfu : null;
+  // Every session is websocket_fmp4 (lib/sessions/create.ts resolveTransport).
   return {
     client_token: client.token,
     expires_at: client.expiresAt,
     stream_metadata: {
       session_token: session.token,
-      sfu_endpoint: sfu ? sfu.url : null,
-      ice_servers: sfu ? sfu.iceServers : [],
+      sfu_endpoint: null,
+      ice_servers: [],
     },
   };
 }

@@ -2,26 +2,59 @@
  * Runs for every `/v1/` request, unmatched paths included: counts it against its rate
  * limit (per credential, or per client address when none was sent) and puts the
  * `X-RateLimit-*` headers on whatever answer follows, errors included.
+ *
+ * Failed authentications have a window of their own per client address: every 401
+ * answered counts against it, and once it is spent the address is answered 429 before
+ * authentication is attempted, whatever credential it sends, until the window ends. So
+ * rotating made-up credentials (each of which gets a fresh window of its own) cannot
+ * guess keys without limit.
  */
 import { credentialFrom } from "../../lib/auth.ts";
 import { ApiError } from "../../lib/errors.ts";
 import type { Ctx } from "../../lib/http.ts";
-import { rateLimiterOf, rateLimitSubject } from "../../lib/rate_limit.ts";
+import { type RateLimitDecision, rateLimiterOf } from "../../lib/rate_limit.ts";
+
+function setRateHeaders(ctx: Ctx, d: RateLimitDecision): void {
+  const h = ctx.state.headers;
+  h.set("x-ratelimit-limit", String(d.limit));
+  h.set("x-ratelimit-remaining", String(d.remaining));
+  h.set("x-ratelimit-reset", String(d.reset));
+}
+
+function exceeded(d: RateLimitDecision): ApiError {
+  return new ApiError(
+    "AVTR_RATE_LIMIT_EXCEEDED",
+    "Too many requests in the current rate-limit window",
+    { retryAfter: d.retryAfter },
+  );
+}
 
 export async function handler(ctx: Ctx): Promise<Response> {
-  const decision = rateLimiterOf(ctx.deps).take(
-    rateLimitSubject(credentialFrom(ctx.req), ctx.remoteAddr),
-  );
-  const h = ctx.state.headers;
-  h.set("x-ratelimit-limit", String(decision.limit));
-  h.set("x-ratelimit-remaining", String(decision.remaining));
-  h.set("x-ratelimit-reset", String(decision.reset));
-  if (!decision.allowed) {
-    throw new ApiError(
-      "AVTR_RATE_LIMIT_EXCEEDED",
-      "Too many requests in the current rate-limit window",
-      { retryAfter: decision.retryAfter },
-    );
+  const limiter = rateLimiterOf(ctx.deps);
+  const spent = limiter.failuresSpent(ctx.remoteAddr);
+  if (spent !== null) {
+    setRateHeaders(ctx, spent);
+    throw exceeded(spent);
   }
-  return await ctx.next();
+  const decision = limiter.take(
+    limiter.subjectOf(credentialFrom(ctx.req), ctx.remoteAddr),
+  );
+  setRateHeaders(ctx, decision);
+  if (!decision.allowed) throw exceeded(decision);
+
+  // A 401 counts against the address; the headers then show whichever window is
+  // closer to refusing this client.
+  const countFailure = () => {
+    const f = limiter.countFailure(ctx.remoteAddr);
+    if (f.remaining < decision.remaining) setRateHeaders(ctx, f);
+  };
+  let res: Response;
+  try {
+    res = await ctx.next();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) countFailure();
+    throw err;
+  }
+  if (res.status === 401) countFailure();
+  return res;
 }

@@ -3,7 +3,9 @@
  * a plain `Deno.serve` on 127.0.0.1.
  * No ALPN is offered, so the client speaks HTTP/1.1 and an upgrade refusal reaches it as an
  * HTTP status (over h2, Deno's client reports only a stream error). `freeze()` stops relaying bytes both ways, which
- * makes a peer that never answers anything (not even a close frame).
+ * makes a peer that never answers anything (not even a close frame). `stall()` stops
+ * reading what clients send (until `resume()`), so their socket buffers fill up: an engine
+ * that reads too slowly.
  */
 
 const FIXTURES = new URL("../fixtures/tls/", import.meta.url);
@@ -20,6 +22,9 @@ export interface WssServer {
   port: number;
   /** Stop relaying bytes in both directions (connections stay open). */
   freeze(): void;
+  /** Stop reading from clients at all (their writes back up), until `resume()`. */
+  stall(): void;
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -27,10 +32,12 @@ async function relay(
   from: Deno.Conn,
   to: Deno.Conn,
   frozen: () => boolean,
+  gate: () => Promise<void> = () => Promise.resolve(),
 ): Promise<void> {
   const buf = new Uint8Array(64 * 1024);
   try {
     while (true) {
+      await gate();
       const n = await from.read(buf);
       if (n === null) break;
       if (frozen()) continue;
@@ -62,6 +69,12 @@ export function startWssServer(
     key: TEST_KEY,
   });
   let frozen = false;
+  let stalled: { promise: Promise<void>; resolve: () => void } | null = null;
+  const gate = () => stalled?.promise ?? Promise.resolve();
+  const resume = () => {
+    stalled?.resolve();
+    stalled = null;
+  };
   const conns = new Set<Deno.Conn>();
   const tasks: Promise<void>[] = [];
   const accept = (async () => {
@@ -78,7 +91,7 @@ export function startWssServer(
             });
             conns.add(up);
             await Promise.all([
-              relay(tls, up, () => frozen),
+              relay(tls, up, () => frozen, gate),
               relay(up, tls, () => frozen),
             ]);
           } catch {
@@ -101,7 +114,12 @@ export function startWssServer(
     freeze() {
       frozen = true;
     },
+    stall() {
+      stalled ??= Promise.withResolvers<void>();
+    },
+    resume,
     async close() {
+      resume();
       listener.close();
       for (const c of conns) {
         try {

@@ -164,6 +164,18 @@ Deno.test("authenticate() with an inline IDP_JWKS token covers every identity-pr
         );
       },
     );
+    await t.step(
+      "a keys:admin scope claim is never granted: IdP principals are tenant-scoped",
+      async () => {
+        const token = await sign({
+          ...GOOD,
+          scope: "sessions:read keys:admin sessions:write",
+        });
+        await rejectsWith(auth(token, "keys:admin"), "AVTR_AUTH_MISSING_SCOPE");
+        const { principal } = await auth(token);
+        assert.deepEqual(principal.scopes, ["sessions:read", "sessions:write"]);
+      },
+    );
     await t.step("bad signature → 401 AVTR_AUTH_INVALID_KEY", async () => {
       await rejectsWith(
         auth(await sign(GOOD, { key: stranger.pair })),

@@ -150,20 +150,94 @@ Deno.test("KvReadBatcher", async (t) => {
   );
 
   await t.step(
-    "a failed round trip rejects its reads with 503 and the next batch runs",
+    "a failed round trip rejects its reads and those queued behind it with 503; later reads run",
     async () => {
       const s = await spyKv();
       await s.kv.set(["ok"], 1);
       const b = new KvReadBatcher(s.spy);
       s.failNext(new Error("disk I/O error"));
       const failed = b.getMany([["a"]]);
-      const next = b.getMany([["ok"]]);
-      await assert.rejects(failed, (err: unknown) => {
+      const queued = b.getMany([["ok"]]);
+      for (const p of [failed, queued]) {
+        await assert.rejects(p, (err: unknown) => {
+          assert.ok(err instanceof ApiError);
+          assert.equal(err.code, "AVTR_SESSION_STATE_UNAVAILABLE");
+          return true;
+        });
+      }
+      assert.equal(s.calls.length, 1);
+      assert.equal((await b.getMany([["ok"]]))[0].value, 1);
+      s.kv.close();
+    },
+  );
+
+  await t.step(
+    "a stalled round trip fails every read queued behind it at once, with no round trip of their own",
+    async () => {
+      const kv = await Deno.openKv(":memory:");
+      const calls: Deno.KvKey[][] = [];
+      // A KV whose getMany never answers (a stalled store).
+      const stalled = new Proxy(kv, {
+        get(target, prop) {
+          if (prop === "getMany") {
+            return (keys: Deno.KvKey[]) => {
+              calls.push(keys);
+              return new Promise(() => {});
+            };
+          }
+          const value = Reflect.get(target, prop, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const b = new KvReadBatcher(stalled, { timeoutMs: 50 });
+      // 50 concurrent reads of distinct keys: five batches' worth.
+      const reads = Array.from(
+        { length: 50 },
+        (_, i) =>
+          b.getMany([["k", i]]).then(
+            () => "resolved",
+            (err: unknown) => err instanceof ApiError ? err.code : String(err),
+          ),
+      );
+      const outcomes = await Promise.all(reads);
+      assert.deepEqual(
+        new Set(outcomes),
+        new Set(["AVTR_SESSION_STATE_UNAVAILABLE"]),
+      );
+      // Queued reads did not each wait for a round trip (and its timeout) of their own.
+      assert.equal(calls.length, 1);
+      assert.equal(b.stats.roundTrips, 1);
+      kv.close();
+    },
+  );
+
+  await t.step(
+    "a read whose deadline passed while it was queued fails without a round trip",
+    async () => {
+      const s = await spyKv();
+      await s.kv.set(["late"], "value");
+      let now = 0;
+      const b = new KvReadBatcher(s.spy, {
+        timeoutMs: 60_000,
+        now: () => now,
+      });
+      s.hold();
+      const first = b.getMany([["a"]]);
+      const queued = b.getMany([["late"]]);
+      await tick();
+      // The first round trip answers just inside its deadline; the queued read, asked
+      // at the same time, has nothing left of its own.
+      now = 60_000;
+      s.release();
+      assert.equal((await first)[0].value, null);
+      await assert.rejects(queued, (err: unknown) => {
         assert.ok(err instanceof ApiError);
         assert.equal(err.code, "AVTR_SESSION_STATE_UNAVAILABLE");
         return true;
       });
-      assert.equal((await next)[0].value, 1);
+      assert.equal(s.calls.length, 1, "no round trip for an expired read");
+      // A read asked now has a whole deadline of its own.
+      assert.equal((await b.getMany([["late"]]))[0].value, "value");
       s.kv.close();
     },
   );

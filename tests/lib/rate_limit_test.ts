@@ -1,14 +1,21 @@
 import assert from "node:assert/strict";
+import { createHash, createHmac } from "node:crypto";
 import { createApp } from "../../app.ts";
 import { memoryLogger } from "../../lib/log.ts";
 import {
+  failedAuthSubject,
   RATE_LIMIT_WINDOW_MS,
   RateLimiter,
   rateLimiterOf,
   rateLimitKey,
   rateLimitSubject,
+  SubjectMac,
 } from "../../lib/rate_limit.ts";
 import { TEST_ADMIN_KEY, TEST_TOKEN_SECRET, TestClock } from "../_helpers.ts";
+
+function sha256Hex(s: string): string {
+  return createHash("sha256").update(s).digest("hex");
+}
 
 /** A clock at the start of a window, so a whole window lies ahead. */
 function windowClock(): TestClock {
@@ -86,19 +93,133 @@ Deno.test("RateLimiter.take() counts each subject separately", async () => {
   }
 });
 
-Deno.test("rateLimitSubject() hashes the credential, else the address, never keeping either", () => {
+Deno.test("rateLimitSubject() is an HMAC of the credential, else the address, never keeping either", () => {
+  const k1 = new Uint8Array(32).fill(1);
+  const m1 = new SubjectMac(k1);
+  const m2 = new SubjectMac(new Uint8Array(32).fill(2));
   const key = "avk_live_secret_credential_value";
-  const s1 = rateLimitSubject(key, "10.0.0.1");
-  assert.equal(s1, rateLimitSubject(key, "10.0.0.2"));
-  assert.notEqual(s1, rateLimitSubject(key + "x", "10.0.0.1"));
+  const s1 = rateLimitSubject(m1, key, "10.0.0.1");
+  assert.equal(
+    s1,
+    "c:" + createHmac("sha256", k1).update("c\0" + key).digest("hex"),
+    "HMAC-SHA256 (RFC 2104)",
+  );
+  assert.equal(s1, rateLimitSubject(m1, key, "10.0.0.2"));
+  assert.equal(s1, rateLimitSubject(m1, key, "10.0.0.2"), "repeatable");
+  assert.notEqual(s1, rateLimitSubject(m1, key + "x", "10.0.0.1"));
+  assert.notEqual(s1, rateLimitSubject(m2, key, "10.0.0.1"), "keyed");
+  assert.notEqual(s1, "c:" + sha256Hex("c\0" + key), "not a plain hash");
   assert.match(s1, /^c:[0-9a-f]{64}$/);
-  assert.equal(s1.includes(key), false);
-  const a = rateLimitSubject(null, "10.0.0.1");
+  const a = rateLimitSubject(m1, null, "10.0.0.1");
   assert.match(a, /^a:[0-9a-f]{64}$/);
-  assert.notEqual(a, rateLimitSubject(null, "10.0.0.2"));
+  assert.notEqual(a, rateLimitSubject(m1, null, "10.0.0.2"));
   assert.equal(a.includes("10.0.0.1"), false);
   // A credential equal to an address is still a different subject.
-  assert.notEqual(rateLimitSubject("10.0.0.1", "x"), a);
+  assert.notEqual(rateLimitSubject(m1, "10.0.0.1", "x"), a);
+  const f = failedAuthSubject(m1, "10.0.0.1");
+  assert.match(f, /^f:[0-9a-f]{64}$/);
+  assert.notEqual(f.slice(2), a.slice(2));
+  assert.notEqual(f, failedAuthSubject(m1, "10.0.0.2"));
+  assert.notEqual(f, failedAuthSubject(m2, "10.0.0.1"));
+  // Keys longer than a SHA-256 block are hashed first, as RFC 2104 says.
+  const long = new Uint8Array(100).fill(9);
+  assert.equal(
+    new SubjectMac(long).subject("a", "x"),
+    "a:" + createHmac("sha256", long).update("a\0x").digest("hex"),
+  );
+});
+
+Deno.test("RateLimiter counts failed authentications per address, and forgets them with their window", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const rl = new RateLimiter({ kv, limit: 2, now: clock.now });
+  try {
+    assert.equal(rl.failuresSpent("10.0.0.1"), null);
+    assert.equal(rl.countFailure("10.0.0.1").remaining, 1);
+    assert.equal(rl.failuresSpent("10.0.0.1"), null);
+    assert.equal(rl.countFailure("10.0.0.1").remaining, 0);
+    const spent = rl.failuresSpent("10.0.0.1");
+    assert.equal(spent?.allowed, false);
+    assert.equal(spent?.remaining, 0);
+    assert.equal(rl.failuresSpent("10.0.0.2"), null, "per address");
+    assert.equal(rl.take(rl.subjectOf(null, "10.0.0.1")).allowed, true);
+    await rl.flush();
+    assert.notEqual(rl.failuresSpent("10.0.0.1"), null);
+    clock.advance(RATE_LIMIT_WINDOW_MS);
+    assert.equal(rl.failuresSpent("10.0.0.1"), null, "a new window");
+    await rl.flush();
+    assert.equal(rl.countFailure("10.0.0.1").remaining, 1);
+  } finally {
+    kv.close();
+  }
+});
+
+/** The subjects an app wrote to KV for one request with `credential`, after a merge. */
+async function storedSubjects(
+  env: Record<string, string>,
+  credential: string,
+): Promise<{ subjects: string[]; log: string[] }> {
+  const kv = await Deno.openKv(":memory:");
+  const log = memoryLogger();
+  const app = await createApp({
+    env: { ADMIN_API_KEY: TEST_ADMIN_KEY, ...env },
+    kv,
+    log,
+  });
+  try {
+    const res = await app.handler(
+      new Request("http://localhost/v1/nope", {
+        headers: { authorization: `Bearer ${credential}` },
+      }),
+    );
+    await res.body?.cancel();
+    await rateLimiterOf(app.deps).flush();
+    const subjects: string[] = [];
+    for await (const e of kv.list({ prefix: ["rate_limits"] })) {
+      subjects.push(String(e.key[2]));
+    }
+    return { subjects, log: log.lines };
+  } finally {
+    await app.close();
+    kv.close();
+  }
+}
+
+Deno.test("rate-limit subjects in KV are keyed by TOKEN_SECRET: no offline guessing from a KV dump", async (t) => {
+  const credential = "weak-admin-key";
+  const other = "other-token-secret-0123456789abcdefghijklmnop";
+  await t.step("one secret, one subject on every instance", async () => {
+    const a = await storedSubjects(
+      { TOKEN_SECRET: TEST_TOKEN_SECRET },
+      credential,
+    );
+    const b = await storedSubjects(
+      { TOKEN_SECRET: TEST_TOKEN_SECRET },
+      credential,
+    );
+    assert.equal(a.subjects.length, 1);
+    assert.deepEqual(a.subjects, b.subjects);
+    assert.notEqual(a.subjects[0], "c:" + sha256Hex("c\0" + credential));
+    assert.equal(a.subjects[0].includes(credential), false);
+    const c = await storedSubjects({ TOKEN_SECRET: other }, credential);
+    assert.notEqual(
+      c.subjects[0],
+      a.subjects[0],
+      "another secret, another subject",
+    );
+  });
+  await t.step(
+    "an unusable secret: a random per-process key, with one warning",
+    async () => {
+      const a = await storedSubjects({ TOKEN_SECRET: "short" }, credential);
+      const b = await storedSubjects({ TOKEN_SECRET: "short" }, credential);
+      assert.notEqual(a.subjects[0], b.subjects[0]);
+      const warnings = a.log.map((l) => JSON.parse(l)).filter((r) =>
+        r.level === "warn" && /rate-limit/.test(r.msg)
+      );
+      assert.equal(warnings.length, 1);
+    },
+  );
 });
 
 Deno.test("RateLimiter.flush() merges local counts into KV and stays exact on one instance", async () => {
@@ -216,9 +337,9 @@ Deno.test("startRateLimiter() merges once more when the app closes", async () =>
       await (await app.handler(new Request("http://localhost/v1/nope"))).body
         ?.cancel();
     }
+    const subject = rateLimiterOf(app.deps).subjectOf(null, "unknown");
     await app.close();
     assert.throws(() => rateLimiterOf(app.deps));
-    const subject = rateLimitSubject(null, "unknown");
     assert.equal(await readTotal(kv, clock, subject), 3);
   } finally {
     kv.close();

@@ -258,3 +258,51 @@ Deno.test("LiveSession restarts a failed stream on the same socket, then gives u
     await closeDeps(deps);
   }
 });
+
+Deno.test("LiveSession ends the turn of a response that never ended when the next starts", async () => {
+  const deps = await createDeps({
+    env: { KV_PATH: ":memory:" },
+    log: memoryLogger(),
+  });
+  try {
+    const live = new LiveSession(deps, "session:test");
+    const ws = new SlowSocket();
+    live.attach(ws as unknown as WebSocket, "active");
+    const events = live.engineEvents(() => {});
+    const json = () =>
+      ws.sent.filter((d): d is string => typeof d === "string").map((d) =>
+        JSON.parse(d)
+      ).filter((m) => m.type !== "session.state");
+    events.onResponseStart("r1");
+    events.onResponseStart("r2");
+    events.onTranscript({ role: "agent", text: "two", final: true });
+    assert.deepEqual(json(), [
+      { type: "turn.start", turn_id: "turn_1", role: "avatar" },
+      { type: "turn.end", turn_id: "turn_1" },
+      { type: "turn.start", turn_id: "turn_2", role: "avatar" },
+      {
+        type: "transcript",
+        turn_id: "turn_2",
+        role: "avatar",
+        text: "two",
+        final: true,
+      },
+    ]);
+    events.onResponseEnd("r1"); // late: its turn already ended
+    assert.equal(json().length, 4);
+
+    // An engine that never ends its responses leaves one open turn, not thousands.
+    for (let i = 3; i <= 2000; i++) events.onResponseStart(`r${i}`);
+    const msgs = json();
+    const starts = msgs.filter((m) => m.type === "turn.start").length;
+    const ends = msgs.filter((m) => m.type === "turn.end").length;
+    assert.equal(starts, 2000);
+    assert.equal(ends, 1999);
+    for (let i = 1; i < 2000; i++) events.onResponseEnd(`r${i}`);
+    assert.equal(json().length, msgs.length, "old responses end nothing");
+    events.onResponseEnd("r2000");
+    assert.deepEqual(json().at(-1), { type: "turn.end", turn_id: "turn_2000" });
+  } finally {
+    await closeDeps(deps);
+  }
+});

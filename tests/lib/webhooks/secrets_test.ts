@@ -38,6 +38,24 @@ async function deliverOne(deps: AppDeps, rx: Receiver, tenant: string) {
   return rx.received.find((r) => r.headers["webhook-id"] === event.event_id)!;
 }
 
+/** Every KV value, as JSON text, that contains `needle`. */
+async function kvHolding(deps: AppDeps, needle: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of deps.kv.list({ prefix: [] })) {
+    const text = JSON.stringify(
+      e.value,
+      (_k, v) =>
+        typeof v === "bigint"
+          ? String(v)
+          : v instanceof Uint8Array
+          ? new TextDecoder().decode(v)
+          : v,
+    );
+    if (text.includes(needle)) out.push(JSON.stringify(e.key));
+  }
+  return out;
+}
+
 Deno.test("signOne() matches the standardwebhooks reference", () => {
   const secret = generateSecret();
   assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
@@ -118,6 +136,15 @@ Deno.test("webhooks: rotation signs with both secrets for 24 h, then with the ne
       assert.notEqual(rotated.secret, envSecret);
       assert.equal(rotated.previous_until, clock.now() + 24 * HOUR);
     });
+    await t.step("KV never holds the WEBHOOK_SECRET value", async () => {
+      assert.deepEqual(await kvHolding(deps, envSecret.slice(6)), []);
+      const record = await deps.kv.get<Record<string, unknown>>([
+        "webhook_secrets",
+        "tenant_r",
+      ]);
+      assert.equal(record.value?.previous, undefined);
+      assert.equal(record.value?.previous_from, "env");
+    });
 
     clock.advance(23 * HOUR); // back at the real time, 1 h of overlap left
     await t.step("during the overlap both signatures verify", async () => {
@@ -128,6 +155,7 @@ Deno.test("webhooks: rotation signs with both secrets for 24 h, then with the ne
       assert.throws(() =>
         new Webhook(generateSecret()).verify(r.body, r.headers)
       );
+      assert.deepEqual(await kvHolding(deps, envSecret.slice(6)), []);
     });
 
     clock.advance(2 * HOUR);
@@ -145,6 +173,18 @@ Deno.test("webhooks: rotation signs with both secrets for 24 h, then with the ne
       });
     });
 
+    await t.step("an expired previous secret is dropped from KV", async () => {
+      const record = await deps.kv.get<Record<string, unknown>>([
+        "webhook_secrets",
+        "tenant_r",
+      ]);
+      assert.deepEqual(Object.keys(record.value ?? {}).sort(), [
+        "created_at",
+        "current",
+        "rotated_at",
+      ]);
+    });
+
     await t.step(
       "a second rotation drops the oldest secret at once",
       async () => {
@@ -156,6 +196,16 @@ Deno.test("webhooks: rotation signs with both secrets for 24 h, then with the ne
           new Webhook(again.secret).sign(id, at, r.body),
           new Webhook(rotated.secret).sign(id, at, r.body),
         ]);
+      },
+    );
+
+    await t.step(
+      "past the overlap a delivery drops the replaced tenant secret from KV",
+      async () => {
+        clock.advance(25 * HOUR);
+        const r = await deliverOne(deps, rx, "tenant_r");
+        assert.equal(r.headers["webhook-signature"].split(" ").length, 1);
+        assert.deepEqual(await kvHolding(deps, rotated.secret.slice(6)), []);
       },
     );
   } finally {

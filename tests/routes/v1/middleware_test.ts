@@ -57,8 +57,11 @@ Deno.test("v1 middleware puts X-RateLimit-* on success and on every error", asyn
   const app = await testApp({ RATE_LIMIT_PER_MINUTE: "100" }, { clock });
   const reset = resetOf(clock);
   try {
-    // Each credential, and the address of requests without one, has its own window.
+    // Each credential, and the address of requests without one, has its own window;
+    // a 401 also counts against the address's failure window, and its headers show
+    // whichever window has less left.
     const remaining = new Map<string, number>();
+    let failuresLeft = 100;
     const cases: [string, string, RequestInit, number][] = [
       ["201 POST /v1/api-keys", "/v1/api-keys", {
         method: "POST",
@@ -88,7 +91,13 @@ Deno.test("v1 middleware puts X-RateLimit-* on success and on every error", asyn
         const subject = h.get("authorization") ?? h.get("x-api-key") ?? "";
         const left = (remaining.get(subject) ?? 100) - 1;
         remaining.set(subject, left);
-        assertRateHeaders(res, 100, left, reset);
+        if (status === 401) failuresLeft--;
+        assertRateHeaders(
+          res,
+          100,
+          status === 401 ? Math.min(left, failuresLeft) : left,
+          reset,
+        );
       });
     }
     await t.step("outside /v1/ there are none", async () => {
@@ -303,5 +312,194 @@ Deno.test("access log never carries a token or bearer credential", async (t) => 
     }
   } finally {
     await app.close();
+  }
+});
+
+/** Calls `/v1/...` on `app` from client address `addr`; returns status, headers, body. */
+async function callFrom(
+  app: App,
+  path: string,
+  headers: Record<string, string>,
+  addr: string,
+): Promise<
+  { status: number; headers: Headers; body: Record<string, unknown> }
+> {
+  const res = await app.handler(
+    new Request(`http://localhost${path}`, { headers }),
+    from(addr),
+  );
+  const text = await res.text();
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: text ? JSON.parse(text) : {},
+  };
+}
+
+Deno.test("v1 middleware limits failed authentications per client address, whatever credential they send", async (t) => {
+  const clock = windowClock();
+  clock.advance(20_250);
+  const app = await testApp({ RATE_LIMIT_PER_MINUTE: "3" }, { clock });
+  const reset = resetOf(clock);
+  const path = "/v1/sessions/session:none";
+  const admin = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+  const attacker = "192.0.2.66";
+  try {
+    await t.step(
+      "each 401 counts against the address's failure window",
+      async () => {
+        for (let i = 0; i < 3; i++) {
+          const r = await callFrom(app.app, path, {
+            authorization: `Bearer guess-${i}`,
+          }, attacker);
+          assert.equal(r.status, 401);
+          assert.equal(r.body.code, "AVTR_AUTH_INVALID_KEY");
+          // The failure window is the one closest to refusing this client.
+          assert.equal(r.headers.get("x-ratelimit-remaining"), String(2 - i));
+        }
+      },
+    );
+    await t.step("no KV write per request", async () => {
+      const keys = [];
+      for await (const e of app.app.deps.kv.list({ prefix: ["rate_limits"] })) {
+        keys.push(e.key);
+      }
+      assert.deepEqual(keys, []);
+    });
+    await t.step(
+      "then 429 before authentication: a fresh guess, no credential, even the admin key",
+      async () => {
+        const tries: Record<string, string>[] = [
+          { authorization: "Bearer guess-3" },
+          { "x-api-key": "guess-4" },
+          {},
+          admin,
+        ];
+        for (const headers of tries) {
+          const r = await callFrom(app.app, path, headers, attacker);
+          assert.equal(r.status, 429, JSON.stringify(headers));
+          assert.equal(r.body.code, "AVTR_RATE_LIMIT_EXCEEDED");
+          assert.equal(r.headers.get("retry-after"), "40");
+          assert.equal(r.body.retry_after, 40);
+          assert.equal(r.headers.get("x-ratelimit-limit"), "3");
+          assert.equal(r.headers.get("x-ratelimit-remaining"), "0");
+          assert.equal(r.headers.get("x-ratelimit-reset"), String(reset));
+        }
+      },
+    );
+    await t.step("another address is not affected", async () => {
+      const other = "192.0.2.67";
+      assert.equal(
+        (await callFrom(app.app, path, admin, other)).status,
+        404,
+      );
+      assert.equal(
+        (await callFrom(app.app, path, { "x-api-key": "guess-5" }, other))
+          .status,
+        401,
+      );
+    });
+    await t.step(
+      "the failures are merged into KV with the other counts",
+      async () => {
+        await rateLimiterOf(app.app.deps).flush();
+        const totals: Record<string, number> = {};
+        for await (
+          const e of app.app.deps.kv.list<Deno.KvU64>({
+            prefix: ["rate_limits"],
+          })
+        ) {
+          const subject = String(e.key[2]);
+          totals[subject.slice(0, 2)] = (totals[subject.slice(0, 2)] ?? 0) +
+            Number(e.value.value);
+        }
+        // 3 + 1 failures (two addresses); 3 + 2 credentials; 2 of them the admin key's.
+        assert.equal(totals["f:"], 4);
+      },
+    );
+    await t.step("a new window admits the address again", async () => {
+      clock.t = reset * 1000;
+      assert.equal(
+        (await callFrom(app.app, path, admin, attacker)).status,
+        404,
+      );
+      assert.equal(
+        (await callFrom(
+          app.app,
+          path,
+          { authorization: "Bearer guess-6" },
+          attacker,
+        ))
+          .status,
+        401,
+      );
+    });
+  } finally {
+    await app.close();
+  }
+});
+
+Deno.test("v1 middleware counts a 401 without a credential as a failed authentication too", async () => {
+  const clock = windowClock();
+  const app = await testApp({ RATE_LIMIT_PER_MINUTE: "2" }, { clock });
+  const path = "/v1/sessions/session:none";
+  try {
+    for (let i = 0; i < 2; i++) {
+      assert.equal(
+        (await callFrom(app.app, path, {}, "192.0.2.5")).status,
+        401,
+      );
+    }
+    const r = await callFrom(app.app, path, {
+      authorization: `Bearer ${TEST_ADMIN_KEY}`,
+    }, "192.0.2.5");
+    assert.equal(r.status, 429);
+    assert.equal(r.body.code, "AVTR_RATE_LIMIT_EXCEEDED");
+  } finally {
+    await app.close();
+  }
+});
+
+Deno.test("failed authentications of one address are shared between instances after a merge", async () => {
+  const path = await Deno.makeTempFile({ suffix: ".kv" });
+  const clock = windowClock();
+  const apps: App[] = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      apps.push(
+        await createApp({
+          env: {
+            KV_PATH: path,
+            TOKEN_SECRET: TEST_TOKEN_SECRET,
+            ADMIN_API_KEY: TEST_ADMIN_KEY,
+            RATE_LIMIT_PER_MINUTE: "3",
+          },
+          now: clock.now,
+          log: memoryLogger(),
+        }),
+      );
+    }
+    const [a, b] = apps;
+    const url = "/v1/sessions/session:none";
+    const addr = "198.51.100.7";
+    for (let i = 0; i < 3; i++) {
+      const r = await callFrom(a, url, { "x-api-key": `guess-a${i}` }, addr);
+      assert.equal(r.status, 401);
+    }
+    await rateLimiterOf(a.deps).flush();
+    // b has seen no failure from this address yet: it answers one, then merges.
+    assert.equal(
+      (await callFrom(b, url, { "x-api-key": "guess-b0" }, addr)).status,
+      401,
+    );
+    await rateLimiterOf(b.deps).flush();
+    const r = await callFrom(b, url, {
+      authorization: `Bearer ${TEST_ADMIN_KEY}`,
+    }, addr);
+    assert.equal(r.status, 429);
+    assert.equal(r.body.code, "AVTR_RATE_LIMIT_EXCEEDED");
+  } finally {
+    for (const app of apps) await app.close();
+    await Deno.remove(path);
   }
 });

@@ -320,6 +320,49 @@ const MATRIX: [string, unknown, ErrorCode, string | undefined][] = [
     "provider_config.vendor_c.signed_url",
   ],
   [
+    "vendor_c signed_url on a foreign host",
+    {
+      provider_type: "vendor_c",
+      provider_config: {
+        vendor_c: {
+          agent_id: "a",
+          signed_url: "wss://evil.example/v1/convai/conversation?token=t",
+        },
+      },
+    },
+    MISCONF,
+    "provider_config.vendor_c.signed_url",
+  ],
+  [
+    "vendor_c signed_url on another port of the provider's host",
+    {
+      provider_type: "vendor_c",
+      provider_config: {
+        vendor_c: {
+          agent_id: "a",
+          signed_url: "wss://api.vendor-c.example:8443/v1/convai/conversation",
+        },
+      },
+    },
+    MISCONF,
+    "provider_config.vendor_c.signed_url",
+  ],
+  [
+    "vendor_c signed_url fault beside an unknown avatar",
+    {
+      provider_type: "vendor_c",
+      provider_config: {
+        vendor_c: {
+          agent_id: "a",
+          signed_url: "wss://evil.example/v1/convai/conversation",
+        },
+      },
+      avatar_config: { avatar_id: "nobody" },
+    },
+    MISCONF,
+    "provider_config.vendor_c.signed_url",
+  ],
+  [
     "vendor_c unknown field",
     {
       provider_type: "vendor_c",
@@ -441,6 +484,43 @@ Deno.test("POST /v1/sessions refuses each invalid body with its code and param",
   }
 });
 
+Deno.test("POST /v1/sessions checks a vendor_c signed_url against VENDOR_C_URL's host", async (t) => {
+  const app = await sessionApp({
+    VENDOR_C_URL: "wss://convai.internal.example/v1/convai/conversation",
+  });
+  const body = (signedUrl: string) => ({
+    provider_type: "vendor_c",
+    provider_config: { vendor_c: { agent_id: "a", signed_url: signedUrl } },
+  });
+  try {
+    await t.step("the default host is foreign here → 400", async () => {
+      const token = "sig-token-4c1d9e";
+      const b = await assertError(
+        await postCreate(
+          app,
+          body(
+            `wss://api.vendor-c.example/v1/convai/conversation?token=${token}`,
+          ),
+        ),
+        MISCONF,
+        "provider_config.vendor_c.signed_url",
+      );
+      assert.doesNotMatch(JSON.stringify(b), new RegExp(token));
+      assert.equal(app.app.deps.vault.size, 0);
+      assert.equal(app.app.deps.renderSlots.inUse, 0);
+    });
+    await t.step("the configured host is accepted", async () => {
+      const signed =
+        "wss://convai.internal.example/v1/convai/conversation?token=ok";
+      const id = await createOk(app, body(signed));
+      const creds = app.app.deps.vault.use(id);
+      assert.equal(creds?.type === "vendor_c" && creds.signed_url, signed);
+    });
+  } finally {
+    await app.close();
+  }
+});
+
 Deno.test("POST /v1/sessions refuses bodies that are not JSON objects", async (t) => {
   const app = await sessionApp();
   const post = (body: BodyInit, type = "application/json") =>
@@ -551,34 +631,35 @@ Deno.test("POST /v1/sessions creates a session for every provider type", async (
   }
 });
 
-Deno.test("POST /v1/sessions picks the SFU for auto when one is configured", async (t) => {
+Deno.test("POST /v1/sessions fails closed on webrtc_sfu even with SFU_URL set (no SFU publisher)", async (t) => {
   const app = await sessionApp({
     SFU_URL: "wss://sfu.example.com",
     ICE_SERVERS: JSON.stringify([{ urls: "stun:stun.example.com:3478" }]),
   });
   try {
-    for (const transport of [undefined, "auto", "webrtc_sfu"]) {
-      await t.step(`transport ${transport}`, async () => {
+    for (const transport of [undefined, "auto"]) {
+      await t.step(`transport ${transport} → websocket_fmp4`, async () => {
         const res = await postCreate(app, { ...validBody(), transport });
         const body = sessionResponseSchema.parse(await res.json());
-        assert.equal(body.transport, "webrtc_sfu");
-        assert.equal(
-          body.stream_metadata.sfu_endpoint,
-          "wss://sfu.example.com",
-        );
-        assert.deepEqual(body.stream_metadata.ice_servers, [
-          { urls: "stun:stun.example.com:3478" },
-        ]);
+        assert.equal(body.transport, "websocket_fmp4");
+        assert.equal(body.stream_metadata.sfu_endpoint, null);
+        assert.deepEqual(body.stream_metadata.ice_servers, []);
       });
     }
-    await t.step("websocket_fmp4 stays fMP4", async () => {
+    await t.step("webrtc_sfu → 400 AVTR_SFU_NOT_CONFIGURED", async () => {
       const res = await postCreate(app, {
         ...validBody(),
-        transport: "websocket_fmp4",
+        transport: "webrtc_sfu",
       });
-      const body = sessionResponseSchema.parse(await res.json());
-      assert.equal(body.transport, "websocket_fmp4");
-      assert.equal(body.stream_metadata.sfu_endpoint, null);
+      assert.equal(res.status, 400);
+      const body = await res.json();
+      assert.equal(body.code, "AVTR_SFU_NOT_CONFIGURED");
+      assert.equal(body.param, "transport");
+    });
+    await t.step("the start says why", () => {
+      assert.ok(
+        app.log.lines.some((l) => l.includes("publishes no media to an SFU")),
+      );
     });
   } finally {
     await app.close();
