@@ -22,7 +22,7 @@ export interface ListDeliveriesOptions {
   /** Only this tenant's events. */
   tenant_id?: string;
   /** Only dead letters. */
-  dead_only?: boolean;
+  only_dead?: boolean;
   /** Page size, 1..100 (default 20). */
   limit?: number;
   /** From a previous page's `cursor`. */
@@ -57,7 +57,7 @@ export async function listDeliveries(
 ): Promise<DeliveryPage> {
   const limit = Math.min(100, Math.max(1, Math.floor(options.limit ?? 20)));
   return await kvTry(async () => {
-    const prefix = options.dead_only
+    const prefix = options.only_dead
       ? ["webhook_dead"]
       : options.tenant_id !== undefined
       ? ["webhook_events_by_tenant", options.tenant_id]

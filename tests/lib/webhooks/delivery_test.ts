@@ -246,7 +246,7 @@ Deno.test("webhooks: 410 stops at once with a dead letter", async () => {
     assert.equal(dead.attempts, 1);
     assert.match(dead.dead_reason ?? "", /gone/);
     assert.equal(rx.received.length, 1);
-    const page = await listDeliveries(deps, { dead_only: true });
+    const page = await listDeliveries(deps, { only_dead: true });
     assert.deepEqual(page.items.map((i) => i.event_id), [event.event_id]);
   } finally {
     await t0.close();
@@ -323,7 +323,7 @@ Deno.test("webhooks: dead letter after the schedule, then retryDelivery re-sends
         assert.equal(rx.received.length, 4);
         assert.equal(rx.received[3].headers["webhook-id"], event.event_id);
         await verify(deps, "tenant_a", rx.received[3]);
-        const deadPage = await listDeliveries(deps, { dead_only: true });
+        const deadPage = await listDeliveries(deps, { only_dead: true });
         assert.equal(deadPage.items.length, 0);
       },
     );
