@@ -6,7 +6,7 @@ import CopyButton from "../islands/CopyButton.tsx";
 import type { ApiKeyView } from "../lib/api_keys.ts";
 import { Island } from "../lib/console/island.tsx";
 import { SCOPES } from "../lib/principal.ts";
-import { Csrf, FieldError, Notice } from "./ui.tsx";
+import { Csrf, Field, FieldError, Notice } from "./ui.tsx";
 
 /** Expiry choices of the mint form, in days (0 = never). */
 export const EXPIRY_DAYS = [0, 1, 7, 30, 90, 365] as const;
@@ -48,9 +48,6 @@ export function MintForm(
   },
 ) {
   const { mint, mintErrors: errs } = props.data;
-  const invalid = (p: string) => errs[p] ? "true" : undefined;
-  const described = (p: string, help?: string) =>
-    errs[p] ? `mint-${p}-error` : help;
   return (
     <form
       method="post"
@@ -62,59 +59,68 @@ export function MintForm(
       <Csrf token={props.csrf} />
       {errs.form && <Notice kind="error">{errs.form}</Notice>}
       <div class="form-grid">
-        <div class="field">
-          <label for="mint-tenant">Tenant</label>
-          <input
-            id="mint-tenant"
-            name="tenant_id"
-            required
-            pattern="[A-Za-z0-9_\-]{1,64}"
-            value={mint.tenant_id}
-            autocomplete="off"
-            aria-invalid={invalid("tenant_id")}
-            aria-describedby={described("tenant_id", "mint-tenant-help")}
-          />
-          <FieldError id="mint-tenant_id-error" message={errs.tenant_id} />
-          {!errs.tenant_id && (
-            <p id="mint-tenant-help" class="help">1–64 of A–Z a–z 0–9 _ -</p>
+        <Field
+          id="mint-tenant"
+          label="Tenant"
+          errorId="mint-tenant_id-error"
+          error={errs.tenant_id}
+          help="1–64 of A–Z a–z 0–9 _ -"
+        >
+          {(control) => (
+            <input
+              name="tenant_id"
+              required
+              pattern="[A-Za-z0-9_\-]{1,64}"
+              value={mint.tenant_id}
+              autocomplete="off"
+              {...control}
+            />
           )}
-        </div>
-        <div class="field">
-          <label for="mint-name">
-            Name <span class="muted">(optional)</span>
-          </label>
-          <input
-            id="mint-name"
-            name="name"
-            maxLength={100}
-            value={mint.name}
-            autocomplete="off"
-            aria-invalid={invalid("name")}
-            aria-describedby={described("name")}
-          />
-          <FieldError id="mint-name-error" message={errs.name} />
-        </div>
-        <div class="field">
-          <label for="mint-expiry">Expires</label>
-          <select
-            id="mint-expiry"
-            name="expires_in_days"
-            aria-invalid={invalid("expires_at")}
-            aria-describedby={described("expires_at")}
-          >
-            {EXPIRY_DAYS.map((d) => (
-              <option
-                key={d}
-                value={String(d)}
-                selected={mint.expires_in_days === String(d)}
-              >
-                {d === 0 ? "Never" : d === 1 ? "In 1 day" : `In ${d} days`}
-              </option>
-            ))}
-          </select>
-          <FieldError id="mint-expires_at-error" message={errs.expires_at} />
-        </div>
-        <fieldset class="field" aria-describedby={described("scopes")}>
+        </Field>
+        <Field
+          id="mint-name"
+          label={
+            <>
+              Name <span class="muted">(optional)</span>
+            </>
+          }
+          errorId="mint-name-error"
+          error={errs.name}
+        >
+          {(control) => (
+            <input
+              name="name"
+              maxLength={100}
+              value={mint.name}
+              autocomplete="off"
+              {...control}
+            />
+          )}
+        </Field>
+        <Field
+          id="mint-expiry"
+          label="Expires"
+          errorId="mint-expires_at-error"
+          error={errs.expires_at}
+        >
+          {(control) => (
+            <select name="expires_in_days" {...control}>
+              {EXPIRY_DAYS.map((d) => (
+                <option
+                  key={d}
+                  value={String(d)}
+                  selected={mint.expires_in_days === String(d)}
+                >
+                  {d === 0 ? "Never" : d === 1 ? "In 1 day" : `In ${d} days`}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <fieldset
+          class="field"
+          aria-describedby={errs.scopes ? "mint-scopes-error" : undefined}
+        >
           <legend>Scopes</legend>
           {SCOPES.map((s) => (
             <label class="check" key={s}>

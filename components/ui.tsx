@@ -108,6 +108,47 @@ export function FieldError(props: { id: string; message?: string }) {
   return <p id={props.id} class="field-error">{props.message}</p>;
 }
 
+/** What `Field` spreads on its control: the id and the ties to its error or help. */
+export interface FieldControl {
+  id: string;
+  "aria-invalid": "true" | undefined;
+  "aria-describedby": string | undefined;
+}
+
+/**
+ * A labelled form field. The control (`children`, given the `FieldControl` props to
+ * spread on it) is marked invalid and described by its error when `error` is set;
+ * otherwise by `help`, shown only while there is no error (id `<id>-help` by default).
+ */
+export function Field(
+  props: {
+    id: string;
+    label: ComponentChildren;
+    errorId: string;
+    error?: string;
+    help?: ComponentChildren;
+    helpId?: string;
+    class?: string;
+    children: (control: FieldControl) => ComponentChildren;
+  },
+) {
+  const helpId = props.help === undefined
+    ? undefined
+    : props.helpId ?? `${props.id}-help`;
+  return (
+    <div class={props.class ? `field ${props.class}` : "field"}>
+      <label for={props.id}>{props.label}</label>
+      {props.children({
+        id: props.id,
+        "aria-invalid": props.error ? "true" : undefined,
+        "aria-describedby": props.error ? props.errorId : helpId,
+      })}
+      <FieldError id={props.errorId} message={props.error} />
+      {!props.error && helpId && <p id={helpId} class="help">{props.help}</p>}
+    </div>
+  );
+}
+
 /**
  * A time element with a machine-readable datetime: the full UTC time, or a compact one
  * (relative to `now`'s day) with the full time as its title.

@@ -8,7 +8,7 @@
  */
 import {
   Csrf,
-  FieldError,
+  Field,
   Notice,
   PageHeader,
   StatusBadge,
@@ -179,13 +179,21 @@ export const handler = {
   },
 };
 
+/** The `<option>`s of a catalog (avatars, backgrounds), `selected` chosen. */
+function CatalogOptions(
+  props: { items: readonly { id: string; name: string }[]; selected: string },
+) {
+  return props.items.map((item) => (
+    <option key={item.id} value={item.id} selected={item.id === props.selected}>
+      {item.name}
+    </option>
+  ));
+}
+
 function StartForm(
   props: { data: TryData; csrf: string },
 ) {
   const { input, errors } = props.data;
-  const invalid = (f: TryField) => errors[f] ? "true" : undefined;
-  const described = (f: TryField, help?: string) =>
-    errors[f] ? `try-${f}-error` : help;
   return (
     <form
       method="post"
@@ -198,105 +206,92 @@ function StartForm(
       <input type="hidden" name="action" value="start" />
       {errors.form && <Notice kind="error">{errors.form}</Notice>}
       <div class="form-grid">
-        <div class="field">
-          <label for="try-tenant">Tenant</label>
-          <input
-            id="try-tenant"
-            name="tenant"
-            required
-            pattern="[A-Za-z0-9_\-]{1,64}"
-            value={input.tenant}
-            autocomplete="off"
-            aria-invalid={invalid("tenant")}
-            aria-describedby={described("tenant", "try-tenant-help")}
-          />
-          <FieldError id="try-tenant-error" message={errors.tenant} />
-          {!errors.tenant && (
-            <p id="try-tenant-help" class="help">
-              The session counts against this tenant's concurrency limit.
-            </p>
+        <Field
+          id="try-tenant"
+          label="Tenant"
+          errorId="try-tenant-error"
+          error={errors.tenant}
+          help="The session counts against this tenant's concurrency limit."
+        >
+          {(control) => (
+            <input
+              name="tenant"
+              required
+              pattern="[A-Za-z0-9_\-]{1,64}"
+              value={input.tenant}
+              autocomplete="off"
+              {...control}
+            />
           )}
-        </div>
-        <div class="field try-wide">
-          <label for="try-engine">Engine URL</label>
-          <input
-            id="try-engine"
-            name="engine_url"
-            inputMode="url"
-            spellcheck={false}
-            placeholder="wss://engine.example.com/ecep"
-            value={input.engine_url}
-            autocomplete="off"
-            aria-invalid={invalid("engine_url")}
-            aria-describedby={described("engine_url", "try-engine-help")}
-          />
-          <FieldError id="try-engine_url-error" message={errors.engine_url} />
-          {!errors.engine_url && (
-            <p id="try-engine-help" class="help">
-              {props.data.engineConfigured
-                ? "From TRY_ENGINE_URL. Any engine speaking ECEP v1 over wss:// works."
-                : "A wss:// engine speaking ECEP v1. For a local example engine, run `deno task demo` (or set TRY_ENGINE_URL)."}
-            </p>
+        </Field>
+        <Field
+          id="try-engine"
+          label="Engine URL"
+          class="try-wide"
+          errorId="try-engine_url-error"
+          error={errors.engine_url}
+          help={props.data.engineConfigured
+            ? "From TRY_ENGINE_URL. Any engine speaking ECEP v1 over wss:// works."
+            : "A wss:// engine speaking ECEP v1. For a local example engine, run `deno task demo` (or set TRY_ENGINE_URL)."}
+        >
+          {(control) => (
+            <input
+              name="engine_url"
+              inputMode="url"
+              spellcheck={false}
+              placeholder="wss://engine.example.com/ecep"
+              value={input.engine_url}
+              autocomplete="off"
+              {...control}
+            />
           )}
-        </div>
-        <div class="field">
-          <label for="try-avatar">Avatar</label>
-          <select
-            id="try-avatar"
-            name="avatar_id"
-            aria-invalid={invalid("avatar_id")}
-            aria-describedby={described("avatar_id")}
-          >
-            {AVATARS.map((a) => (
-              <option
-                key={a.id}
-                value={a.id}
-                selected={a.id === input.avatar_id}
-              >
-                {a.name}
-              </option>
-            ))}
-          </select>
-          <FieldError id="try-avatar_id-error" message={errors.avatar_id} />
-        </div>
-        <div class="field">
-          <label for="try-bg">Background</label>
-          <select
-            id="try-bg"
-            name="bg_id"
-            aria-invalid={invalid("bg_id")}
-            aria-describedby={described("bg_id")}
-          >
-            {BACKGROUNDS.map((b) => (
-              <option key={b.id} value={b.id} selected={b.id === input.bg_id}>
-                {b.name}
-              </option>
-            ))}
-          </select>
-          <FieldError id="try-bg_id-error" message={errors.bg_id} />
-        </div>
+        </Field>
+        <Field
+          id="try-avatar"
+          label="Avatar"
+          errorId="try-avatar_id-error"
+          error={errors.avatar_id}
+        >
+          {(control) => (
+            <select name="avatar_id" {...control}>
+              <CatalogOptions items={AVATARS} selected={input.avatar_id} />
+            </select>
+          )}
+        </Field>
+        <Field
+          id="try-bg"
+          label="Background"
+          errorId="try-bg_id-error"
+          error={errors.bg_id}
+        >
+          {(control) => (
+            <select name="bg_id" {...control}>
+              <CatalogOptions items={BACKGROUNDS} selected={input.bg_id} />
+            </select>
+          )}
+        </Field>
         <fieldset class="field try-wide">
           <legend>
             Engine authentication <span class="muted">(optional)</span>
           </legend>
           <div class="try-pair">
-            <div class="field">
-              <label for="try-header-name">Header name</label>
-              <input
-                id="try-header-name"
-                name="header_name"
-                placeholder="authorization"
-                value={input.header_name}
-                autocomplete="off"
-                spellcheck={false}
-                aria-invalid={invalid("header_name")}
-                aria-describedby={described("header_name")}
-              />
-              <FieldError
-                id="try-header_name-error"
-                message={errors.header_name}
-              />
-            </div>
+            <Field
+              id="try-header-name"
+              label="Header name"
+              errorId="try-header_name-error"
+              error={errors.header_name}
+            >
+              {(control) => (
+                <input
+                  name="header_name"
+                  placeholder="authorization"
+                  value={input.header_name}
+                  autocomplete="off"
+                  spellcheck={false}
+                  {...control}
+                />
+              )}
+            </Field>
             <div class="field">
               <label for="try-header-value">Header value</label>
               <input

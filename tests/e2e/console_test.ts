@@ -5,76 +5,31 @@
  * Screenshots of every page, desktop and phone width, go to test-output/screenshots/.
  */
 import assert from "node:assert/strict";
-import { chromium, type Page } from "playwright-core";
 import { ensureIslandsBuilt } from "../../lib/console/bundle.ts";
 import { moveSession } from "../../lib/sessions.ts";
 import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const SHOTS = new URL("../../test-output/screenshots/", import.meta.url);
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1366, height: 900 };
-
-async function requireChromium(): Promise<void> {
-  try {
-    await Deno.stat(CHROMIUM);
-  } catch {
-    throw new Error(
-      `Chromium not found at ${CHROMIUM}. Install it (Debian/Ubuntu: \`sudo apt-get install -y chromium\`; .ci/run does this) and run the tests again.`,
-    );
-  }
-}
-
-async function shoot(page: Page, name: string): Promise<void> {
-  await page.setViewportSize(DESKTOP);
-  await page.screenshot({
-    path: new URL(`${name}-desktop.png`, SHOTS).pathname,
-    fullPage: true,
-  });
-  await page.setViewportSize(PHONE);
-  await page.screenshot({
-    path: new URL(`${name}-phone.png`, SHOTS).pathname,
-    fullPage: true,
-  });
-  await page.setViewportSize(DESKTOP);
-}
+import {
+  openBrowser,
+  requireChromium,
+  serveLoopback,
+  shoot,
+} from "./_browser.ts";
 
 Deno.test("admin console works end to end in headless Chromium", async (t) => {
   await requireChromium();
   await ensureIslandsBuilt();
-  await Deno.mkdir(SHOTS, { recursive: true });
 
   const app = await testApp();
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (req, info) => app.app.handler(req, info),
+  const { server, base } = serveLoopback((req, info) =>
+    app.app.handler(req, info)
   );
-  const base = `http://127.0.0.1:${server.addr.port}`;
-  const profile = await Deno.makeTempDir({ prefix: "console-e2e-" });
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: DESKTOP,
-  });
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], {
+  const browser = await openBrowser({
+    prefix: "console-e2e-",
+    permissions: ["clipboard-read", "clipboard-write"],
     origin: base,
+    consoleErrors: true,
   });
-  const page = context.pages()[0] ?? await context.newPage();
-  const problems: string[] = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(m.text());
-  });
-  page.on("pageerror", (e) => problems.push(String(e)));
+  const { context, page, problems } = browser;
 
   const v1 = (path: string, key: string, init: RequestInit = {}) =>
     fetch(`${base}${path}`, {
@@ -255,9 +210,8 @@ Deno.test("admin console works end to end in headless Chromium", async (t) => {
       assert.deepEqual(real, []);
     });
   } finally {
-    await context.close();
+    await browser.close();
     await server.shutdown();
     await app.close();
-    await Deno.remove(profile, { recursive: true });
   }
 });

@@ -7,31 +7,23 @@
  * refresh + takeover) and playback resumes. Screenshot: test-output/screenshots/player.png.
  */
 import assert from "node:assert/strict";
-import { chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import type { AvatarPlayer, TurnDetail } from "../../client/browser.ts";
 import { AvatarClient } from "../../client/server.ts";
 import { bundleBrowserClient, createBackend } from "../../examples/backend.ts";
-import { replyFor, startExampleEngine } from "../../scripts/example_engine.ts";
+import { replyFor } from "../../scripts/example_engine.ts";
 import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const SHOTS = new URL("../../test-output/screenshots/", import.meta.url);
-const TLS = new URL("../fixtures/tls/", import.meta.url);
-/** Bounds every wait so a broken build fails instead of hanging; nothing asserts on time. */
-const WAIT = { timeout: 60_000, polling: 100 } as const;
+import {
+  openBrowser,
+  requireChromium,
+  serveLoopback,
+  SHOTS,
+  startTlsEngine,
+  WAIT,
+} from "./_browser.ts";
 
 /** The example page exposes its player as `globalThis.avatarPlayer`. */
 type Win = { avatarPlayer: AvatarPlayer };
-
-async function requireChromium(): Promise<void> {
-  try {
-    await Deno.stat(CHROMIUM);
-  } catch {
-    throw new Error(
-      `Chromium not found at ${CHROMIUM}. Install it (Debian/Ubuntu: \`sudo apt-get install -y chromium\`) and run the tests again.`,
-    );
-  }
-}
 
 interface Playback {
   time: number;
@@ -77,22 +69,13 @@ async function waitPlaying(
 
 Deno.test("browser client plays the avatar, talks, and survives a dropped socket", async (t) => {
   await requireChromium();
-  await Deno.mkdir(SHOTS, { recursive: true });
 
   const engineToken = "e2e-engine-token";
-  const engine = startExampleEngine({
-    port: 0,
-    hostname: "127.0.0.1",
-    cert: await Deno.readTextFile(new URL("localhost.crt", TLS)),
-    key: await Deno.readTextFile(new URL("localhost.key", TLS)),
-    token: engineToken,
-  });
+  const engine = await startTlsEngine({ token: engineToken });
   const service = await testApp({ ALLOW_PRIVATE_NETWORK_TARGETS: "true" });
-  const api = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (req, info) => service.app.handler(req, info),
+  const { server: api, base: serviceBase } = serveLoopback((req, info) =>
+    service.app.handler(req, info)
   );
-  const serviceBase = `http://127.0.0.1:${api.addr.port}`;
   const client = new AvatarClient({
     baseUrl: serviceBase,
     apiKey: TEST_ADMIN_KEY,
@@ -107,37 +90,18 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
     browserBundle: await bundleBrowserClient(),
   });
   let tokenRefreshes = 0;
-  const backend = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (req) => {
-      if (new URL(req.url).pathname.endsWith("/token")) tokenRefreshes++;
-      return backendHandler(req);
-    },
-  );
-  const pageBase = `http://127.0.0.1:${backend.addr.port}`;
-  const profile = await Deno.makeTempDir({ prefix: "player-e2e-" });
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--autoplay-policy=no-user-gesture-required",
-      "--use-fake-ui-for-media-stream",
-      "--use-fake-device-for-media-stream",
-    ],
+  const { server: backend, base: pageBase } = serveLoopback((req) => {
+    if (new URL(req.url).pathname.endsWith("/token")) tokenRefreshes++;
+    return backendHandler(req);
+  });
+  const browser = await openBrowser({
+    prefix: "player-e2e-",
+    permissions: ["microphone"],
+    origin: pageBase,
+    media: true,
     viewport: { width: 900, height: 900 },
   });
-  await browser.grantPermissions(["microphone"], { origin: pageBase });
-  const page = browser.pages()[0] ?? await browser.newPage();
-  const problems: string[] = [];
-  page.on("pageerror", (e) => problems.push(String(e)));
+  const { page, problems } = browser;
 
   let sessionId = "";
   try {
@@ -471,6 +435,5 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
     await api.shutdown();
     await service.close();
     await engine.close();
-    await Deno.remove(profile, { recursive: true });
   }
 });

@@ -8,46 +8,22 @@
  * test-output/screenshots/try-{form-,}{desktop,phone}.png.
  */
 import assert from "node:assert/strict";
-import { chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { ensureIslandsBuilt } from "../../lib/console/bundle.ts";
 import { readSession } from "../../lib/sessions.ts";
-import { replyFor, startExampleEngine } from "../../scripts/example_engine.ts";
+import { replyFor } from "../../scripts/example_engine.ts";
 import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const SHOTS = new URL("../../test-output/screenshots/", import.meta.url);
-const TLS = new URL("../fixtures/tls/", import.meta.url);
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1366, height: 900 };
-/** Bounds every wait so a broken build fails instead of hanging; nothing asserts on time. */
-const WAIT = { timeout: 60_000, polling: 100 } as const;
+import {
+  openBrowser,
+  requireChromium,
+  serveLoopback,
+  shoot,
+  startTlsEngine,
+  WAIT,
+} from "./_browser.ts";
 
 /** What the init script records in the page. */
-type Probe = {
-  __binaryFrames: number;
-  reportCsp?: (violation: string) => void;
-};
-
-async function requireChromium(): Promise<void> {
-  try {
-    await Deno.stat(CHROMIUM);
-  } catch {
-    throw new Error(
-      `Chromium not found at ${CHROMIUM}. Install it (Debian/Ubuntu: \`sudo apt-get install -y chromium\`) and run the tests again.`,
-    );
-  }
-}
-
-async function shoot(page: Page, name: string): Promise<void> {
-  for (const [suffix, size] of [["desktop", DESKTOP], ["phone", PHONE]]) {
-    await page.setViewportSize(size as typeof DESKTOP);
-    await page.screenshot({
-      path: new URL(`${name}-${suffix}.png`, SHOTS).pathname,
-      fullPage: true,
-    });
-  }
-  await page.setViewportSize(DESKTOP);
-}
+type Probe = { __binaryFrames: number };
 
 function binaryFrames(page: Page): Promise<number> {
   return page.evaluate(() => (globalThis as unknown as Probe).__binaryFrames);
@@ -56,65 +32,35 @@ function binaryFrames(page: Page): Promise<number> {
 Deno.test("try it: talk to the avatar from the console in headless Chromium", async (t) => {
   await requireChromium();
   await ensureIslandsBuilt();
-  await Deno.mkdir(SHOTS, { recursive: true });
 
-  const engine = startExampleEngine({
-    port: 0,
-    hostname: "127.0.0.1",
-    cert: await Deno.readTextFile(new URL("localhost.crt", TLS)),
-    key: await Deno.readTextFile(new URL("localhost.key", TLS)),
-  });
+  const engine = await startTlsEngine();
   const app = await testApp({
     ALLOW_PRIVATE_NETWORK_TARGETS: "true",
     TRY_ENGINE_URL: engine.url,
   });
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (req, info) => app.app.handler(req, info),
+  const { server, base } = serveLoopback((req, info) =>
+    app.app.handler(req, info)
   );
-  const base = `http://127.0.0.1:${server.addr.port}`;
-  const profile = await Deno.makeTempDir({ prefix: "try-e2e-" });
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--autoplay-policy=no-user-gesture-required",
-      "--use-fake-ui-for-media-stream",
-      "--use-fake-device-for-media-stream",
-    ],
-    viewport: DESKTOP,
+  const browser = await openBrowser({
+    prefix: "try-e2e-",
+    permissions: ["microphone"],
+    origin: base,
+    media: true,
+    consoleErrors: true,
+    csp: true,
   });
-  await context.grantPermissions(["microphone"], { origin: base });
-  const csp: string[] = [];
-  await context.exposeFunction("reportCsp", (v: string) => csp.push(v));
-  // Reports CSP violations (on every page) and counts binary frames sent on any
-  // WebSocket (the microphone): the page itself exposes nothing for tests.
-  await context.addInitScript(() => {
+  const { page, problems, csp } = browser;
+  // Counts binary frames sent on any WebSocket (the microphone): the page itself
+  // exposes nothing for tests.
+  await browser.context.addInitScript(() => {
     const w = globalThis as unknown as Probe;
     w.__binaryFrames = 0;
-    document.addEventListener("securitypolicyviolation", (e) => {
-      w.reportCsp?.(`${e.violatedDirective} ${e.blockedURI}`);
-    });
     const send = WebSocket.prototype.send;
     WebSocket.prototype.send = function (data) {
       if (typeof data !== "string") w.__binaryFrames++;
       return send.call(this, data);
     };
   });
-  const page = context.pages()[0] ?? await context.newPage();
-  const problems: string[] = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(m.text());
-  });
-  page.on("pageerror", (e) => problems.push(String(e)));
 
   let sessionId = "";
   try {
@@ -229,10 +175,9 @@ Deno.test("try it: talk to the avatar from the console in headless Chromium", as
       assert.deepEqual(real, []);
     });
   } finally {
-    await context.close();
+    await browser.close();
     await server.shutdown();
     await app.close();
     await engine.close();
-    await Deno.remove(profile, { recursive: true });
   }
 });

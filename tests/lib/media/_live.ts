@@ -2,6 +2,7 @@
  * Fixtures for media-plane tests: the real app served on loopback, a fake ECEP engine on
  * real wss, sessions created through the REST API, and a recording browser socket.
  */
+import assert from "node:assert/strict";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import type { FakeWs } from "../../fakes/fake_ws.ts";
 import {
@@ -22,10 +23,16 @@ export interface LiveStack {
   close(): Promise<void>;
 }
 
+export interface LiveStackOptions {
+  /** The fake engine does not close its socket on `session.end`. */
+  stubborn?: boolean;
+  clock?: TestClock;
+}
+
 /** The real app on 127.0.0.1 with a fake ECEP engine; private targets allowed. */
 export async function liveStack(
   env: Record<string, string> = {},
-  options: { stubborn?: boolean; clock?: TestClock } = {},
+  options: LiveStackOptions = {},
 ): Promise<LiveStack> {
   const engine = startEcepFake({ key: ENGINE_KEY, stubborn: options.stubborn });
   const t = await testApp(
@@ -47,6 +54,26 @@ export async function liveStack(
       await engine.close();
     },
   };
+}
+
+/**
+ * Runs `fn` on a fresh `liveStack(setup.env, setup)` and closes the stack after it;
+ * with `noFfmpegLeft`, then asserts that no ffmpeg child process outlived the stack.
+ */
+export async function withLiveStack(
+  fn: (s: LiveStack) => Promise<void>,
+  setup: LiveStackOptions & {
+    env?: Record<string, string>;
+    noFfmpegLeft?: boolean;
+  } = {},
+): Promise<void> {
+  const s = await liveStack(setup.env, setup);
+  try {
+    await fn(s);
+  } finally {
+    await s.close();
+  }
+  if (setup.noFfmpegLeft) await noFfmpegLeft();
 }
 
 export interface Created {
@@ -188,6 +215,15 @@ export async function ffmpegChildren(): Promise<number[]> {
     }
   }
   return out;
+}
+
+/** Asserts that no ffmpeg child is left, giving exiting ones up to 5 s to go. */
+export async function noFfmpegLeft(): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    if ((await ffmpegChildren()).length === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.deepEqual(await ffmpegChildren(), [], "ffmpeg processes left behind");
 }
 
 /** The top-level box types of an MP4 byte stream. */

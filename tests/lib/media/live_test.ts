@@ -6,6 +6,7 @@ import {
   MAX_SOCKET_BUFFERED_BYTES,
 } from "../../../lib/media/live.ts";
 import type { RenderSession, RenderSink } from "../../../lib/render/port.ts";
+import type { Json } from "./_live.ts";
 
 function box(type: string, ...payload: Uint8Array[]): Uint8Array {
   const size = 8 + payload.reduce((n, p) => n + p.length, 0);
@@ -76,6 +77,29 @@ class SlowSocket {
   get binary(): Uint8Array[] {
     return this.sent.filter((d): d is Uint8Array => d instanceof Uint8Array);
   }
+  /** The text frames sent, parsed. */
+  get json(): Json[] {
+    const texts = this.sent.filter((d): d is string => typeof d === "string");
+    return texts.map((d) => JSON.parse(d));
+  }
+}
+
+/** A LiveSession on fresh `:memory:` deps, attached as active to a SlowSocket. */
+async function withLiveSession(
+  fn: (live: LiveSession, ws: SlowSocket) => void | Promise<void>,
+): Promise<void> {
+  const deps = await createDeps({
+    env: { KV_PATH: ":memory:" },
+    log: memoryLogger(),
+  });
+  try {
+    const live = new LiveSession(deps, "session:test");
+    const ws = new SlowSocket();
+    live.attach(ws as unknown as WebSocket, "active");
+    await fn(live, ws);
+  } finally {
+    await closeDeps(deps);
+  }
 }
 
 /** A render session that hands its sink to the test. */
@@ -102,15 +126,8 @@ const key = () =>
   segment(box("traf", tfhd(1, NON_SYNC), trun(5, SYNC_I_FRAME)));
 const delta = () => segment(box("traf", tfhd(1, NON_SYNC), trun(5)));
 
-Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe", async () => {
-  const deps = await createDeps({
-    env: { KV_PATH: ":memory:" },
-    log: memoryLogger(),
-  });
-  try {
-    const live = new LiveSession(deps, "session:test");
-    const ws = new SlowSocket();
-    live.attach(ws as unknown as WebSocket, "active");
+Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe", () =>
+  withLiveSession((live, ws) => {
     const render = capturingRender();
     live.startRendering(render);
     const sink = render.sink();
@@ -143,20 +160,10 @@ Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe"
     assert.equal(live.stats.segmentsSent, 4);
     assert.equal(ws.binary.length, 5, "init + 4 segments");
     assert.equal(ws.binary.length - 1, live.stats.segmentsSent);
-  } finally {
-    await closeDeps(deps);
-  }
-});
+  }));
 
-Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async () => {
-  const deps = await createDeps({
-    env: { KV_PATH: ":memory:" },
-    log: memoryLogger(),
-  });
-  try {
-    const live = new LiveSession(deps, "session:test");
-    const ws = new SlowSocket();
-    live.attach(ws as unknown as WebSocket, "active");
+Deno.test("LiveSession answers ping, refuses bad frames and maps turns", () =>
+  withLiveSession((live, ws) => {
     const events = live.engineEvents(() => {});
     events.onResponseStart("r1");
     events.onTranscript({ role: "agent", text: "hi", final: true });
@@ -167,10 +174,7 @@ Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async (
       new MessageEvent("message", { data: JSON.stringify({ type: "ping" }) }),
     );
     ws.onmessage!(new MessageEvent("message", { data: "[1,2]" }));
-    const json = ws.sent.filter((d): d is string => typeof d === "string").map((
-      d,
-    ) => JSON.parse(d));
-    assert.deepEqual(json, [
+    assert.deepEqual(ws.json, [
       { type: "session.state", status: "active" },
       { type: "turn.start", turn_id: "turn_1", role: "avatar" },
       {
@@ -202,20 +206,10 @@ Deno.test("LiveSession answers ping, refuses bad frames and maps turns", async (
       { type: "pong" },
       { type: "error", code: "invalid_message", fatal: false },
     ]);
-  } finally {
-    await closeDeps(deps);
-  }
-});
+  }));
 
-Deno.test("LiveSession restarts a failed stream on the same socket, then gives up", async () => {
-  const deps = await createDeps({
-    env: { KV_PATH: ":memory:" },
-    log: memoryLogger(),
-  });
-  try {
-    const live = new LiveSession(deps, "session:test");
-    const ws = new SlowSocket();
-    live.attach(ws as unknown as WebSocket, "active");
+Deno.test("LiveSession restarts a failed stream on the same socket, then gives up", () =>
+  withLiveSession((live, ws) => {
     const render = capturingRender();
     let attaches = 0;
     const attach = render.attach;
@@ -241,9 +235,7 @@ Deno.test("LiveSession restarts a failed stream on the same socket, then gives u
     render.sink().onInit(mime, new Uint8Array([2]));
     render.sink().onSegment(key());
     assert.equal(live.stats.segmentsSent, 2);
-    const texts = ws.sent.filter((d): d is string => typeof d === "string").map(
-      (d) => JSON.parse(d),
-    );
+    const texts = ws.json;
     assert.equal(texts.filter((m) => m.type === "media.init").length, 2);
     assert.ok(
       texts.some((m) =>
@@ -254,25 +246,12 @@ Deno.test("LiveSession restarts a failed stream on the same socket, then gives u
     for (let i = 0; i < 3; i++) render.sink().onError(new Error("again"));
     assert.deepEqual(failures, ["the renderer failed repeatedly"]);
     assert.equal(attaches, 4, "no restart past the limit");
-  } finally {
-    await closeDeps(deps);
-  }
-});
+  }));
 
-Deno.test("LiveSession ends the turn of a response that never ended when the next starts", async () => {
-  const deps = await createDeps({
-    env: { KV_PATH: ":memory:" },
-    log: memoryLogger(),
-  });
-  try {
-    const live = new LiveSession(deps, "session:test");
-    const ws = new SlowSocket();
-    live.attach(ws as unknown as WebSocket, "active");
+Deno.test("LiveSession ends the turn of a response that never ended when the next starts", () =>
+  withLiveSession((live, ws) => {
     const events = live.engineEvents(() => {});
-    const json = () =>
-      ws.sent.filter((d): d is string => typeof d === "string").map((d) =>
-        JSON.parse(d)
-      ).filter((m) => m.type !== "session.state");
+    const json = () => ws.json.filter((m) => m.type !== "session.state");
     events.onResponseStart("r1");
     events.onResponseStart("r2");
     events.onTranscript({ role: "agent", text: "two", final: true });
@@ -302,7 +281,4 @@ Deno.test("LiveSession ends the turn of a response that never ended when the nex
     assert.equal(json().length, msgs.length, "old responses end nothing");
     events.onResponseEnd("r2000");
     assert.deepEqual(json().at(-1), { type: "turn.end", turn_id: "turn_2000" });
-  } finally {
-    await closeDeps(deps);
-  }
-});
+  }));

@@ -1,4 +1,7 @@
-/** Setup shared by the adapter tests: starting an engine and streaming user audio. */
+/**
+ * Setup shared by the adapter tests: starting an engine, streaming user audio, and the
+ * per-turn error every adapter must survive.
+ */
 import assert from "node:assert/strict";
 import type {
   EngineConnection,
@@ -6,7 +9,12 @@ import type {
   EngineFactory,
   ProviderCredentials,
 } from "../../../lib/providers/port.ts";
-import { recordEvents, tone, type Waiter } from "../../fakes/fake_ws.ts";
+import {
+  type RecordedEvents,
+  recordEvents,
+  tone,
+  type Waiter,
+} from "../../fakes/fake_ws.ts";
 
 /** Starts `factory` for `credentials`; by default recording nothing, never aborted. */
 export function startEngine(
@@ -40,4 +48,25 @@ export async function expectSamples(
   await waiter.until(() => count() >= expected - 10, "resampled audio");
   const got = count();
   assert.ok(Math.abs(got - expected) <= 2, `got ${got} samples`);
+}
+
+/**
+ * Sends the text "fail" (every fake answers it with a failed turn), waits until
+ * `done()`, and asserts that `error` arrived as the one non-fatal error and that the
+ * session is still open.
+ */
+export async function expectTurnError(
+  conn: EngineConnection,
+  events: RecordedEvents,
+  done: () => boolean,
+  error: { code: string; message: string },
+): Promise<void> {
+  conn.sendText("fail");
+  await events.waiter.until(done, "the failed turn");
+  assert.deepEqual(events.errors, [{
+    code: error.code,
+    fatal: false,
+    message: error.message,
+  }]);
+  assert.equal(events.closes.length, 0);
 }

@@ -42,6 +42,39 @@ function assertRateHeaders(
   assert.equal(res.headers.get("x-ratelimit-reset"), String(reset));
 }
 
+/**
+ * Runs `fn` on two app instances sharing one fresh KV file with `RATE_LIMIT_PER_MINUTE`
+ * at `perMinute`; closes both and removes the file after.
+ */
+async function withTwoInstances(
+  perMinute: number,
+  fn: (a: App, b: App) => Promise<void>,
+): Promise<void> {
+  const path = await Deno.makeTempFile({ suffix: ".kv" });
+  const clock = windowClock();
+  const apps: App[] = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      apps.push(
+        await createApp({
+          env: {
+            KV_PATH: path,
+            TOKEN_SECRET: TEST_TOKEN_SECRET,
+            ADMIN_API_KEY: TEST_ADMIN_KEY,
+            RATE_LIMIT_PER_MINUTE: String(perMinute),
+          },
+          now: clock.now,
+          log: memoryLogger(),
+        }),
+      );
+    }
+    await fn(apps[0], apps[1]);
+  } finally {
+    for (const app of apps) await app.close();
+    await Deno.remove(path);
+  }
+}
+
 const ENGINE_BODY = JSON.stringify({
   provider_type: "external_engine",
   provider_config: {
@@ -185,25 +218,7 @@ Deno.test("v1 middleware counts per credential, and per client address without o
 });
 
 Deno.test("two app instances on one KV file share the rate-limit window after a flush", async () => {
-  const path = await Deno.makeTempFile({ suffix: ".kv" });
-  const clock = windowClock();
-  const apps: App[] = [];
-  try {
-    for (let i = 0; i < 2; i++) {
-      apps.push(
-        await createApp({
-          env: {
-            KV_PATH: path,
-            TOKEN_SECRET: TEST_TOKEN_SECRET,
-            ADMIN_API_KEY: TEST_ADMIN_KEY,
-            RATE_LIMIT_PER_MINUTE: "10",
-          },
-          now: clock.now,
-          log: memoryLogger(),
-        }),
-      );
-    }
-    const [a, b] = apps;
+  await withTwoInstances(10, async (a, b) => {
     const headers = { "x-api-key": "shared-key" };
     const call = async (app: App) => {
       const res = await app.handler(
@@ -225,10 +240,7 @@ Deno.test("two app instances on one KV file share the rate-limit window after a 
     assert.equal((await call(a)).headers.get("x-ratelimit-remaining"), "1");
     assert.equal((await call(a)).headers.get("x-ratelimit-remaining"), "0");
     assert.equal((await call(a)).status, 429);
-  } finally {
-    for (const app of apps) await app.close();
-    await Deno.remove(path);
-  }
+  });
 });
 
 Deno.test("access log: one JSON line per request with id, method, route, status, duration, tenant", async () => {
@@ -461,25 +473,7 @@ Deno.test("v1 middleware counts a 401 without a credential as a failed authentic
 });
 
 Deno.test("failed authentications of one address are shared between instances after a merge", async () => {
-  const path = await Deno.makeTempFile({ suffix: ".kv" });
-  const clock = windowClock();
-  const apps: App[] = [];
-  try {
-    for (let i = 0; i < 2; i++) {
-      apps.push(
-        await createApp({
-          env: {
-            KV_PATH: path,
-            TOKEN_SECRET: TEST_TOKEN_SECRET,
-            ADMIN_API_KEY: TEST_ADMIN_KEY,
-            RATE_LIMIT_PER_MINUTE: "3",
-          },
-          now: clock.now,
-          log: memoryLogger(),
-        }),
-      );
-    }
-    const [a, b] = apps;
+  await withTwoInstances(3, async (a, b) => {
     const url = "/v1/sessions/session:none";
     const addr = "198.51.100.7";
     for (let i = 0; i < 3; i++) {
@@ -498,8 +492,5 @@ Deno.test("failed authentications of one address are shared between instances af
     }, addr);
     assert.equal(r.status, 429);
     assert.equal(r.body.code, "AVTR_RATE_LIMIT_EXCEEDED");
-  } finally {
-    for (const app of apps) await app.close();
-    await Deno.remove(path);
-  }
+  });
 });

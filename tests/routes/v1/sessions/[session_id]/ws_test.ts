@@ -5,10 +5,9 @@ import {
   Browser,
   createSession,
   ENGINE_KEY,
-  ffmpegChildren,
   type Json,
   type LiveStack,
-  liveStack,
+  withLiveStack,
 } from "../../../../lib/media/_live.ts";
 import { mintToken } from "../../../../../lib/tokens.ts";
 import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
@@ -47,86 +46,85 @@ async function activate(
   return b;
 }
 
-async function noFfmpegLeft(): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    if ((await ffmpegChildren()).length === 0) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.deepEqual(await ffmpegChildren(), [], "ffmpeg processes left behind");
+/** `withLiveStack` that also asserts no ffmpeg child outlives the stack. */
+function live(
+  fn: (s: LiveStack) => Promise<void>,
+  setup: { env?: Record<string, string>; stubborn?: boolean } = {},
+): Promise<void> {
+  return withLiveStack(fn, { ...setup, noFfmpegLeft: true });
 }
 
 Deno.test("media socket refuses every token fault with HTTP 401 before the upgrade", async (t) => {
   const clock = new TestClock(Date.now());
-  const s = await liveStack({}, { clock });
-  try {
-    const a = await createSession(s);
-    const b = await createSession(s);
-    const url = (id: string, token?: string) =>
-      `${s.base}/v1/sessions/${id}/ws${
-        token === undefined ? "" : `?token=${encodeURIComponent(token)}`
-      }`;
-    const upgrade = {
-      upgrade: "websocket",
-      connection: "Upgrade",
-      "sec-websocket-version": "13",
-      "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
-    };
-    const cases: [string, string, string][] = [
-      ["missing token", url(a.session_id), "AVTR_AUTH_INVALID_KEY"],
-      [
-        "malformed token",
-        url(a.session_id, "not-a-token"),
-        "AVTR_AUTH_INVALID_KEY",
-      ],
-      [
-        "forged token",
-        url(a.session_id, a.client_token.slice(0, -4) + "AAAA"),
-        "AVTR_AUTH_INVALID_KEY",
-      ],
-      [
-        "another session's token",
-        url(a.session_id, b.client_token),
-        "AVTR_AUTH_INVALID_KEY",
-      ],
-    ];
-    for (const [name, u, code] of cases) {
-      await t.step(name, async () => {
-        const res = await fetch(u, { headers: upgrade });
-        assert.equal(res.status, 401);
-        const body = await res.json();
-        assert.equal(body.code, code);
-        assert.ok(body.request_id);
-      });
-    }
-    await t.step("expired token", async () => {
-      clock.advance(5 * 60 * 1000 + 1);
-      const res = await fetch(url(a.session_id, a.client_token), {
-        headers: upgrade,
-      });
-      assert.equal(res.status, 401);
-      assert.equal((await res.json()).code, "AVTR_AUTH_EXPIRED_TOKEN");
-    });
-    await t.step("a token of another purpose", async () => {
-      const other = mintToken(s.t.app.deps, a.session_id, "render" as never);
-      const res = await fetch(url(a.session_id, other.token), {
-        headers: upgrade,
-      });
-      assert.equal(res.status, 401);
-      assert.equal((await res.json()).code, "AVTR_AUTH_INVALID_KEY");
-    });
-    await t.step("no token ever reaches the log", () => {
-      for (const line of s.t.log.lines) {
-        assert.ok(!line.includes(a.client_token.slice(-20)), line);
+  await withLiveStack(
+    async (s) => {
+      const a = await createSession(s);
+      const b = await createSession(s);
+      const url = (id: string, token?: string) =>
+        `${s.base}/v1/sessions/${id}/ws${
+          token === undefined ? "" : `?token=${encodeURIComponent(token)}`
+        }`;
+      const upgrade = {
+        upgrade: "websocket",
+        connection: "Upgrade",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+      };
+      const cases: [string, string, string][] = [
+        ["missing token", url(a.session_id), "AVTR_AUTH_INVALID_KEY"],
+        [
+          "malformed token",
+          url(a.session_id, "not-a-token"),
+          "AVTR_AUTH_INVALID_KEY",
+        ],
+        [
+          "forged token",
+          url(a.session_id, a.client_token.slice(0, -4) + "AAAA"),
+          "AVTR_AUTH_INVALID_KEY",
+        ],
+        [
+          "another session's token",
+          url(a.session_id, b.client_token),
+          "AVTR_AUTH_INVALID_KEY",
+        ],
+      ];
+      for (const [name, u, code] of cases) {
+        await t.step(name, async () => {
+          const res = await fetch(u, { headers: upgrade });
+          assert.equal(res.status, 401);
+          const body = await res.json();
+          assert.equal(body.code, code);
+          assert.ok(body.request_id);
+        });
       }
-    });
-  } finally {
-    await s.close();
-  }
+      await t.step("expired token", async () => {
+        clock.advance(5 * 60 * 1000 + 1);
+        const res = await fetch(url(a.session_id, a.client_token), {
+          headers: upgrade,
+        });
+        assert.equal(res.status, 401);
+        assert.equal((await res.json()).code, "AVTR_AUTH_EXPIRED_TOKEN");
+      });
+      await t.step("a token of another purpose", async () => {
+        const other = mintToken(s.t.app.deps, a.session_id, "render" as never);
+        const res = await fetch(url(a.session_id, other.token), {
+          headers: upgrade,
+        });
+        assert.equal(res.status, 401);
+        assert.equal((await res.json()).code, "AVTR_AUTH_INVALID_KEY");
+      });
+      await t.step("no token ever reaches the log", () => {
+        for (const line of s.t.log.lines) {
+          assert.ok(!line.includes(a.client_token.slice(-20)), line);
+        }
+      });
+    },
+    { clock },
+  );
 });
 
 Deno.test("media socket activates a session: state, init segment, fragments, then active", async () => {
-  const s = await liveStack();
-  try {
+  await live(async (s) => {
     const c = await createSession(s);
     const b = Browser.connect(s, c.session_id, c.stream_metadata.session_token);
     await b.opened;
@@ -189,15 +187,11 @@ Deno.test("media socket activates a session: state, init segment, fragments, the
     const peer = await s.engine.peer();
     assert.equal(peer.headers.get("x-engine-key"), ENGINE_KEY);
     b.close();
-  } finally {
-    await s.close();
-  }
-  await noFfmpegLeft();
+  });
 });
 
 Deno.test("media socket carries text turns, transcripts, audio, interrupt, ping and bad frames", async () => {
-  const s = await liveStack();
-  try {
+  await live(async (s) => {
     const c = await createSession(s);
     const b = await activate(s, c.session_id, c.client_token);
 
@@ -285,15 +279,11 @@ Deno.test("media socket carries text turns, transcripts, audio, interrupt, ping 
     );
     assert.equal(b.closeCode, null);
     b.close();
-  } finally {
-    await s.close();
-  }
-  await noFfmpegLeft();
+  });
 });
 
 Deno.test("a newer socket takes the session over; the older gets session_already_active and 4000", async () => {
-  const s = await liveStack();
-  try {
+  await live(async (s) => {
     const c = await createSession(s);
     const first = await activate(s, c.session_id, c.client_token);
     const second = Browser.connect(
@@ -319,18 +309,14 @@ Deno.test("a newer socket takes the session over; the older gets session_already
     assert.deepEqual(boxTypes(second.binary[0]).slice(0, 2), ["ftyp", "moov"]);
     assert.equal((await status(s, c.session_id)).status, "active");
     second.close();
-  } finally {
-    await s.close();
-  }
-  await noFfmpegLeft();
+  });
 });
 
 Deno.test("end drives the real teardown: graceful, stubborn engine, force", async (t) => {
   await t.step(
     "graceful end → ended, session.ended, close 1000, chunks counted",
     async () => {
-      const s = await liveStack();
-      try {
+      await live(async (s) => {
         const c = await createSession(s);
         const b = await activate(s, c.session_id, c.client_token);
         const r = await end(s, c.session_id);
@@ -365,61 +351,54 @@ Deno.test("end drives the real teardown: graceful, stubborn engine, force", asyn
         for (const line of s.t.log.lines) {
           for (const secret of secrets) assert.ok(!line.includes(secret), line);
         }
-      } finally {
-        await s.close();
-      }
-      await noFfmpegLeft();
+      });
     },
   );
 
   await t.step("stubborn engine → ended_with_warnings naming it", async () => {
-    const s = await liveStack({ END_CLEANUP_TIMEOUT_MS: "600" }, {
-      stubborn: true,
-    });
-    try {
-      const c = await createSession(s);
-      const b = await activate(s, c.session_id, c.client_token);
-      const r = await end(s, c.session_id);
-      assert.equal(r.status, 200);
-      assert.equal(r.body.status, "ended_with_warnings");
-      assert.match(r.body.warning, /conversation engine did not close/);
-      await b.message(
-        (m) => m.type === "session.ended" && m.status === "ended_with_warnings",
-        "ended",
-      );
-    } finally {
-      await s.close();
-    }
-    await noFfmpegLeft();
+    await live(
+      async (s) => {
+        const c = await createSession(s);
+        const b = await activate(s, c.session_id, c.client_token);
+        const r = await end(s, c.session_id);
+        assert.equal(r.status, 200);
+        assert.equal(r.body.status, "ended_with_warnings");
+        assert.match(r.body.warning, /conversation engine did not close/);
+        await b.message(
+          (m) =>
+            m.type === "session.ended" && m.status === "ended_with_warnings",
+          "ended",
+        );
+      },
+      { env: { END_CLEANUP_TIMEOUT_MS: "600" }, stubborn: true },
+    );
   });
 
   await t.step(
     "force=true drops at once, without session.end to the engine",
     async () => {
-      const s = await liveStack({}, { stubborn: true });
-      try {
-        const c = await createSession(s);
-        const b = await activate(s, c.session_id, c.client_token);
-        const r = await end(s, c.session_id, true);
-        assert.equal(r.status, 200);
-        assert.equal(r.body.status, "ended");
-        const peer = await s.engine.peer();
-        assert.ok(!peer.json.some((m) => m.type === "session.end"));
-        assert.equal(await b.closed(), 1000);
-        const again = await end(s, c.session_id);
-        assert.equal(again.status, 409);
-        assert.equal(again.body.code, "AVTR_SESSION_ENDED");
-      } finally {
-        await s.close();
-      }
-      await noFfmpegLeft();
+      await live(
+        async (s) => {
+          const c = await createSession(s);
+          const b = await activate(s, c.session_id, c.client_token);
+          const r = await end(s, c.session_id, true);
+          assert.equal(r.status, 200);
+          assert.equal(r.body.status, "ended");
+          const peer = await s.engine.peer();
+          assert.ok(!peer.json.some((m) => m.type === "session.end"));
+          assert.equal(await b.closed(), 1000);
+          const again = await end(s, c.session_id);
+          assert.equal(again.status, 409);
+          assert.equal(again.body.code, "AVTR_SESSION_ENDED");
+        },
+        { stubborn: true },
+      );
     },
   );
 });
 
 Deno.test("an engine that refuses the session fails it; the socket gets invalid_session", async () => {
-  const s = await liveStack();
-  try {
+  await live(async (s) => {
     const c = await createSession(s, "wrong-engine-key");
     const b = Browser.connect(s, c.session_id, c.client_token);
     await b.opened;
@@ -435,15 +414,11 @@ Deno.test("an engine that refuses the session fails it; the socket gets invalid_
     const r = await end(s, c.session_id);
     assert.equal(r.status, 409);
     assert.equal(r.body.code, "AVTR_SESSION_CONFLICT");
-  } finally {
-    await s.close();
-  }
-  await noFfmpegLeft();
+  });
 });
 
 Deno.test("a fatal engine error ends an active session with a warning", async () => {
-  const s = await liveStack();
-  try {
+  await live(async (s) => {
     const c = await createSession(s);
     const b = await activate(s, c.session_id, c.client_token);
     b.send({ type: "text", text: "fatal" });
@@ -454,15 +429,11 @@ Deno.test("a fatal engine error ends an active session with a warning", async ()
     assert.equal(ended.status, "ended_with_warnings");
     const st = await status(s, c.session_id);
     assert.equal(st.status, "ended_with_warnings");
-  } finally {
-    await s.close();
-  }
-  await noFfmpegLeft();
+  });
 });
 
 Deno.test("an ended session's socket opens, gets the fatal invalid_session and closes", async () => {
-  const s = await liveStack();
-  try {
+  await live(async (s) => {
     const c = await createSession(s);
     const b = await activate(s, c.session_id, c.client_token);
     await end(s, c.session_id, true);
@@ -476,15 +447,11 @@ Deno.test("an ended session's socket opens, gets the fatal invalid_session and c
       fatal: true,
     });
     assert.equal(await late.closed(), 4001);
-  } finally {
-    await s.close();
-  }
-  await noFfmpegLeft();
+  });
 });
 
 Deno.test("an engine that never answers fails the session at START_TIMEOUT_MS (the process lives on)", async () => {
-  const s = await liveStack({ START_TIMEOUT_MS: "400" });
-  try {
+  await live(async (s) => {
     s.engine.server.freeze(); // accepts the connection, never answers the upgrade
     const c = await createSession(s);
     const b = Browser.connect(s, c.session_id, c.client_token);
@@ -498,8 +465,5 @@ Deno.test("an engine that never answers fails the session at START_TIMEOUT_MS (t
     assert.equal((await status(s, c.session_id)).status, "failed");
     // Still serving: a new session can be created after the timeout fired.
     await createSession(s);
-  } finally {
-    await s.close();
-  }
-  await noFfmpegLeft();
+  }, { env: { START_TIMEOUT_MS: "400" } });
 });
