@@ -196,6 +196,36 @@ export class Browser {
   }
 }
 
+/**
+ * Connects a browser to `id` and waits until the session is `active` and at least
+ * `segments` binary frames (init included) have arrived.
+ */
+export async function connectActive(
+  s: Pick<LiveStack, "base">,
+  id: string,
+  token: string,
+  segments = 0,
+): Promise<Browser> {
+  const b = Browser.connect(s as LiveStack, id, token);
+  await b.opened;
+  await b.message(
+    (m) => m.type === "session.state" && m.status === "active",
+    "active",
+  );
+  if (segments > 0) {
+    await b.until(() => b.binary.length >= segments, "media segments");
+  }
+  return b;
+}
+
+/** The session's status body, read with the test admin key. */
+export async function statusOf(s: LiveStack, id: string): Promise<Json> {
+  const res = await s.t.request(`/v1/sessions/${id}`, {
+    headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
+  });
+  return await res.json();
+}
+
 /** Ids of ffmpeg processes whose parent is this test process. */
 export async function ffmpegChildren(): Promise<number[]> {
   const out: number[] = [];

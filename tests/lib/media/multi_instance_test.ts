@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import { TEST_ADMIN_KEY, TEST_TOKEN_SECRET } from "../../_helpers.ts";
-import { Browser, ENGINE_KEY, type LiveStack } from "./_live.ts";
+import { Browser, connectActive, ENGINE_KEY, type LiveStack } from "./_live.ts";
 
 const ROOT = new URL("../../../", import.meta.url);
 
@@ -120,16 +120,12 @@ Deno.test("two service processes on one KV file: an end taken by B tears down A'
         },
       });
       assert.equal(r.status, 200);
-      const browser = Browser.connect(
-        { base: a.base } as LiveStack,
+      const browser = await connectActive(
+        a,
         r.body.session_id,
         r.body.client_token,
       );
       sessions.push(browser);
-      await browser.message(
-        (m) => m.type === "session.state" && m.status === "active",
-        "active",
-      );
       return { id: r.body.session_id as string, browser };
     };
 
@@ -184,16 +180,8 @@ Deno.test("two service processes on one KV file: an end taken by B tears down A'
           },
         });
         const id = r.body.session_id as string;
-        const browser = Browser.connect(
-          { base: b.base } as LiveStack,
-          id,
-          r.body.client_token,
-        );
+        const browser = await connectActive(b, id, r.body.client_token);
         sessions.push(browser);
-        await browser.message(
-          (m) => m.type === "session.state" && m.status === "active",
-          "active",
-        );
         await browser.until(
           () => browser.binary.length >= 3,
           "init + segments through B",

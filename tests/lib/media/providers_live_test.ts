@@ -9,7 +9,7 @@ import type { FakeWs } from "../../fakes/fake_ws.ts";
 import { startVendorAFake } from "../../fakes/vendor_a_fake.ts";
 import { startVendorBFake } from "../../fakes/vendor_b_fake.ts";
 import { startVendorCFake } from "../../fakes/vendor_c_fake.ts";
-import { Browser, type LiveStack } from "./_live.ts";
+import { connectActive, type LiveStack } from "./_live.ts";
 
 interface Case {
   name: string;
@@ -87,17 +87,12 @@ for (const c of cases) {
       });
       assert.equal(res.status, 200, await res.clone().text());
       const created = await res.json();
-      const b = Browser.connect(
+      const b = await connectActive(
         stack,
         created.session_id,
         created.client_token,
+        3,
       );
-      await b.opened;
-      await b.message(
-        (m) => m.type === "session.state" && m.status === "active",
-        "active",
-      );
-      await b.until(() => b.binary.length >= 3, "init + segments");
 
       b.send({ type: "text", text: "hello" });
       const said = await b.message(

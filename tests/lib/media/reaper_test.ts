@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
-import { TEST_ADMIN_KEY, TestClock } from "../../_helpers.ts";
+import { TestClock } from "../../_helpers.ts";
 import { createApp } from "../../../app.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import { reapOnce } from "../../../lib/media/reaper.ts";
-import { Browser, createSession, liveStack } from "./_live.ts";
-
-const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+import { connectActive, createSession, liveStack, statusOf } from "./_live.ts";
 
 Deno.test("reapOnce() fails a created session with no media socket past the connect timeout", async () => {
   const clock = new TestClock(Date.now());
@@ -19,9 +17,7 @@ Deno.test("reapOnce() fails a created session with no media socket past the conn
       failed: [c.session_id],
       ended: [],
     });
-    const st = await (await s.t.request(`/v1/sessions/${c.session_id}`, {
-      headers: auth,
-    })).json();
+    const st = await statusOf(s, c.session_id);
     assert.equal(st.status, "failed");
     assert.equal(s.t.app.deps.vault.has(c.session_id), false);
     assert.equal(s.t.app.deps.renderSlots.has(c.session_id), false);
@@ -35,11 +31,7 @@ Deno.test("reapOnce() ends an active session idle past SESSION_IDLE_TIMEOUT_S wi
   const s = await liveStack({ SESSION_IDLE_TIMEOUT_S: "30" }, { clock });
   try {
     const c = await createSession(s);
-    const b = Browser.connect(s, c.session_id, c.client_token);
-    await b.message(
-      (m) => m.type === "session.state" && m.status === "active",
-      "active",
-    );
+    const b = await connectActive(s, c.session_id, c.client_token);
     clock.advance(120_000);
     assert.deepEqual(
       (await reapOnce(s.t.app.deps)).ended,
@@ -61,9 +53,7 @@ Deno.test("reapOnce() ends an active session idle past SESSION_IDLE_TIMEOUT_S wi
     assert.deepEqual((await reapOnce(s.t.app.deps)).ended, []);
     clock.advance(1_000);
     assert.deepEqual((await reapOnce(s.t.app.deps)).ended, [c.session_id]);
-    const st = await (await s.t.request(`/v1/sessions/${c.session_id}`, {
-      headers: auth,
-    })).json();
+    const st = await statusOf(s, c.session_id);
     assert.equal(st.status, "ended_with_warnings");
   } finally {
     await s.close();
@@ -75,11 +65,7 @@ Deno.test("reapOnce() ends an active session at SESSION_MAX_DURATION_S, closing 
   const s = await liveStack({ SESSION_MAX_DURATION_S: "600" }, { clock });
   try {
     const c = await createSession(s);
-    const b = Browser.connect(s, c.session_id, c.client_token);
-    await b.message(
-      (m) => m.type === "session.state" && m.status === "active",
-      "active",
-    );
+    const b = await connectActive(s, c.session_id, c.client_token);
     clock.advance(600_000);
     assert.deepEqual((await reapOnce(s.t.app.deps)).ended, [c.session_id]);
     const ended = await b.message(

@@ -3,21 +3,18 @@ import { TEST_ADMIN_KEY, TestClock } from "../../../../_helpers.ts";
 import {
   boxTypes,
   Browser,
+  connectActive,
   createSession,
   ENGINE_KEY,
   type Json,
   type LiveStack,
+  statusOf,
   withLiveStack,
 } from "../../../../lib/media/_live.ts";
 import { mintToken } from "../../../../../lib/tokens.ts";
 import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
-
-async function status(s: LiveStack, id: string): Promise<Json> {
-  const res = await s.t.request(`/v1/sessions/${id}`, { headers: auth });
-  return await res.json();
-}
 
 async function end(s: LiveStack, id: string, force = false) {
   const res = await s.t.request(
@@ -31,21 +28,6 @@ async function end(s: LiveStack, id: string, force = false) {
 }
 
 /** Connects a browser and waits until the session is active with media flowing. */
-async function activate(
-  s: LiveStack,
-  id: string,
-  token: string,
-): Promise<Browser> {
-  const b = Browser.connect(s, id, token);
-  await b.opened;
-  await b.message(
-    (m) => m.type === "session.state" && m.status === "active",
-    "active",
-  );
-  await b.until(() => b.binary.length >= 2, "a media segment");
-  return b;
-}
-
 /** `withLiveStack` that also asserts no ffmpeg child outlives the stack. */
 function live(
   fn: (s: LiveStack) => Promise<void>,
@@ -179,7 +161,7 @@ Deno.test("media socket activates a session: state, init segment, fragments, the
       m.status
     );
     assert.deepEqual(states, ["created", "activating", "active"]);
-    const st = await status(s, c.session_id);
+    const st = await statusOf(s, c.session_id);
     assert.equal(st.status, "active");
     assert.equal(typeof st.started_at, "number");
     const hello = await s.engine.message("session.start");
@@ -193,7 +175,7 @@ Deno.test("media socket activates a session: state, init segment, fragments, the
 Deno.test("media socket carries text turns, transcripts, audio, interrupt, ping and bad frames", async () => {
   await live(async (s) => {
     const c = await createSession(s);
-    const b = await activate(s, c.session_id, c.client_token);
+    const b = await connectActive(s, c.session_id, c.client_token, 2);
 
     b.send({ type: "text", text: "hello there" });
     const userT = await b.message(
@@ -273,7 +255,7 @@ Deno.test("media socket carries text turns, transcripts, audio, interrupt, ping 
       "per-turn error",
     );
     assert.equal(
-      (await status(s, c.session_id)).status,
+      (await statusOf(s, c.session_id)).status,
       "active",
       "the session survives",
     );
@@ -285,7 +267,7 @@ Deno.test("media socket carries text turns, transcripts, audio, interrupt, ping 
 Deno.test("a newer socket takes the session over; the older gets session_already_active and 4000", async () => {
   await live(async (s) => {
     const c = await createSession(s);
-    const first = await activate(s, c.session_id, c.client_token);
+    const first = await connectActive(s, c.session_id, c.client_token, 2);
     const second = Browser.connect(
       s,
       c.session_id,
@@ -307,7 +289,7 @@ Deno.test("a newer socket takes the session over; the older gets session_already
     );
     await second.until(() => second.binary.length >= 3, "new init + segments");
     assert.deepEqual(boxTypes(second.binary[0]).slice(0, 2), ["ftyp", "moov"]);
-    assert.equal((await status(s, c.session_id)).status, "active");
+    assert.equal((await statusOf(s, c.session_id)).status, "active");
     second.close();
   });
 });
@@ -318,7 +300,7 @@ Deno.test("end drives the real teardown: graceful, stubborn engine, force", asyn
     async () => {
       await live(async (s) => {
         const c = await createSession(s);
-        const b = await activate(s, c.session_id, c.client_token);
+        const b = await connectActive(s, c.session_id, c.client_token, 2);
         const r = await end(s, c.session_id);
         assert.equal(r.status, 200);
         assert.equal(r.body.status, "ended");
@@ -359,7 +341,7 @@ Deno.test("end drives the real teardown: graceful, stubborn engine, force", asyn
     await live(
       async (s) => {
         const c = await createSession(s);
-        const b = await activate(s, c.session_id, c.client_token);
+        const b = await connectActive(s, c.session_id, c.client_token, 2);
         const r = await end(s, c.session_id);
         assert.equal(r.status, 200);
         assert.equal(r.body.status, "ended_with_warnings");
@@ -380,7 +362,7 @@ Deno.test("end drives the real teardown: graceful, stubborn engine, force", asyn
       await live(
         async (s) => {
           const c = await createSession(s);
-          const b = await activate(s, c.session_id, c.client_token);
+          const b = await connectActive(s, c.session_id, c.client_token, 2);
           const r = await end(s, c.session_id, true);
           assert.equal(r.status, 200);
           assert.equal(r.body.status, "ended");
@@ -409,7 +391,7 @@ Deno.test("an engine that refuses the session fails it; the socket gets invalid_
       fatal: true,
     });
     await b.closed();
-    assert.equal((await status(s, c.session_id)).status, "failed");
+    assert.equal((await statusOf(s, c.session_id)).status, "failed");
     assert.equal(s.t.app.deps.vault.has(c.session_id), false);
     const r = await end(s, c.session_id);
     assert.equal(r.status, 409);
@@ -420,14 +402,14 @@ Deno.test("an engine that refuses the session fails it; the socket gets invalid_
 Deno.test("a fatal engine error ends an active session with a warning", async () => {
   await live(async (s) => {
     const c = await createSession(s);
-    const b = await activate(s, c.session_id, c.client_token);
+    const b = await connectActive(s, c.session_id, c.client_token, 2);
     b.send({ type: "text", text: "fatal" });
     const ended = await b.message(
       (m) => m.type === "session.ended",
       "session.ended",
     );
     assert.equal(ended.status, "ended_with_warnings");
-    const st = await status(s, c.session_id);
+    const st = await statusOf(s, c.session_id);
     assert.equal(st.status, "ended_with_warnings");
   });
 });
@@ -435,7 +417,7 @@ Deno.test("a fatal engine error ends an active session with a warning", async ()
 Deno.test("an ended session's socket opens, gets the fatal invalid_session and closes", async () => {
   await live(async (s) => {
     const c = await createSession(s);
-    const b = await activate(s, c.session_id, c.client_token);
+    const b = await connectActive(s, c.session_id, c.client_token, 2);
     await end(s, c.session_id, true);
     await b.closed();
     const late = Browser.connect(s, c.session_id, c.client_token);
@@ -462,7 +444,7 @@ Deno.test("an engine that never answers fails the session at START_TIMEOUT_MS (t
       code: "invalid_session",
       fatal: true,
     });
-    assert.equal((await status(s, c.session_id)).status, "failed");
+    assert.equal((await statusOf(s, c.session_id)).status, "failed");
     // Still serving: a new session can be created after the timeout fired.
     await createSession(s);
   }, { env: { START_TIMEOUT_MS: "400" } });
