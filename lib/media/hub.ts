@@ -72,7 +72,7 @@ export class MediaHub implements SessionRuntime {
     this.live.clear();
     await Promise.all(all.map(async (live) => {
       await live.abort();
-      live.finish("ending");
+      live.goAway();
     }));
   }
 

@@ -389,6 +389,18 @@ export class LiveSession {
     }
   }
 
+  /**
+   * Closes the socket with 1001 "going away" and no `session.ended`: the service is
+   * shutting down, the session itself did not end (the reaper settles it later).
+   */
+  goAway(): void {
+    const ws = this.socket;
+    this.socket = null;
+    try {
+      ws?.close(1001, "service shutting down");
+    } catch { /* already closing */ }
+  }
+
   /** Drops everything at once (failure paths, shutdown). */
   async abort(): Promise<void> {
     this.closed = true;

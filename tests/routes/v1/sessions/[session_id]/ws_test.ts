@@ -8,6 +8,8 @@ import {
   ENGINE_KEY,
   type Json,
   type LiveStack,
+  liveStack,
+  noFfmpegLeft,
   statusOf,
   withLiveStack,
 } from "../../../../lib/media/_live.ts";
@@ -448,4 +450,21 @@ Deno.test("an engine that never answers fails the session at START_TIMEOUT_MS (t
     // Still serving: a new session can be created after the timeout fired.
     await createSession(s);
   }, { env: { START_TIMEOUT_MS: "400" } });
+});
+
+Deno.test("a service shutdown closes live sockets with 1001 and no session.ended", async () => {
+  const s = await liveStack();
+  let b: Browser | undefined;
+  try {
+    const c = await createSession(s);
+    b = await connectActive(s, c.session_id, c.client_token);
+    await s.t.close();
+    assert.equal(await b.closed(), 1001);
+    assert.equal(b.json.some((m) => m.type === "session.ended"), false);
+  } finally {
+    b?.close();
+    await s.server.shutdown();
+    await s.engine.close();
+  }
+  await noFfmpegLeft();
 });
