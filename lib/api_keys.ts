@@ -100,21 +100,38 @@ export function parseApiKey(
   return m ? { keyId: m[1], secret: m[2] } : null;
 }
 
+/**
+ * A key-shaped credential as a request presents it: the key id and the SHA-256 of the
+ * secret, in the stored form (`secret_hash`). The secret itself is not kept. One hash per
+ * request serves both the rate limiter (its subject) and the check against the record.
+ */
+export interface PresentedKey {
+  keyId: string;
+  secretHash: string;
+}
+
+/** The `PresentedKey` of `plaintext`, or null when it is not key-shaped. */
+export function presentKey(plaintext: string): PresentedKey | null {
+  const parsed = parseApiKey(plaintext);
+  return parsed === null
+    ? null
+    : { keyId: parsed.keyId, secretHash: hashSecret(parsed.secret) };
+}
+
 function hashSecret(secret: string): string {
   return createHash("sha256").update(secret).digest("base64url");
 }
 
 /**
- * Whether `secret` hashes to `stored`, in time independent of where they differ. The
- * digest is compared in its stored text form (canonical base64url, as `hashSecret`
+ * Whether two secret hashes are equal, in time independent of where they differ. The
+ * digests are compared in their stored text form (canonical base64url, as `hashSecret`
  * writes it), which spares decoding the stored hash on every request.
  */
-function hashMatches(secret: string, stored: string): boolean {
-  const a = hashSecret(secret);
-  let diff = a.length ^ stored.length;
-  for (let i = 0; i < a.length; i++) {
+function hashMatches(presented: string, stored: string): boolean {
+  let diff = presented.length ^ stored.length;
+  for (let i = 0; i < presented.length; i++) {
     // Past the end of `stored` charCodeAt gives NaN, which `| 0` turns into 0.
-    diff |= a.charCodeAt(i) ^ (stored.charCodeAt(i) | 0);
+    diff |= presented.charCodeAt(i) ^ (stored.charCodeAt(i) | 0);
   }
   return diff === 0;
 }
@@ -313,17 +330,17 @@ function isCursorError(err: unknown): boolean {
 }
 
 /**
- * Checks a plaintext key against its stored entry: unknown, wrong secret or revoked →
+ * Checks a presented key against its stored entry: unknown, wrong secret or revoked →
  * 401 `AVTR_AUTH_INVALID_KEY`; past `expires_at` → 401 `AVTR_AUTH_EXPIRED_TOKEN`.
  * `entry` is the `apiKeyKey` entry (read by the caller, so it can share a round trip).
  */
 export function principalFromKeyEntry(
   entry: Deno.KvEntryMaybe<unknown>,
-  secret: string,
+  key: PresentedKey,
   now: number,
 ): Principal {
   const rec = entry.value as ApiKeyRecord | null;
-  if (rec === null || !hashMatches(secret, rec.secret_hash)) {
+  if (rec === null || !hashMatches(key.secretHash, rec.secret_hash)) {
     throw invalidKey();
   }
   if (rec.revoked_at !== undefined) throw invalidKey();
@@ -350,10 +367,10 @@ export async function verifyApiKey(
   deps: AppDeps,
   plaintext: string,
 ): Promise<Principal> {
-  const parsed = parseApiKey(plaintext);
-  if (parsed === null) throw invalidKey();
-  const entry = await kvTry(deps.kv.get(apiKeyKey(parsed.keyId)));
-  const principal = principalFromKeyEntry(entry, parsed.secret, deps.now());
-  noteKeyUsed(deps, parsed.keyId);
+  const key = presentKey(plaintext);
+  if (key === null) throw invalidKey();
+  const entry = await kvTry(deps.kv.get(apiKeyKey(key.keyId)));
+  const principal = principalFromKeyEntry(entry, key, deps.now());
+  noteKeyUsed(deps, key.keyId);
   return principal;
 }

@@ -8,10 +8,10 @@
  * instance.
  */
 import { noteKeyUsed, startLastUsedFlusher } from "./api_key_usage.ts";
-import { apiKeyKey, parseApiKey, principalFromKeyEntry } from "./api_keys.ts";
+import { apiKeyKey, presentKey, principalFromKeyEntry } from "./api_keys.ts";
 import type { AppDeps } from "./deps.ts";
 import { ApiError } from "./errors.ts";
-import type { Ctx } from "./http.ts";
+import type { Ctx, RequestCredential } from "./http.ts";
 import {
   idpKeySet,
   idpPrincipal,
@@ -41,6 +41,21 @@ export function credentialFrom(req: Request): string | null {
   const key = req.headers.get("x-api-key");
   if (key !== null && key.trim() !== "") return key.trim();
   return null;
+}
+
+/**
+ * The request's credential and, when it is key-shaped, the key it presents (its secret
+ * hashed once). Worked out on first use and kept on `ctx.state`, so the rate limiter and
+ * authentication share one hash per request.
+ */
+export function requestCredential(ctx: Ctx): RequestCredential {
+  let c = ctx.state.credential;
+  if (c === undefined) {
+    const value = credentialFrom(ctx.req);
+    c = { value, key: value === null ? null : presentKey(value) };
+    ctx.state.credential = c;
+  }
+  return c;
 }
 
 /**
@@ -80,7 +95,7 @@ export async function authenticate(
       `authenticate() prefetches at most ${MAX_PREFETCH} keys`,
     );
   }
-  const credential = credentialFrom(ctx.req);
+  const { value: credential, key } = requestCredential(ctx);
   if (credential === null) {
     throw new ApiError(
       "AVTR_AUTH_MISSING_CREDENTIALS",
@@ -110,16 +125,15 @@ export async function authenticate(
       entries = got.slice(1);
     }
   } else {
-    const parsed = parseApiKey(credential);
-    if (parsed === null) {
+    if (key === null) {
       throw new ApiError("AVTR_AUTH_INVALID_KEY", "The API key is not valid");
     }
     const got = await kvReadBatcher(deps.kv).getMany([
-      apiKeyKey(parsed.keyId),
+      apiKeyKey(key.keyId),
       ...prefetch,
     ]);
-    principal = principalFromKeyEntry(got[0], parsed.secret, deps.now());
-    noteKeyUsed(deps, parsed.keyId);
+    principal = principalFromKeyEntry(got[0], key, deps.now());
+    noteKeyUsed(deps, key.keyId);
     entries = got.slice(1);
   }
   ctx.state.principal = principal;

@@ -4,6 +4,7 @@
  * `_middleware.ts` modules wrap every route below their folder. A manifest maps the
  * module files to URL patterns (`[session_id]` becomes a named group).
  */
+import type { PresentedKey } from "./api_keys.ts";
 import type { AppDeps } from "./deps.ts";
 import type { Principal } from "./principal.ts";
 
@@ -23,10 +24,20 @@ export interface RequestState {
   /** Route template (the manifest path), for the access log. */
   route?: string;
   principal?: Principal;
+  /** The request's credential, read once (`requestCredential` in lib/auth.ts). */
+  credential?: RequestCredential;
   /** Extra headers every response of this request carries (e.g. rate-limit headers). */
   headers: Headers;
   /** Free slots for middleware of other surfaces (the console's session, CSRF token). */
   [key: string]: unknown;
+}
+
+/** What a request presents to authenticate with. */
+export interface RequestCredential {
+  /** The raw credential (`Authorization: Bearer` or `x-api-key`), or null. */
+  value: string | null;
+  /** The credential as an API key, when it is key-shaped. */
+  key: PresentedKey | null;
 }
 
 export interface Ctx {

@@ -1,6 +1,6 @@
 /**
- * Request rate limits (DECISIONS 9, SPEC 8): a fixed 60-s window per subject (a keyed MAC
- * of the raw credential, or of the client address when none was sent), plus one window
+ * Request rate limits (DECISIONS 9, SPEC 8): a fixed 60-s window per subject (per
+ * credential, or per client address when none was sent: `rateLimitSubject`), plus one window
  * per client address for failed authentications (`failedAuthSubject`), shared by every
  * instance through KV without a KV write per request. Each instance counts locally and
  * merges its counts into KV in batches (atomic `sum` on a per-window key), reading the
@@ -11,6 +11,7 @@
  * the flush also sweeps the keys of windows older than the previous one.
  */
 import { createHash, type Hash } from "node:crypto";
+import { type PresentedKey, presentKey } from "./api_keys.ts";
 import type { AppDeps } from "./deps.ts";
 import type { Logger } from "./log.ts";
 import { deriveKey } from "./tokens.ts";
@@ -68,16 +69,28 @@ export class SubjectMac {
 }
 
 /**
- * The subject a request is counted against: an HMAC-SHA256 under `mac`'s key of the raw
- * credential when one was sent (`c:`), else of the client address (`a:`). Neither the
- * credential nor the address is kept, and without the key a subject seen in KV cannot be
- * matched against guessed credentials.
+ * The subject a request is counted against:
+ *
+ * - a key-shaped credential (`k:`): the key id and the first 22 characters (132 bits) of
+ *   the SHA-256 of its secret, which authentication computes anyway (`key`). A key's
+ *   secret is 256 random bits, so the hash gives nothing away, and KV holds the whole
+ *   hash in the key's record already. Only who holds the secret can spend a key's
+ *   window: a made-up secret under a known key id is a subject of its own;
+ * - any other credential (`c:`): an HMAC-SHA256 under `mac`'s key (such a credential may
+ *   be weak, as `ADMIN_API_KEY` can be, so no plain hash of it may reach KV);
+ * - no credential: an HMAC of the client address (`a:`).
+ *
+ * Neither the credential nor the address is kept.
  */
 export function rateLimitSubject(
   mac: SubjectMac,
   credential: string | null,
   remoteAddr: string,
+  key: PresentedKey | null = credential === null
+    ? null
+    : presentKey(credential),
 ): string {
+  if (key !== null) return "k:" + key.keyId + ":" + key.secretHash.slice(0, 22);
   return credential !== null
     ? mac.subject("c", credential)
     : mac.subject("a", remoteAddr);
@@ -149,8 +162,12 @@ export class RateLimiter {
   }
 
   /** `rateLimitSubject` under this limiter's key. */
-  subjectOf(credential: string | null, remoteAddr: string): string {
-    return rateLimitSubject(this.#mac, credential, remoteAddr);
+  subjectOf(
+    credential: string | null,
+    remoteAddr: string,
+    key?: PresentedKey | null,
+  ): string {
+    return rateLimitSubject(this.#mac, credential, remoteAddr, key);
   }
 
   /**

@@ -9,7 +9,7 @@
  * rotating made-up credentials (each of which gets a fresh window of its own) cannot
  * guess keys without limit.
  */
-import { credentialFrom } from "../../lib/auth.ts";
+import { requestCredential } from "../../lib/auth.ts";
 import { ApiError } from "../../lib/errors.ts";
 import type { Ctx } from "../../lib/http.ts";
 import { type RateLimitDecision, rateLimiterOf } from "../../lib/rate_limit.ts";
@@ -36,8 +36,9 @@ export async function handler(ctx: Ctx): Promise<Response> {
     setRateHeaders(ctx, spent);
     throw exceeded(spent);
   }
+  const credential = requestCredential(ctx);
   const decision = limiter.take(
-    limiter.subjectOf(credentialFrom(ctx.req), ctx.remoteAddr),
+    limiter.subjectOf(credential.value, ctx.remoteAddr, credential.key),
   );
   setRateHeaders(ctx, decision);
   if (!decision.allowed) throw exceeded(decision);

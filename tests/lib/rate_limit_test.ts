@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { createApp } from "../../app.ts";
+import { presentKey } from "../../lib/api_keys.ts";
 import { memoryLogger } from "../../lib/log.ts";
 import {
   failedAuthSubject,
@@ -126,6 +127,32 @@ Deno.test("rateLimitSubject() is an HMAC of the credential, else the address, ne
   assert.equal(
     new SubjectMac(long).subject("a", "x"),
     "a:" + createHmac("sha256", long).update("a\0x").digest("hex"),
+  );
+});
+
+Deno.test("rateLimitSubject() of a key-shaped credential is its key id and a prefix of its secret's hash", () => {
+  const m1 = new SubjectMac(new Uint8Array(32).fill(1));
+  const m2 = new SubjectMac(new Uint8Array(32).fill(2));
+  const keyId = "01JAAAAAAAAAAAAAAAAAAAAAAA";
+  const secret = "s".repeat(43);
+  const plaintext = `avk_${keyId}_${secret}`;
+  const hash = createHash("sha256").update(secret).digest("base64url");
+  const s1 = rateLimitSubject(m1, plaintext, "10.0.0.1");
+  assert.equal(s1, `k:${keyId}:${hash.slice(0, 22)}`);
+  assert.equal(s1, rateLimitSubject(m1, plaintext, "10.0.0.2"), "any address");
+  assert.equal(s1, rateLimitSubject(m2, plaintext, "10.0.0.1"), "any instance");
+  assert.equal(s1.includes(secret), false);
+  // The key authentication already worked out gives the same subject, hashing nothing.
+  assert.equal(rateLimitSubject(m1, plaintext, "x", presentKey(plaintext)), s1);
+  // A made-up secret under the same key id cannot spend the key's window.
+  const guess = `avk_${keyId}_${"t".repeat(43)}`;
+  assert.notEqual(rateLimitSubject(m1, guess, "10.0.0.1"), s1);
+  // Not key-shaped (one character short): the keyed MAC of the credential.
+  const near = plaintext.slice(0, -1);
+  assert.equal(
+    rateLimitSubject(m1, near, "10.0.0.1"),
+    "c:" + createHmac("sha256", new Uint8Array(32).fill(1)).update("c\0" + near)
+      .digest("hex"),
   );
 });
 

@@ -217,6 +217,60 @@ Deno.test("v1 middleware counts per credential, and per client address without o
   }
 });
 
+Deno.test("v1 middleware counts an API key by its key id, and a forged secret under that id apart", async () => {
+  const clock = windowClock();
+  const app = await testApp({ RATE_LIMIT_PER_MINUTE: "3" }, { clock });
+  try {
+    const minted = await app.request("/v1/api-keys", {
+      method: "POST",
+      headers: authJson(TEST_ADMIN_KEY),
+      body: JSON.stringify({ tenant_id: "t1", scopes: ["sessions:read"] }),
+    });
+    assert.equal(minted.status, 201);
+    const { api_key: key, key_id: keyId } = await minted.json();
+    const read = async (credential: string, addr: string) => {
+      const res = await app.app.handler(
+        new Request("http://localhost/v1/sessions/session:none", {
+          headers: { authorization: `Bearer ${credential}` },
+        }),
+        from(addr),
+      );
+      await res.body?.cancel();
+      return res;
+    };
+    const r1 = await read(key, "192.0.2.1");
+    assert.equal(r1.status, 404);
+    assert.equal(r1.headers.get("x-ratelimit-remaining"), "2");
+    // Someone who knows the key id but not the secret: 401s of their own window.
+    const forged = `avk_${keyId}_${"A".repeat(43)}`;
+    assert.notEqual(forged, key);
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await read(forged, "192.0.2.66")).status, 401);
+    }
+    const r2 = await read(key, "192.0.2.2");
+    assert.equal(
+      r2.status,
+      404,
+      "the key's window is untouched by the forgery",
+    );
+    assert.equal(r2.headers.get("x-ratelimit-remaining"), "1", "any address");
+    await rateLimiterOf(app.app.deps).flush();
+    const subjects: string[] = [];
+    for await (
+      const e of app.app.deps.kv.list({ prefix: ["rate_limits"] })
+    ) subjects.push(String(e.key[2]));
+    const secret = key.slice(key.lastIndexOf("_") + 1);
+    assert.equal(subjects.some((s) => s.includes(secret)), false);
+    assert.equal(
+      subjects.filter((s) => s.startsWith(`k:${keyId}:`)).length,
+      2,
+      "the key and the forgery, apart",
+    );
+  } finally {
+    await app.close();
+  }
+});
+
 Deno.test("two app instances on one KV file share the rate-limit window after a flush", async () => {
   await withTwoInstances(10, async (a, b) => {
     const headers = { "x-api-key": "shared-key" };
