@@ -109,7 +109,7 @@ export async function authenticate(
   if (admin !== undefined && safeEqual(credential, admin)) {
     principal = { kind: "admin_key", tenantId: ADMIN_TENANT, scopes: SCOPES };
     entries = prefetch.length > 0
-      ? await kvReadBatcher(deps.kv).getMany(prefetch)
+      ? await kvReadBatcher(deps.readKv).getMany(prefetch)
       : [];
   } else if (deps.config.idp !== null && looksLikeJwt(credential)) {
     const token: IdpToken = await verifyIdpToken(deps, credential);
@@ -117,7 +117,7 @@ export async function authenticate(
       principal = idpPrincipal(token, null);
       entries = [];
     } else {
-      const got = await kvReadBatcher(deps.kv).getMany([
+      const got = await kvReadBatcher(deps.readKv).getMany([
         idpOrgKey(token.orgId),
         ...prefetch,
       ]);
@@ -128,7 +128,7 @@ export async function authenticate(
     if (key === null) {
       throw new ApiError("AVTR_AUTH_INVALID_KEY", "The API key is not valid");
     }
-    const got = await kvReadBatcher(deps.kv).getMany([
+    const got = await kvReadBatcher(deps.readKv).getMany([
       apiKeyKey(key.keyId),
       ...prefetch,
     ]);

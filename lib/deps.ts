@@ -5,7 +5,7 @@
 import { type Config, loadConfig } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { idleRuntime, type SessionRuntime } from "./runtime.ts";
-import { openKv } from "./store.ts";
+import { openKv, openReadKv } from "./store.ts";
 import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render_slots.ts";
 
@@ -25,6 +25,12 @@ export interface SessionHooks {
 export interface AppDeps {
   config: Config;
   kv: Deno.Kv;
+  /**
+   * The handle the request path's point reads go through (`kvReadBatcher`): for a local
+   * KV file a second handle on the same file, so those reads never queue behind a
+   * commit (or a wait for another process's write lock) on `kv`; else `kv` itself.
+   */
+  readKv: Deno.Kv;
   /** The clock (epoch ms). Tests inject their own. */
   now: () => number;
   log: Logger;
@@ -58,11 +64,13 @@ export interface DepsOptions {
 export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
   const config = options.config ?? loadConfig(options.env ?? {});
   const kv = options.kv ?? await openKv(config.kvPath);
+  const readKv = options.kv ? kv : await openReadKv(config.kvPath, kv);
   const now = options.now ?? Date.now;
   const log = options.log ?? createLogger(undefined, now);
   return {
     config,
     kv,
+    readKv,
     now,
     log,
     onClose: [],
@@ -84,5 +92,8 @@ export async function closeDeps(deps: AppDeps, closeKv = true): Promise<void> {
       deps.log.error("close hook failed", { err });
     }
   }
-  if (closeKv) deps.kv.close();
+  if (closeKv) {
+    if (deps.readKv !== deps.kv) deps.readKv.close();
+    deps.kv.close();
+  }
 }

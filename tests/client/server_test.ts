@@ -112,7 +112,8 @@ function clientFor(
 function failSessionReads(t: TestApp, times: number): { left: number } {
   const state = { left: times };
   const kv = t.app.deps.kv;
-  t.app.deps.kv = new Proxy(kv, {
+  // Status reads go through `readKv` (the same handle on `:memory:`).
+  t.app.deps.kv = t.app.deps.readKv = new Proxy(kv, {
     get(target, prop) {
       if (prop === "getMany") {
         return (
