@@ -1,7 +1,7 @@
 /**
  * API benchmark (`deno task bench:api`). Starts, as subprocesses, a bare `Deno.serve`
- * hello-JSON handler and the real service (`main.ts` on a temporary KV file), then drives
- * each with `wrk` (a separate process) at 64 connections:
+ * hello-JSON handler and the real service (`main.ts` on a temporary KV file), and
+ * drives them from separate processes at 64 connections:
  *
  * 1. bare hello JSON;
  * 2. authenticated `GET /v1/sessions/{id}` (status read) of one session, every
@@ -16,13 +16,19 @@
  *    end (a real end needs a live engine and renderer; `deno task bench:media` ends live
  *    sessions).
  *
- * Prints requests/s, p50 and p99 for each, the status-read/bare ratios and the machine.
+ * Throughput comes from `wrk`: after a warm-up, `--rounds` rounds each run 1, 2 and 3
+ * back to back, and the status-read/bare ratio is the median of the rounds' ratios (the
+ * machine is shared and its speed drifts from minute to minute). Latency comes from
+ * `bench/_loadgen.ts`, which times every request (see there why wrk's latency figures
+ * are not used). Prints requests/s, the ratios, latency percentiles and the machine.
  * `bench/api.ts --bare <port>` is the bare server itself.
  *
- * Options: `--duration <s>` (default 10), `--connections <n>` (default 64),
- * `--threads <n>` (wrk threads, default 1 so that wrk and the server each get a core),
- * `--sessions <n>` (default 64).
+ * Options: `--duration <s>` (a run, default 8), `--rounds <n>` (default 3),
+ * `--connections <n>` (default 64), `--threads <n>` (wrk threads, default 1 so that
+ * the load generator and the server each get a core), `--sessions <n>` (default 64).
  */
+
+import type { LoadResult } from "./_loadgen.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const WRK = "/usr/bin/wrk";
@@ -123,6 +129,18 @@ end
 `;
 }
 
+/** The `RESULT {…}` line a load process printed, parsed; throws when it failed. */
+function resultOf<T>(out: Deno.CommandOutput, what: string): T {
+  const text = new TextDecoder().decode(out.stdout);
+  const line = text.split("\n").find((l) => l.startsWith("RESULT "));
+  if (!out.success || !line) {
+    throw new Error(
+      `${what} failed: ${text}${new TextDecoder().decode(out.stderr)}`,
+    );
+  }
+  return JSON.parse(line.slice("RESULT ".length)) as T;
+}
+
 async function runWrk(url: string, lua: string): Promise<WrkResult> {
   const script = await Deno.makeTempFile({ suffix: ".lua" });
   await Deno.writeTextFile(script, lua);
@@ -134,7 +152,7 @@ async function runWrk(url: string, lua: string): Promise<WrkResult> {
         "-c",
         String(arg("connections", 64)),
         "-d",
-        `${arg("duration", 10)}s`,
+        `${arg("duration", 8)}s`,
         "--timeout",
         "5s",
         "-s",
@@ -144,14 +162,7 @@ async function runWrk(url: string, lua: string): Promise<WrkResult> {
       stdout: "piped",
       stderr: "piped",
     }).output();
-    const text = new TextDecoder().decode(out.stdout);
-    const line = text.split("\n").find((l) => l.startsWith("RESULT "));
-    if (!out.success || !line) {
-      throw new Error(
-        `wrk failed: ${text}${new TextDecoder().decode(out.stderr)}`,
-      );
-    }
-    return JSON.parse(line.slice("RESULT ".length)) as WrkResult;
+    return resultOf<WrkResult>(out, "wrk");
   } finally {
     await Deno.remove(script);
   }
@@ -281,34 +292,73 @@ function fmt(r: WrkResult): string {
   }${r.socket_errors ? `   socket errors ${r.socket_errors}` : ""}`;
 }
 
+/** Runs `bench/_loadgen.ts` as a process of its own against `base`. */
+async function runLoadgen(
+  base: string,
+  paths: string[],
+  apiKey: string | null,
+): Promise<LoadResult> {
+  const url = new URL(base);
+  const args = [
+    "run",
+    "--allow-net",
+    "bench/_loadgen.ts",
+    "--host",
+    url.hostname,
+    "--port",
+    url.port,
+    "--connections",
+    String(arg("connections", 64)),
+    "--duration",
+    String(arg("duration", 8)),
+  ];
+  for (const p of paths) args.push("--path", p);
+  if (apiKey) args.push("--header", `Authorization: Bearer ${apiKey}`);
+  const out = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return resultOf<LoadResult>(out, "load generator");
+}
+
+function fmtLatency(r: LoadResult): string {
+  const f = (x: number) => x.toFixed(2).padStart(6);
+  return `${String(r.rps).padStart(8)} req/s   mean ${
+    f(r.mean_ms)
+  } ms (Little's law bound ${f(r.mean_bound_ms)})   p50 ${f(r.p50_ms)}   p90 ${
+    f(r.p90_ms)
+  }   p99 ${f(r.p99_ms)}   p99.9 ${f(r.p999_ms)}   max ${f(r.max_ms)} ms   ${
+    JSON.stringify(r.statuses)
+  }`;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
 async function main(): Promise<void> {
   const conns = arg("connections", 64);
+  const rounds = arg("rounds", 3);
+  const duration = arg("duration", 8);
   const info = await machine();
   console.log(`machine: ${JSON.stringify(info)}`);
   console.log(
-    `wrk: ${arg("threads", 1)} thread(s), ${conns} connections, ${
-      arg("duration", 10)
-    } s each\n`,
+    `wrk: ${
+      arg("threads", 1)
+    } thread(s), ${conns} connections, ${duration} s a run, ${rounds} rounds; latency: bench/_loadgen.ts, ${conns} connections, ${duration} s\n`,
   );
 
-  // 1. bare
+  // Both servers run for the whole bench; the one not measured is idle.
   const barePort = freePort();
   const bare = spawn(
     ["run", "--allow-net", "bench/api.ts", "--bare", String(barePort)],
     {},
     barePort,
   );
-  let bareResult: WrkResult;
-  try {
-    await waitReady(bare, "/");
-    await runWrk(bare.base + "/", luaGet(null)); // warm-up
-    bareResult = await runWrk(bare.base + "/", luaGet(null));
-  } finally {
-    await stop(bare);
-  }
-  console.log(`bare hello JSON         ${fmt(bareResult)}`);
-
-  // 2 + 3. the service
   const kvPath = await Deno.makeTempFile({ suffix: ".kv" });
   const port = freePort();
   const service = spawn(["run", "-A", "main.ts"], {
@@ -320,9 +370,11 @@ async function main(): Promise<void> {
     MAX_CONCURRENT_SESSIONS: "10000000",
     RENDER_MAX_SESSIONS: "10000000",
   }, port);
-  const results: Record<string, WrkResult> = { bare: bareResult };
-  const notes: string[] = [];
+  const rows: Record<string, WrkResult>[] = [];
+  const latency: Record<string, LoadResult> = {};
+  let pairs: WrkResult | undefined;
   try {
+    await waitReady(bare, "/");
     await waitReady(service, "/healthz");
     const minted = await api(service.base, "/v1/api-keys", ADMIN_KEY, {
       tenant_id: "bench",
@@ -343,92 +395,127 @@ async function main(): Promise<void> {
       },
       transport: "websocket_fmp4",
     };
-    const created = await api(service.base, "/v1/sessions", key, createBody);
-    if (created.status !== 200) {
-      notes.push(
-        `POST /v1/sessions answered ${created.status} ${
-          JSON.stringify(created.body)
-        }: status read and create+end not measured`,
-      );
-    } else {
-      const id = String(created.body.session_id);
-      const url = `${service.base}/v1/sessions/${id}`;
-      await runWrk(url, luaGet(key)); // warm-up
-      results.status = await runWrk(url, luaGet(key));
-      console.log(`GET /v1/sessions/{id}   ${fmt(results.status)}`);
-
-      const paths = [`/v1/sessions/${id}`];
-      while (paths.length < arg("sessions", 64)) {
-        const more = await api(service.base, "/v1/sessions", key, createBody);
-        if (more.status !== 200) {
-          throw new Error(`POST /v1/sessions answered ${more.status}`);
-        }
-        paths.push(`/v1/sessions/${more.body.session_id}`);
+    const paths: string[] = [];
+    while (paths.length < arg("sessions", 64)) {
+      const more = await api(service.base, "/v1/sessions", key, createBody);
+      if (more.status !== 200) {
+        throw new Error(
+          `POST /v1/sessions answered ${more.status} ${
+            JSON.stringify(more.body)
+          }`,
+        );
       }
-      results.status_spread = await runWrk(
-        service.base + "/",
-        luaGetPaths(key, paths),
-      );
+      paths.push(`/v1/sessions/${more.body.session_id}`);
+    }
+    const one = service.base + paths[0];
+    const scenarios: [string, () => Promise<WrkResult>][] = [
+      ["bare", () => runWrk(bare.base + "/", luaGet(null))],
+      ["status", () => runWrk(one, luaGet(key))],
+      [
+        "status_spread",
+        () => runWrk(service.base + "/", luaGetPaths(key, paths)),
+      ],
+    ];
+    // Warm-up (JIT, KV page cache), not reported.
+    for (const [, go] of scenarios) await go();
+    // Bare and service alternate, so each round's ratio compares runs made within
+    // seconds of each other on this shared machine.
+    for (let r = 0; r < rounds; r++) {
+      const row: Record<string, WrkResult> = {};
+      for (const [name, go] of scenarios) row[name] = await go();
+      rows.push(row);
       console.log(
-        `GET ${paths.length} sessions r-robin  ${fmt(results.status_spread)}`,
-      );
-
-      results.pairs = await runWrk(
-        service.base + "/v1/sessions",
-        luaPairs(key, JSON.stringify(createBody)),
-      );
-      // Every end here meets a `created` session (no media socket connects), so it
-      // answers 409 AVTR_SESSION_CONFLICT: an end attempt, not a real end.
-      const c = results.pairs.counts;
-      const ends = Object.entries(c)
-        .filter(([k]) =>
-          k.startsWith("end_") || k === "409_AVTR_SESSION_CONFLICT" ||
-          k === "409_AVTR_SESSION_ENDED"
-        )
-        .reduce((n, [, v]) => n + v, 0);
-      const pairRate = ends / results.pairs.seconds;
-      const createRate = (c.create_200 ?? 0) / results.pairs.seconds;
-      console.log(`create+end-attempt reqs ${fmt(results.pairs)}`);
-      console.log(
-        `creates                 ${createRate.toFixed(0).padStart(8)} /s`,
-      );
-      console.log(
-        `create + end attempt    ${
-          pairRate.toFixed(0).padStart(8)
-        } pairs/s   (ends answer 409: sessions never go active here; real ends: bench:media)`,
-      );
-      const ratio = results.status.rps / bareResult.rps;
-      const spread = results.status_spread.rps / bareResult.rps;
-      console.log(
-        `\nstatus read / bare      ${ratio.toFixed(3)} (one session)`,
-      );
-      console.log(
-        `status read / bare      ${
-          spread.toFixed(3)
-        } (${paths.length} sessions)`,
-      );
-      console.log(
-        `targets: ratio >= 0.25 ${
-          ratio >= 0.25 ? "met" : "MISSED"
-        } (one session), ${
-          spread >= 0.25 ? "met" : "MISSED"
-        } (${paths.length} sessions); p99 < 10 ms ${
-          results.status.p99_ms < 10 ? "met" : "MISSED"
-        } (one session), ${
-          results.status_spread.p99_ms < 10 ? "met" : "MISSED"
-        } (${paths.length} sessions); create + end attempt >= 500 pairs/s ${
-          pairRate >= 500 ? "met" : "MISSED"
-        }`,
+        `round ${r + 1}: bare ${row.bare.rps.toFixed(0)} req/s, status read ${
+          row.status.rps.toFixed(0)
+        } (${
+          (row.status.rps / row.bare.rps).toFixed(3)
+        } of bare), ${paths.length} sessions ${
+          row.status_spread.rps.toFixed(0)
+        } (${(row.status_spread.rps / row.bare.rps).toFixed(3)} of bare)   ${
+          JSON.stringify(row.status.counts)
+        } ${JSON.stringify(row.status_spread.counts)}`,
       );
     }
+    latency.bare = await runLoadgen(bare.base, ["/"], null);
+    latency.status = await runLoadgen(service.base, [paths[0]], key);
+    latency.status_spread = await runLoadgen(service.base, paths, key);
+    console.log(`\nlatency (every request timed, closed loop):`);
+    console.log(`bare hello JSON         ${fmtLatency(latency.bare)}`);
+    console.log(`GET /v1/sessions/{id}   ${fmtLatency(latency.status)}`);
+    console.log(
+      `GET ${paths.length} sessions r-robin ${
+        fmtLatency(latency.status_spread)
+      }`,
+    );
+
+    pairs = await runWrk(
+      service.base + "/v1/sessions",
+      luaPairs(key, JSON.stringify(createBody)),
+    );
   } finally {
     await stop(service);
+    await stop(bare);
     for (const suffix of ["", "-shm", "-wal"]) {
       await Deno.remove(kvPath + suffix).catch(() => {});
     }
   }
-  for (const n of notes) console.log(`note: ${n}`);
-  console.log(`\nRESULTS ${JSON.stringify({ machine: info, results })}`);
+  // Every end here meets a `created` session (no media socket connects), so it
+  // answers 409 AVTR_SESSION_CONFLICT: an end attempt, not a real end.
+  const c = pairs.counts;
+  const ends = Object.entries(c)
+    .filter(([k]) =>
+      k.startsWith("end_") || k === "409_AVTR_SESSION_CONFLICT" ||
+      k === "409_AVTR_SESSION_ENDED"
+    )
+    .reduce((n, [, v]) => n + v, 0);
+  const pairRate = ends / pairs.seconds;
+  const createRate = (c.create_200 ?? 0) / pairs.seconds;
+  console.log(`\ncreate+end-attempt reqs ${fmt(pairs)}`);
+  console.log(
+    `creates                 ${createRate.toFixed(0).padStart(8)} /s`,
+  );
+  console.log(
+    `create + end attempt    ${
+      pairRate.toFixed(0).padStart(8)
+    } pairs/s   (ends answer 409: sessions never go active here; real ends: bench:media)`,
+  );
+
+  const ratio = median(rows.map((r) => r.status.rps / r.bare.rps));
+  const spread = median(rows.map((r) => r.status_spread.rps / r.bare.rps));
+  const n = arg("sessions", 64);
+  console.log(
+    `\nstatus read / bare      ${
+      ratio.toFixed(3)
+    } (one session, median of ${rounds} rounds)`,
+  );
+  console.log(
+    `status read / bare      ${
+      spread.toFixed(3)
+    } (${n} sessions, median of ${rounds} rounds)`,
+  );
+  const mark = (ok: boolean) => ok ? "met" : "MISSED";
+  console.log(
+    `targets: ratio >= 0.25 ${mark(ratio >= 0.25)} (one session), ${
+      mark(spread >= 0.25)
+    } (${n} sessions); p99 < 10 ms ${
+      mark(latency.status.p99_ms < 10)
+    } (one session), ${
+      mark(latency.status_spread.p99_ms < 10)
+    } (${n} sessions); create + end attempt >= 500 pairs/s ${
+      mark(pairRate >= 500)
+    }`,
+  );
+  console.log(
+    `\nRESULTS ${
+      JSON.stringify({
+        machine: info,
+        rounds: rows,
+        latency,
+        pairs,
+        ratio: { status: ratio, status_spread: spread },
+      })
+    }`,
+  );
 }
 
 if (Deno.args[0] === "--bare") {
