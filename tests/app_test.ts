@@ -20,6 +20,32 @@ Deno.test("app answers an unknown /v1/ path with 404 AVTR_NOT_FOUND and echoes X
   }
 });
 
+Deno.test("every response carries the baseline headers, errors included", async (t) => {
+  const app = await testApp();
+  try {
+    const cases: [string, string, RequestInit, number][] = [
+      ["200", "/healthz", {}, 200],
+      ["404 on an unmatched /v1 path", "/v1/nope", {}, 404],
+      ["401 without a credential", "/v1/sessions/session:x", {}, 401],
+      ["404 on an unknown session", "/v1/sessions/session:x", {
+        headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
+      }, 404],
+      ["405 on a wrong method", "/v1/sessions", { method: "PUT" }, 405],
+    ];
+    for (const [name, path, init, status] of cases) {
+      await t.step(name, async () => {
+        const res = await app.request(path, init);
+        await res.body?.cancel();
+        assert.equal(res.status, status);
+        assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+        assert.equal(res.headers.get("referrer-policy"), "no-referrer");
+      });
+    }
+  } finally {
+    await app.close();
+  }
+});
+
 Deno.test("app replaces an X-Request-Id that breaks the rule with a UUID", async (t) => {
   const app = await testApp();
   try {
