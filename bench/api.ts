@@ -39,8 +39,6 @@ interface WrkResult {
   requests: number;
   seconds: number;
   rps: number;
-  p50_ms: number;
-  p99_ms: number;
   socket_errors: number;
   /** Script-specific counters (status classes, pairs). */
   counts: Record<string, number>;
@@ -70,9 +68,8 @@ function done(summary, latency, requests)
   for k, v in pairs(agg) do table.insert(parts, string.format('"%s":%d', k, v)) end
   local e = summary.errors
   io.write(string.format(
-    'RESULT {"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f,"socket_errors":%d,"counts":{%s}}\\n',
+    'RESULT {"requests":%d,"seconds":%.3f,"rps":%.1f,"socket_errors":%d,"counts":{%s}}\\n',
     summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000,
     e.connect + e.read + e.write + e.timeout, table.concat(parts, ",")))
 end
 `;
@@ -284,12 +281,11 @@ async function api(
   return { status: res.status, body: text ? JSON.parse(text) : {} };
 }
 
+/** A wrk run's rate and counts (wrk's latency figures are not per request: see _loadgen.ts). */
 function fmt(r: WrkResult): string {
-  return `${r.rps.toFixed(0).padStart(8)} req/s   p50 ${
-    r.p50_ms.toFixed(2).padStart(6)
-  } ms   p99 ${r.p99_ms.toFixed(2).padStart(6)} ms   ${
-    JSON.stringify(r.counts)
-  }${r.socket_errors ? `   socket errors ${r.socket_errors}` : ""}`;
+  return `${r.rps.toFixed(0).padStart(8)} req/s   ${JSON.stringify(r.counts)}${
+    r.socket_errors ? `   socket errors ${r.socket_errors}` : ""
+  }`;
 }
 
 /** Runs `bench/_loadgen.ts` as a process of its own against `base`. */
