@@ -118,7 +118,7 @@ export class KvReadBatcher {
 
   /** Sends the next batch: queued reads, in order, while their distinct keys fit. */
   #next(): void {
-    this.#dropExpired();
+    const now = this.#dropExpired();
     const queue = this.#queue;
     if (queue.length === 0) {
       this.#inFlight = false;
@@ -159,11 +159,9 @@ export class KvReadBatcher {
     this.#queue = n === queue.length ? [] : queue.slice(n);
     this.#inFlight = true;
     this.stats.roundTrips++;
-    // Bounded by the earliest deadline of the batch (the queue is in arrival order).
-    let left = Infinity;
-    for (const { waiter } of taken) {
-      left = Math.min(left, waiter.deadline - this.#now());
-    }
+    // Bounded by the earliest deadline of the batch: its first read's (deadlines grow
+    // in arrival order).
+    const left = taken[0].waiter.deadline - now;
     kvTry(() => this.#kv.getMany(keys), Math.max(1, Math.ceil(left))).then(
       (entries) => {
         this.#next();
@@ -185,13 +183,14 @@ export class KvReadBatcher {
 
   /**
    * Rejects queued reads whose deadline has passed: they get no round trip. Deadlines
-   * grow in arrival order, so the expired reads are a prefix of the queue.
+   * grow in arrival order, so the expired reads are a prefix of the queue. Returns the
+   * time it went by.
    */
-  #dropExpired(): void {
+  #dropExpired(): number {
     const now = this.#now();
     let n = 0;
     while (n < this.#queue.length && this.#queue[n].deadline <= now) n++;
-    if (n === 0) return;
+    if (n === 0) return now;
     const expired = this.#queue.slice(0, n);
     this.#queue = this.#queue.slice(n);
     const err = new ApiError(
@@ -200,6 +199,7 @@ export class KvReadBatcher {
       { cause: new Error(`KV read waited over ${this.#timeoutMs} ms`) },
     );
     for (const waiter of expired) waiter.reject(err);
+    return now;
   }
 }
 
