@@ -8,7 +8,13 @@
  * instance.
  */
 import { noteKeyUsed, startLastUsedFlusher } from "./api_key_usage.ts";
-import { apiKeyKey, presentKey, principalFromKeyEntry } from "./api_keys.ts";
+import {
+  apiKeyKey,
+  parseApiKey,
+  type PresentedKey,
+  presentKey,
+  principalFromKeyEntry,
+} from "./api_keys.ts";
 import type { AppDeps } from "./deps.ts";
 import { ApiError } from "./errors.ts";
 import type { Ctx, RequestCredential } from "./http.ts";
@@ -72,6 +78,22 @@ export function safeEqual(a: string, b: string): boolean {
   return diff === 0;
 }
 
+/** `ADMIN_API_KEY` → whether it is key-shaped (`avk_…`), for `mayBeAdminKey`. */
+let adminShape: { admin: string; keyShaped: boolean } | undefined;
+
+/**
+ * Whether a credential may be `admin`. A key-shaped credential (`key` not null) cannot
+ * equal an admin key that is not key-shaped, so the comparison is skipped for it: which
+ * path runs depends only on the shapes, never on how the two strings compare.
+ */
+function mayBeAdminKey(admin: string, key: PresentedKey | null): boolean {
+  if (key === null) return true;
+  if (adminShape?.admin !== admin) {
+    adminShape = { admin, keyShaped: parseApiKey(admin) !== null };
+  }
+  return adminShape.keyShaped;
+}
+
 export interface AuthResult {
   principal: Principal;
   /** The entries of `prefetch`, in order, read in the same round trip as the key. */
@@ -106,7 +128,10 @@ export async function authenticate(
   const admin = deps.config.adminApiKey;
   let principal: Principal;
   let entries: Deno.KvEntryMaybe<unknown>[];
-  if (admin !== undefined && safeEqual(credential, admin)) {
+  if (
+    admin !== undefined && mayBeAdminKey(admin, key) &&
+    safeEqual(credential, admin)
+  ) {
     principal = { kind: "admin_key", tenantId: ADMIN_TENANT, scopes: SCOPES };
     entries = prefetch.length > 0
       ? await kvReadBatcher(deps.readKv).getMany(prefetch)

@@ -10,7 +10,7 @@ import {
 } from "../../lib/auth.ts";
 import { type AppDeps, closeDeps, createDeps } from "../../lib/deps.ts";
 import { ApiError, type ErrorCode } from "../../lib/errors.ts";
-import type { Ctx } from "../../lib/http.ts";
+import { type Ctx, ResponseHeaders } from "../../lib/http.ts";
 import { memoryLogger } from "../../lib/log.ts";
 
 /** A clock moved by hand (lib tests stay off the app and its route manifest). */
@@ -53,7 +53,7 @@ function ctxFor(deps: AppDeps, headers: HeadersInit = {}): Ctx {
     req,
     url: new URL(req.url),
     params: {},
-    state: { requestId: "r", startedAt: 0, headers: new Headers() },
+    state: { requestId: "r", startedAt: 0, headers: new ResponseHeaders() },
     deps,
     remoteAddr: "127.0.0.1",
     next: () => Promise.reject(new Error("no chain")),
@@ -159,6 +159,38 @@ Deno.test("authenticate() accepts ADMIN_API_KEY in both header forms as tenant a
         "AVTR_AUTH_INVALID_KEY",
       );
     });
+  } finally {
+    await closeDeps(deps);
+  }
+});
+
+Deno.test("authenticate() accepts a key-shaped ADMIN_API_KEY as admin, and API keys beside it", async () => {
+  // The admin comparison is skipped for key-shaped credentials only while the admin
+  // key is not key-shaped itself.
+  const adminKey = "avk_" + "0".repeat(26) + "_" + "a".repeat(43);
+  const { deps } = await setup({ ADMIN_API_KEY: adminKey });
+  try {
+    const admin = await authenticate(
+      ctxFor(deps, { authorization: `Bearer ${adminKey}` }),
+      "keys:admin",
+    );
+    assert.equal(admin.principal.kind, "admin_key");
+    const { api_key } = await createApiKey(deps, {
+      tenant_id: "acme",
+      scopes: ["sessions:read"],
+    });
+    const user = await authenticate(
+      ctxFor(deps, { authorization: `Bearer ${api_key}` }),
+      "sessions:read",
+    );
+    assert.equal(user.principal.tenantId, "acme");
+    await rejectsWith(
+      authenticate(
+        ctxFor(deps, { authorization: `Bearer ${adminKey.slice(0, -1)}b` }),
+        "sessions:read",
+      ),
+      "AVTR_AUTH_INVALID_KEY",
+    );
   } finally {
     await closeDeps(deps);
   }
