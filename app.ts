@@ -16,13 +16,14 @@ import {
   type Method,
   type Middleware,
   type MiddlewareModule,
+  plainPathname,
+  RequestContext,
   type RequestState,
+  ResponseHeaders,
   runChain,
-  StateHeaders,
   withHeaders,
 } from "./lib/http.ts";
 import { requestIdFrom } from "./lib/request_id.ts";
-import { redactText } from "./lib/log.ts";
 import { initServices } from "./lib/services.ts";
 import manifest from "./manifest.ts";
 
@@ -67,31 +68,26 @@ export async function createApp(
     req: Request,
     info?: Deno.ServeHandlerInfo,
   ): Promise<Response> => {
-    const url = new URL(req.url);
+    // The whole URL is parsed only when a route asks for it (`ctx.url`).
+    let url: URL | undefined;
+    const pathname = plainPathname(req.url) ??
+      (url = new URL(req.url)).pathname;
     const state: RequestState = {
       requestId: requestIdFrom(req.headers.get("x-request-id")),
       startedAt: performance.now(),
-      headers: new StateHeaders(),
+      headers: new ResponseHeaders(),
     };
-    const isApi = url.pathname.startsWith("/v1/") || url.pathname === "/v1";
-    const ctx: Ctx = {
-      req,
-      url,
-      params: {},
-      state,
-      deps,
-      remoteAddr: remoteAddrOf(info),
-      next: () => Promise.reject(new Error("next() outside a chain")),
-    };
+    const isApi = pathname.startsWith("/v1/") || pathname === "/v1";
+    const ctx = new RequestContext(req, state, deps, remoteAddrOf(info), url);
 
     let res: Response;
     try {
-      const match = router.match(url);
+      const match = router.match(pathname);
       let middlewares: Middleware[];
       let last: Handler;
       if (!match) {
         state.route = "(unmatched)";
-        middlewares = fallbackMiddlewares(url.pathname);
+        middlewares = fallbackMiddlewares(pathname);
         last = () => {
           throw new ApiError("AVTR_NOT_FOUND", "No route matches this path");
         };
@@ -119,7 +115,7 @@ export async function createApp(
       request_id: state.requestId,
       method: req.method,
       route: state.route,
-      path: redactText(url.pathname),
+      path: pathname, // redacted by the logger, as every string field
       status: res.status,
       duration_ms: Math.round((performance.now() - state.startedAt) * 100) /
         100,

@@ -27,7 +27,7 @@ export interface RequestState {
   /** The request's credential, read once (`requestCredential` in lib/auth.ts). */
   credential?: RequestCredential;
   /** Extra headers every response of this request carries (e.g. rate-limit headers). */
-  headers: Headers;
+  headers: ResponseHeaders;
   /** Free slots for middleware of other surfaces (the console's session, CSRF token). */
   [key: string]: unknown;
 }
@@ -50,6 +50,43 @@ export interface Ctx {
   remoteAddr: string;
   /** Runs the next middleware, or the route. */
   next: () => Promise<Response>;
+}
+
+function nextOutsideChain(): Promise<Response> {
+  return Promise.reject(new Error("next() outside a chain"));
+}
+
+/**
+ * The `Ctx` of one request as the app makes it. `url` is parsed on first use (the router
+ * needs only the pathname), from the prototype's getter: an accessor in an object
+ * literal would cost a closure and a slow literal on every request.
+ */
+export class RequestContext implements Ctx {
+  readonly req: Request;
+  params: Record<string, string> = {};
+  readonly state: RequestState;
+  readonly deps: AppDeps;
+  readonly remoteAddr: string;
+  next: () => Promise<Response> = nextOutsideChain;
+  #url: URL | undefined;
+
+  constructor(
+    req: Request,
+    state: RequestState,
+    deps: AppDeps,
+    remoteAddr: string,
+    url?: URL,
+  ) {
+    this.req = req;
+    this.state = state;
+    this.deps = deps;
+    this.remoteAddr = remoteAddr;
+    this.#url = url;
+  }
+
+  get url(): URL {
+    return this.#url ??= new URL(this.req.url);
+  }
 }
 
 export type Handler = (ctx: Ctx) => Response | Promise<Response>;
@@ -138,19 +175,22 @@ function matchSegments(
     if (part === undefined || part === "") return null;
     if (seg.kind === "static") {
       if (part !== seg.value) return null;
-    } else {
+    } else if (part.includes("%")) {
       try {
         params[seg.name] = decodeURIComponent(part);
       } catch {
         return null;
       }
+    } else {
+      params[seg.name] = part;
     }
   }
   return parts.length === segments.length ? params : null;
 }
 
 export interface Router {
-  match(url: URL): {
+  /** The route for a URL's `pathname`, with its params, or null. */
+  match(pathname: string): {
     route: CompiledRoute;
     params: Record<string, string>;
   } | null;
@@ -193,23 +233,38 @@ export function createRouter(manifest: Manifest): Router {
     });
   }
   routes.sort((a, b) => a.rank - b.rank);
-  const byLength = new Map<number, CompiledRoute[]>();
+  // Candidates by segment count and first segment: the routes whose first segment is
+  // that static value or a parameter, most specific first. A first segment no route
+  // names gets only the parameter-first routes of its length.
+  const candidates = new Map<string, CompiledRoute[]>();
   const catchAll: CompiledRoute[] = [];
+  const paramFirst = (r: CompiledRoute) => r.segments[0]?.kind !== "static";
   for (const r of routes) {
     if (r.segments.some((s) => s.kind === "rest")) {
       catchAll.push(r);
       continue;
     }
-    const list = byLength.get(r.segments.length) ?? [];
-    list.push(r);
-    byLength.set(r.segments.length, list);
+    const first = r.segments[0];
+    const bucket = r.segments.length + "/" +
+      (first?.kind === "static" ? first.value : "");
+    candidates.set(bucket, [...candidates.get(bucket) ?? [], r]);
+  }
+  for (const [bucket, list] of candidates) {
+    if (bucket.endsWith("/")) continue;
+    const length = Number(bucket.slice(0, bucket.indexOf("/")));
+    const dynamic = candidates.get(length + "/") ?? [];
+    candidates.set(
+      bucket,
+      [...list, ...dynamic.filter(paramFirst)].sort((a, b) => a.rank - b.rank),
+    );
   }
   return {
     routes,
-    match(url) {
-      const path = url.pathname;
+    match(path) {
       const parts = path === "/" ? [] : path.slice(1).split("/");
-      for (const route of byLength.get(parts.length) ?? []) {
+      const list = candidates.get(parts.length + "/" + (parts[0] ?? "")) ??
+        candidates.get(parts.length + "/") ?? [];
+      for (const route of list) {
         const params = matchSegments(route.segments, parts);
         if (params) return { route, params };
       }
@@ -220,6 +275,39 @@ export function createRouter(manifest: Manifest): Router {
       return null;
     },
   };
+}
+
+/** An authority (host and port) with nothing the URL parser would read differently. */
+const PLAIN_AUTHORITY = /^[A-Za-z0-9.:[\]-]+$/;
+/** A path the URL parser leaves as it is: no dot segment, no escape, no backslash. */
+const PLAIN_PATH = /^\/[A-Za-z0-9_~\/-]*$/;
+
+/**
+ * The `pathname` of an absolute `http(s)` URL without parsing all of it, or null when the
+ * URL needs the parser (dots, percent escapes, other characters): then
+ * `new URL(url).pathname` is the answer. When not null, it equals that.
+ */
+export function plainPathname(url: string): string | null {
+  const scheme = url.startsWith("http://")
+    ? 4
+    : url.startsWith("https://")
+    ? 5
+    : -1;
+  if (scheme < 0) return null;
+  const slash = url.indexOf("/", scheme + 3);
+  if (slash < 0 || !PLAIN_AUTHORITY.test(url.slice(scheme + 3, slash))) {
+    return null;
+  }
+  let end = url.length;
+  for (let i = slash; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 0x3f || c === 0x23) { // ? #
+      end = i;
+      break;
+    }
+  }
+  const path = url.slice(slash, end);
+  return PLAIN_PATH.test(path) ? path : null;
 }
 
 /** Methods a route module answers (HEAD follows GET). */
@@ -242,12 +330,15 @@ export function runChain(
   last: Handler,
 ): Promise<Response> {
   let i = 0;
-  const next = async (): Promise<Response> => {
-    if (i < middlewares.length) {
-      const mw = middlewares[i++];
-      return await mw(ctx);
+  // Not an async function: a step's own promise is passed on as it is, with no second
+  // promise around it; a synchronous throw still becomes a rejection.
+  const next = (): Promise<Response> => {
+    try {
+      const res = i < middlewares.length ? middlewares[i++](ctx) : last(ctx);
+      return res instanceof Promise ? res : Promise.resolve(res);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return await last(ctx);
   };
   ctx.next = next;
   return next();
@@ -273,35 +364,46 @@ export function json(
 }
 
 /**
- * The `Headers` of `RequestState.headers`: a `Headers` that also keeps what was set in
- * a plain map, so `withHeaders` copies it without iterating a `Headers` (which sorts and
- * costs microseconds a request).
+ * The headers of `RequestState.headers`: names and values kept in a plain map (lower-case
+ * name → value), checked when `withHeaders` puts them on the response. A `Headers`
+ * validates and searches its list on every `set`, which costs a fraction of a
+ * microsecond each, several times a request.
  */
-export class StateHeaders extends Headers {
+export class ResponseHeaders {
   readonly #map = new Map<string, string>();
 
-  override set(name: string, value: string): void {
-    super.set(name, value);
-    // Headers strips leading and trailing HTTP whitespace; most values have none.
-    this.#map.set(
-      name.toLowerCase(),
-      isTrimmed(value) ? value : super.get(name)!,
-    );
+  /** Sets `name` (any case) to `value`, trimmed of HTTP whitespace like `Headers`. */
+  set(name: string, value: string): void {
+    this.#map.set(name.toLowerCase(), trimHttpWhitespace(value));
   }
 
-  override append(name: string, value: string): void {
-    super.append(name, value);
-    this.#map.set(name.toLowerCase(), super.get(name)!);
+  /** Appends `value` to `name`, comma-joined like `Headers.append`. */
+  append(name: string, value: string): void {
+    const key = name.toLowerCase();
+    const v = trimHttpWhitespace(value);
+    const had = this.#map.get(key);
+    this.#map.set(key, had === undefined ? v : had + ", " + v);
   }
 
-  override delete(name: string): void {
-    super.delete(name);
+  delete(name: string): void {
     this.#map.delete(name.toLowerCase());
   }
 
-  /** The headers set so far, lower-case name → value. */
-  entriesMap(): ReadonlyMap<string, string> {
-    return this.#map;
+  get(name: string): string | null {
+    return this.#map.get(name.toLowerCase()) ?? null;
+  }
+
+  has(name: string): boolean {
+    return this.#map.has(name.toLowerCase());
+  }
+
+  get size(): number {
+    return this.#map.size;
+  }
+
+  /** The headers set so far, lower-case name → value, in the order first set. */
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.#map.entries();
   }
 }
 
@@ -309,19 +411,18 @@ function isHttpWhitespace(code: number): boolean {
   return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 }
 
-function isTrimmed(value: string): boolean {
-  return typeof value === "string" &&
-    (value.length === 0 ||
-      (!isHttpWhitespace(value.charCodeAt(0)) &&
-        !isHttpWhitespace(value.charCodeAt(value.length - 1))));
+/** `value` without leading and trailing HTTP whitespace (most values have none). */
+function trimHttpWhitespace(value: string): string {
+  value = String(value);
+  let start = 0;
+  let end = value.length;
+  while (start < end && isHttpWhitespace(value.charCodeAt(start))) start++;
+  while (end > start && isHttpWhitespace(value.charCodeAt(end - 1))) end--;
+  return start === 0 && end === value.length ? value : value.slice(start, end);
 }
 
-function headerPairs(extra: Headers): Iterable<[string, string]> {
-  return extra instanceof StateHeaders ? extra.entriesMap() : extra;
-}
-
-function isEmpty(extra: Headers): boolean {
-  if (extra instanceof StateHeaders) return extra.entriesMap().size === 0;
+function isEmpty(extra: ResponseHeaders | Headers): boolean {
+  if (extra instanceof ResponseHeaders) return extra.size === 0;
   for (const _ of extra.keys()) return false;
   return true;
 }
@@ -332,7 +433,7 @@ function isEmpty(extra: Headers): boolean {
  */
 export function withHeaders(
   res: Response,
-  extra: Headers,
+  extra: ResponseHeaders | Headers,
   more?: Record<string, string>,
 ): Response {
   if (isEmpty(extra) && more === undefined) return res;
@@ -352,10 +453,10 @@ export function withHeaders(
 
 function copyMissing(
   target: Headers,
-  extra: Headers,
+  extra: ResponseHeaders | Headers,
   more?: Record<string, string>,
 ): void {
-  for (const [k, v] of headerPairs(extra)) {
+  for (const [k, v] of extra) {
     if (!target.has(k)) target.set(k, v);
   }
   if (more !== undefined) {

@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
-import { json, StateHeaders, withHeaders } from "../../lib/http.ts";
+import {
+  json,
+  plainPathname,
+  ResponseHeaders,
+  withHeaders,
+} from "../../lib/http.ts";
 
 Deno.test("withHeaders", async (t) => {
   await t.step("copies state headers and extras the response lacks", () => {
-    const state = new StateHeaders();
+    const state = new ResponseHeaders();
     state.set("X-RateLimit-Limit", "10");
     state.set("x-ratelimit-remaining", " 9 ");
     const res = withHeaders(
@@ -26,14 +31,15 @@ Deno.test("withHeaders", async (t) => {
     );
   });
 
-  await t.step("StateHeaders reflects append and delete", () => {
-    const state = new StateHeaders();
+  await t.step("ResponseHeaders reflects append and delete", () => {
+    const state = new ResponseHeaders();
     state.set("vary", "a");
     state.append("Vary", "b");
     state.set("gone", "x");
     state.delete("Gone");
-    assert.deepEqual([...state.entriesMap()], [["vary", "a, b"]]);
     assert.deepEqual([...state], [["vary", "a, b"]]);
+    assert.equal(state.get("VARY"), "a, b");
+    assert.equal(state.has("gone"), false);
     const res = withHeaders(new Response("x"), state);
     assert.equal(res.headers.get("vary"), "a, b");
     assert.equal(res.headers.has("gone"), false);
@@ -47,7 +53,7 @@ Deno.test("withHeaders", async (t) => {
   await t.step(
     "immutable headers: a copy of the response carries them",
     async () => {
-      const state = new StateHeaders();
+      const state = new ResponseHeaders();
       state.set("x-content-type-options", "nosniff");
       const redirect = Response.redirect("http://localhost/x", 302);
       const res = withHeaders(redirect, state, { "x-request-id": "r2" });
@@ -62,7 +68,7 @@ Deno.test("withHeaders", async (t) => {
 
   await t.step("nothing to add returns the response itself", () => {
     const res = new Response("x");
-    assert.equal(withHeaders(res, new StateHeaders()), res);
+    assert.equal(withHeaders(res, new ResponseHeaders()), res);
     assert.equal(withHeaders(res, new Headers()), res);
   });
 });
@@ -84,4 +90,53 @@ Deno.test("json", async (t) => {
       assert.deepEqual(await res.json(), { ok: true });
     },
   );
+});
+
+Deno.test("plainPathname() is null or exactly what the URL parser gives", async (t) => {
+  const plain = [
+    "http://localhost/",
+    "http://127.0.0.1:8000/v1/sessions/sess_01KAB3C4D5E6F7G8H9J0KMNPQR",
+    "https://api.example.com/v1/sessions?x=1",
+    "http://[::1]:8000/v1//sessions/#frag",
+    "http://h/a-b_c~d/",
+  ];
+  const parsed = [
+    "http://h/v1/../admin",
+    "http://h/v1/./sessions",
+    "http://h/v1/%2e%2e/admin",
+    "http://h/v1/sess%20ion",
+    "http://h/v1\\sessions",
+    "http://h/a b",
+    "http://h/ü",
+    "http://user@h/x",
+    "http://h?x=/y",
+    "http://h#/y",
+    "http://h",
+    "ftp://h/x",
+    "blob:http://h/x",
+    "http://h/v1/sessions/sess.x",
+  ];
+  for (const url of plain) {
+    await t.step(url, () => {
+      assert.equal(plainPathname(url), new URL(url).pathname);
+    });
+  }
+  for (const url of parsed) {
+    await t.step(`${url} needs the parser`, () => {
+      assert.equal(plainPathname(url), null);
+    });
+  }
+  await t.step("random paths agree with the parser", () => {
+    const alphabet = "aZ09-_~/.%?#\\@ :";
+    for (let i = 0; i < 5000; i++) {
+      let path = "/";
+      const n = Math.floor(Math.random() * 12);
+      for (let j = 0; j < n; j++) {
+        path += alphabet[Math.floor(Math.random() * alphabet.length)];
+      }
+      const url = "http://localhost:8000" + path;
+      const got = plainPathname(url);
+      if (got !== null) assert.equal(got, new URL(url).pathname, url);
+    }
+  });
 });

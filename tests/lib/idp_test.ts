@@ -10,7 +10,7 @@ import { authenticate, initAuth } from "../../lib/auth.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { type AppDeps, closeDeps, createDeps } from "../../lib/deps.ts";
 import { ApiError, type ErrorCode } from "../../lib/errors.ts";
-import type { Ctx } from "../../lib/http.ts";
+import { type Ctx, ResponseHeaders } from "../../lib/http.ts";
 import { looksLikeJwt } from "../../lib/idp.ts";
 import {
   deleteOrgMapping,
@@ -61,7 +61,7 @@ function ctxFor(deps: AppDeps, headers: HeadersInit): Ctx {
     req,
     url: new URL(req.url),
     params: {},
-    state: { requestId: "r", startedAt: 0, headers: new Headers() },
+    state: { requestId: "r", startedAt: 0, headers: new ResponseHeaders() },
     deps,
     remoteAddr: "127.0.0.1",
     next: () => Promise.reject(new Error("no chain")),
