@@ -111,7 +111,7 @@ export async function createApp(
     if (req.method === "HEAD" && res.body) {
       res = new Response(null, { status: res.status, headers: res.headers });
     }
-    deps.log.info("request", {
+    deps.log.request({
       request_id: state.requestId,
       method: req.method,
       route: state.route,

@@ -62,12 +62,38 @@ export function redact(record: LogRecord): LogRecord {
   return redactValue("", record, 0) as LogRecord;
 }
 
+/** The access-log record of one request (`Logger.request`). */
+export interface RequestLogRecord {
+  request_id: string;
+  method: string;
+  route?: string;
+  path: string;
+  status: number;
+  duration_ms: number;
+  tenant?: string;
+}
+
 export interface Logger {
   log(level: LogLevel, msg: string, fields?: LogRecord): void;
+  /**
+   * The access-log line of one request: the line `info("request", record)` writes, built
+   * without walking the record (one is written for every request).
+   */
+  request(record: RequestLogRecord): void;
   debug(msg: string, fields?: LogRecord): void;
   info(msg: string, fields?: LogRecord): void;
   warn(msg: string, fields?: LogRecord): void;
   error(msg: string, fields?: LogRecord): void;
+}
+
+/** A string field of a line, redacted, as JSON. */
+function text(value: string): string {
+  return JSON.stringify(redactText(value));
+}
+
+/** A number field of a line as `JSON.stringify` writes it (null when not finite). */
+function number(value: number): string {
+  return Number.isFinite(value) ? String(value) : "null";
 }
 
 /** A logger writing JSON lines to `sink` (stdout by default), stamped by `now`. */
@@ -85,16 +111,19 @@ export function createLogger(
   // Consecutive lines of the same millisecond share one timestamp string.
   let lastMs = NaN;
   let lastTs = "";
-  const log = (level: LogLevel, msg: string, fields: LogRecord = {}) => {
-    if (order[level] < order[minLevel]) return;
+  const stamp = (): string => {
     const ms = now();
     if (ms !== lastMs) {
       lastMs = ms;
       lastTs = new Date(ms).toISOString();
     }
+    return lastTs;
+  };
+  const log = (level: LogLevel, msg: string, fields: LogRecord = {}) => {
+    if (order[level] < order[minLevel]) return;
     // The same record `redact({ ts, level, msg, ...fields })` gives, built in one pass.
     const rec: LogRecord = {
-      ts: lastTs,
+      ts: stamp(),
       level,
       msg: redactValue("msg", msg, 1),
     };
@@ -104,8 +133,20 @@ export function createLogger(
     }
     sink(JSON.stringify(rec));
   };
+  const request = (r: RequestLogRecord) => {
+    if (order.info < order[minLevel]) return;
+    let line = '{"ts":"' + stamp() +
+      '","level":"info","msg":"request","request_id":' + text(r.request_id) +
+      ',"method":' + text(r.method);
+    if (r.route !== undefined) line += ',"route":' + text(r.route);
+    line += ',"path":' + text(r.path) + ',"status":' + number(r.status) +
+      ',"duration_ms":' + number(r.duration_ms);
+    if (r.tenant !== undefined) line += ',"tenant":' + text(r.tenant);
+    sink(line + "}");
+  };
   return {
     log,
+    request,
     debug: (m, f) => log("debug", m, f),
     info: (m, f) => log("info", m, f),
     warn: (m, f) => log("warn", m, f),

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createLogger, redact } from "../../lib/log.ts";
+import { createLogger, redact, type RequestLogRecord } from "../../lib/log.ts";
 
 function capture(now = () => 0) {
   const lines: string[] = [];
@@ -93,5 +93,51 @@ Deno.test("createLogger", async (t) => {
       a: { password: "[redacted]" },
       b: 1,
     });
+  });
+});
+
+Deno.test("Logger.request() writes the line info('request', record) writes", async (t) => {
+  const records: [string, RequestLogRecord][] = [
+    ["a status read", {
+      request_id: "req_01KAB3C4D5E6F7G8H9J0KMNPQR",
+      method: "GET",
+      route: "/v1/sessions/:session_id",
+      path: "/v1/sessions/sess_01KAB3C4D5E6F7G8H9J0KMNPQR",
+      status: 200,
+      duration_ms: 1.23,
+      tenant: "acme",
+    }],
+    ["no tenant, no route", {
+      request_id: "r2",
+      method: "POST",
+      path: "/v1/nowhere",
+      status: 404,
+      duration_ms: 0,
+    }],
+    ["secrets in every string field", {
+      request_id: "avk_01KAB3C4D5E6F7G8H9J0KMNPQR_secret",
+      method: "GET",
+      route: "(unmatched)",
+      path: '/v1/x?token=abc&api_key=def "quoted" \\ \u0001',
+      status: 401,
+      duration_ms: Number.NaN,
+      tenant: "Bearer abc.def",
+    }],
+  ];
+  for (const [name, record] of records) {
+    await t.step(name, () => {
+      const fast = capture(() => 1_700_000_000_123);
+      const slow = capture(() => 1_700_000_000_123);
+      fast.log.request(record);
+      slow.log.info("request", { ...record });
+      assert.equal(fast.lines[0], slow.lines[0]);
+      assert.doesNotMatch(fast.lines[0], /abc|def|secret/);
+    });
+  }
+  await t.step("below the minimum level, nothing", () => {
+    const lines: string[] = [];
+    const log = createLogger((l) => lines.push(l), () => 0, "warn");
+    log.request(records[0][1]);
+    assert.deepEqual(lines, []);
   });
 });
