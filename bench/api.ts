@@ -17,13 +17,15 @@
  *    sessions).
  *
  * Throughput comes from `wrk`: after a warm-up, `--rounds` rounds each run 1, 2 and 3
- * back to back, and the status-read/bare ratio is the median of the rounds' ratios (the
- * machine is shared and its speed drifts from minute to minute). Latency comes from
+ * back to back, and one more run of 1 closes the last round. Each service run is
+ * compared with the bare rate interpolated at its midpoint between the bare runs before
+ * and after it, and a ratio is the median of the rounds' (the machine is shared and its
+ * speed drifts from minute to minute). Latency comes from
  * `bench/_loadgen.ts`, which times every request (see there why wrk's latency figures
  * are not used). Prints requests/s, the ratios, latency percentiles and the machine.
  * `bench/api.ts --bare <port>` is the bare server itself.
  *
- * Options: `--duration <s>` (a run, default 8), `--rounds <n>` (default 3),
+ * Options: `--duration <s>` (a run, default 6), `--rounds <n>` (default 5),
  * `--connections <n>` (default 64), `--threads <n>` (wrk threads, default 1 so that
  * the load generator and the server each get a core), `--sessions <n>` (default 64).
  */
@@ -48,6 +50,9 @@ function arg(name: string, def: number): number {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 ? Number(Deno.args[i + 1]) : def;
 }
+
+/** Seconds a run (wrk and the latency generator alike). */
+const DURATION = arg("duration", 6);
 
 // ---------------------------------------------------------------------------
 // wrk scripts. Each thread counts responses by kind; done() aggregates and prints one
@@ -149,7 +154,7 @@ async function runWrk(url: string, lua: string): Promise<WrkResult> {
         "-c",
         String(arg("connections", 64)),
         "-d",
-        `${arg("duration", 8)}s`,
+        `${DURATION}s`,
         "--timeout",
         "5s",
         "-s",
@@ -306,7 +311,7 @@ async function runLoadgen(
     "--connections",
     String(arg("connections", 64)),
     "--duration",
-    String(arg("duration", 8)),
+    String(DURATION),
   ];
   for (const p of paths) args.push("--path", p);
   if (apiKey) args.push("--header", `Authorization: Bearer ${apiKey}`);
@@ -330,6 +335,25 @@ function fmtLatency(r: LoadResult): string {
   }`;
 }
 
+/** A wrk run with the time of its midpoint (ms), and its ratio to bare once known. */
+interface Timed extends WrkResult {
+  at: number;
+  ratio?: number;
+  bare_rps?: number;
+}
+
+async function timed(go: () => Promise<WrkResult>): Promise<Timed> {
+  const start = performance.now();
+  const res = await go();
+  return { ...res, at: (start + performance.now()) / 2 };
+}
+
+/** The bare rate at time `at`, interpolated between the bare runs `a` and `b`. */
+function bareAt(a: Timed, b: Timed, at: number): number {
+  const f = Math.min(1, Math.max(0, (at - a.at) / (b.at - a.at)));
+  return a.rps + (b.rps - a.rps) * f;
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -338,14 +362,13 @@ function median(xs: number[]): number {
 
 async function main(): Promise<void> {
   const conns = arg("connections", 64);
-  const rounds = arg("rounds", 3);
-  const duration = arg("duration", 8);
+  const rounds = arg("rounds", 5);
   const info = await machine();
   console.log(`machine: ${JSON.stringify(info)}`);
   console.log(
     `wrk: ${
       arg("threads", 1)
-    } thread(s), ${conns} connections, ${duration} s a run, ${rounds} rounds; latency: bench/_loadgen.ts, ${conns} connections, ${duration} s\n`,
+    } thread(s), ${conns} connections, ${DURATION} s a run, ${rounds} rounds; latency: bench/_loadgen.ts, ${conns} connections, ${DURATION} s\n`,
   );
 
   // Both servers run for the whole bench; the one not measured is idle.
@@ -366,7 +389,7 @@ async function main(): Promise<void> {
     MAX_CONCURRENT_SESSIONS: "10000000",
     RENDER_MAX_SESSIONS: "10000000",
   }, port);
-  const rows: Record<string, WrkResult>[] = [];
+  const rows: Record<string, Timed>[] = [];
   const latency: Record<string, LoadResult> = {};
   let pairs: WrkResult | undefined;
   try {
@@ -414,24 +437,36 @@ async function main(): Promise<void> {
     ];
     // Warm-up (JIT, KV page cache), not reported.
     for (const [, go] of scenarios) await go();
-    // Bare and service alternate, so each round's ratio compares runs made within
-    // seconds of each other on this shared machine.
+    // Bare and service alternate, and one more bare run closes the last round, so
+    // every service run lies between two bare runs made seconds apart on this shared
+    // machine; its ratio is to the bare rate interpolated at its midpoint.
+    const bares: Timed[] = [];
     for (let r = 0; r < rounds; r++) {
-      const row: Record<string, WrkResult> = {};
-      for (const [name, go] of scenarios) row[name] = await go();
+      const row: Record<string, Timed> = {};
+      for (const [name, go] of scenarios) row[name] = await timed(go);
+      bares.push(row.bare);
       rows.push(row);
+    }
+    bares.push(await timed(scenarios[0][1]));
+    rows.forEach((row, r) => {
+      const [a, b] = [bares[r], bares[r + 1]];
+      for (const name of ["status", "status_spread"]) {
+        const bare = bareAt(a, b, row[name].at);
+        row[name].ratio = row[name].rps / bare;
+        row[name].bare_rps = Math.round(bare);
+      }
       console.log(
-        `round ${r + 1}: bare ${row.bare.rps.toFixed(0)} req/s, status read ${
-          row.status.rps.toFixed(0)
-        } (${
-          (row.status.rps / row.bare.rps).toFixed(3)
+        `round ${r + 1}: bare ${a.rps.toFixed(0)} → ${
+          b.rps.toFixed(0)
+        } req/s, status read ${row.status.rps.toFixed(0)} (${
+          row.status.ratio!.toFixed(3)
         } of bare), ${paths.length} sessions ${
           row.status_spread.rps.toFixed(0)
-        } (${(row.status_spread.rps / row.bare.rps).toFixed(3)} of bare)   ${
+        } (${row.status_spread.ratio!.toFixed(3)} of bare)   ${
           JSON.stringify(row.status.counts)
         } ${JSON.stringify(row.status_spread.counts)}`,
       );
-    }
+    });
     latency.bare = await runLoadgen(bare.base, ["/"], null);
     latency.status = await runLoadgen(service.base, [paths[0]], key);
     latency.status_spread = await runLoadgen(service.base, paths, key);
@@ -476,8 +511,8 @@ async function main(): Promise<void> {
     } pairs/s   (ends answer 409: sessions never go active here; real ends: bench:media)`,
   );
 
-  const ratio = median(rows.map((r) => r.status.rps / r.bare.rps));
-  const spread = median(rows.map((r) => r.status_spread.rps / r.bare.rps));
+  const ratio = median(rows.map((r) => r.status.ratio!));
+  const spread = median(rows.map((r) => r.status_spread.ratio!));
   const n = arg("sessions", 64);
   console.log(
     `\nstatus read / bare      ${
