@@ -279,8 +279,11 @@ export function createRouter(manifest: Manifest): Router {
 
 /** An authority (host and port) with nothing the URL parser would read differently. */
 const PLAIN_AUTHORITY = /^[A-Za-z0-9.:[\]-]+$/;
-/** A path the URL parser leaves as it is: no dot segment, no escape, no backslash. */
-const PLAIN_PATH = /^\/[A-Za-z0-9_~\/-]*$/;
+/**
+ * A path the URL parser leaves as it is: letters, digits and the path characters it
+ * never encodes, with no dot (so no dot segment), escape or backslash.
+ */
+const PLAIN_PATH = /^\/[A-Za-z0-9_~\/:@!$&'()*+,;=-]*$/;
 
 /**
  * The `pathname` of an absolute `http(s)` URL without parsing all of it, or null when the
