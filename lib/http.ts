@@ -375,15 +375,19 @@ export function json(
 export class ResponseHeaders {
   readonly #map = new Map<string, string>();
 
-  /** Sets `name` (any case) to `value`, trimmed of HTTP whitespace like `Headers`. */
+  /**
+   * Sets `name` (any case) to `value`, trimmed of HTTP whitespace like `Headers`. Throws
+   * a `TypeError`, as `Headers` does, for a name that is not a token or a value with a
+   * NUL, CR or LF, or a character beyond U+00FF.
+   */
   set(name: string, value: string): void {
-    this.#map.set(name.toLowerCase(), trimHttpWhitespace(value));
+    this.#map.set(checkedName(name), checkedValue(value));
   }
 
   /** Appends `value` to `name`, comma-joined like `Headers.append`. */
   append(name: string, value: string): void {
-    const key = name.toLowerCase();
-    const v = trimHttpWhitespace(value);
+    const key = checkedName(name);
+    const v = checkedValue(value);
     const had = this.#map.get(key);
     this.#map.set(key, had === undefined ? v : had + ", " + v);
   }
@@ -412,6 +416,24 @@ export class ResponseHeaders {
 
 function isHttpWhitespace(code: number): boolean {
   return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+}
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const BAD_HEADER_VALUE = /[\0\r\n\u0100-\uffff]/;
+
+function checkedName(name: string): string {
+  if (!HEADER_NAME.test(name)) {
+    throw new TypeError(`Invalid header name: "${name}"`);
+  }
+  return name.toLowerCase();
+}
+
+function checkedValue(value: string): string {
+  const v = trimHttpWhitespace(value);
+  if (BAD_HEADER_VALUE.test(v)) {
+    throw new TypeError(`Invalid header value for a response header`);
+  }
+  return v;
 }
 
 /** `value` without leading and trailing HTTP whitespace (most values have none). */

@@ -45,6 +45,23 @@ Deno.test("withHeaders", async (t) => {
     assert.equal(res.headers.has("gone"), false);
   });
 
+  await t.step("ResponseHeaders refuses what Headers refuses, at set", () => {
+    const state = new ResponseHeaders();
+    assert.throws(() => state.set("bad name", "x"), TypeError);
+    assert.throws(() => state.set("x-a", "line\r\nx-b: injected"), TypeError);
+    assert.throws(() => state.append("x-a", "nul\0"), TypeError);
+    assert.throws(() => state.set("x-a", "\u2028"), TypeError);
+    for (const value of ["line\r\nx-b: injected", "nul\0", "\u2028"]) {
+      assert.throws(() => new Headers().set("x-a", value), TypeError);
+    }
+    state.set("x-a", "caf\u00e9");
+    assert.equal(
+      withHeaders(new Response("x"), state).headers.get("x-a"),
+      "caf\u00e9",
+    );
+    assert.equal(state.size, 1);
+  });
+
   await t.step("plain Headers work too", () => {
     const res = withHeaders(new Response("x"), new Headers({ a: "1" }));
     assert.equal(res.headers.get("a"), "1");
