@@ -7,7 +7,7 @@ import {
   createDeps,
   type DepsOptions,
 } from "./lib/deps.ts";
-import { ApiError, errorResponse, toApiError } from "./lib/errors.ts";
+import { ApiError, errorResponse, toApiError } from "./lib/api/errors.ts";
 import {
   allowedMethods,
   createRouter,
@@ -22,8 +22,8 @@ import {
   ResponseHeaders,
   runChain,
   withHeaders,
-} from "./lib/http.ts";
-import { requestIdFrom } from "./lib/request_id.ts";
+} from "./lib/api/http.ts";
+import { requestIdFrom } from "./lib/api/request_id.ts";
 import { initServices } from "./lib/services.ts";
 import manifest from "./manifest.ts";
 

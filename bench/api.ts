@@ -8,7 +8,7 @@
  *    connection reading the same session;
  * 3. the same status read spread over `--sessions` (default 64) sessions, round robin:
  *    concurrent requests then read different sessions, so the KV reads of concurrent
- *    requests (merged by lib/kv_batch.ts) share only the API key, as in real traffic;
+ *    requests (merged by lib/kv/batch.ts) share only the API key, as in real traffic;
  * 4. create + end attempt: a wrk Lua script that follows every `POST /v1/sessions` with a
  *    `POST /v1/sessions/{id}/end` of the session it created. No media socket connects, so
  *    the session is still `created` and every end answers 409 `AVTR_SESSION_CONFLICT`:

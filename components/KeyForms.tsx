@@ -3,9 +3,9 @@
  * key's plaintext with its copy button.
  */
 import CopyButton from "../islands/CopyButton.tsx";
-import type { ApiKeyView } from "../lib/api_keys.ts";
+import type { ApiKeyView } from "../lib/auth/api_keys.ts";
 import { Island } from "../lib/console/island.tsx";
-import { SCOPES } from "../lib/principal.ts";
+import { SCOPES } from "../lib/auth/principal.ts";
 import { Csrf, Field, FieldError, Notice } from "./ui.tsx";
 
 /** Expiry choices of the mint form, in days (0 = never). */

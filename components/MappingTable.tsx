@@ -1,5 +1,5 @@
 /** The IdP organization → tenant mapping table, with remove buttons that ask first. */
-import type { OrgMapping } from "../lib/idp_orgs.ts";
+import type { OrgMapping } from "../lib/auth/idp_orgs.ts";
 import { ConfirmAction } from "./ConfirmAction.tsx";
 import { tenantPath } from "./TenantWebhooks.tsx";
 import { Csrf, DataTable, EmptyState, Time } from "./ui.tsx";

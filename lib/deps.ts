@@ -5,7 +5,7 @@
 import { type Config, loadConfig } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { idleRuntime, type SessionRuntime } from "./runtime.ts";
-import { openKv, openReadKv } from "./store.ts";
+import { openKv, openReadKv } from "./kv/store.ts";
 import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render_slots.ts";
 

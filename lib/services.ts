@@ -4,9 +4,9 @@
  */
 import { ADMIN_API_KEY_MIN_LENGTH } from "./config.ts";
 import type { AppDeps } from "./deps.ts";
-import { startRateLimiter } from "./rate_limit.ts";
-import { initAuth } from "./auth.ts";
-import { startQueue } from "./queue.ts";
+import { startRateLimiter } from "./api/rate_limit.ts";
+import { initAuth } from "./auth/authenticate.ts";
+import { startQueue } from "./kv/queue.ts";
 import { startWebhooks } from "./webhooks/index.ts";
 import { startMediaPlane } from "./media/service.ts";
 

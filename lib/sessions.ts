@@ -44,4 +44,4 @@ export {
   toSessionResponse,
   toStatusResponse,
 } from "./sessions/views.ts";
-export type { SessionStatus, Transport } from "./schemas.ts";
+export type { SessionStatus, Transport } from "./api/schemas.ts";

@@ -2,10 +2,10 @@
  * Per-tenant settings that override deployment defaults; today the concurrent-session
  * limit (`MAX_CONCURRENT_SESSIONS` otherwise). Managed from the admin console.
  */
-import { TENANT_ID_PATTERN } from "./api_keys.ts";
+import { TENANT_ID_PATTERN } from "./auth/api_keys.ts";
 import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./errors.ts";
-import { kvTry } from "./store.ts";
+import { ApiError } from "./api/errors.ts";
+import { kvTry } from "./kv/store.ts";
 
 export interface TenantSettings {
   /** Non-terminal sessions this tenant may hold at once; unset → the deployment default. */

@@ -1,4 +1,4 @@
-import type { Ctx } from "../lib/http.ts";
+import type { Ctx } from "../lib/api/http.ts";
 
 /** Baseline headers on every response. Pages add their own CSP in the console layout. */
 export function handler(ctx: Ctx): Promise<Response> {

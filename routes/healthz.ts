@@ -1,4 +1,4 @@
-import { json } from "../lib/http.ts";
+import { json } from "../lib/api/http.ts";
 
 export const handler = {
   /** Liveness: the process answers. Readiness (KV, token secret) is /readyz. */

@@ -1,6 +1,6 @@
 /** `GET /openapi.json`: the OpenAPI 3.1 document, generated from the request schemas. */
-import type { Ctx } from "../lib/http.ts";
-import { openApiJson } from "../lib/openapi.ts";
+import type { Ctx } from "../lib/api/http.ts";
+import { openApiJson } from "../lib/api/openapi.ts";
 
 export const handler = {
   GET(ctx: Ctx): Response {

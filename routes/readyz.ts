@@ -1,5 +1,5 @@
-import { type Ctx, json } from "../lib/http.ts";
-import { kvTry } from "../lib/store.ts";
+import { type Ctx, json } from "../lib/api/http.ts";
+import { kvTry } from "../lib/kv/store.ts";
 
 export const handler = {
   /** Ready when KV answers and the token secret is usable (DECISIONS 1). */

@@ -14,13 +14,13 @@ import {
   createApiKey,
   listApiKeys,
   revokeApiKey,
-} from "../lib/api_keys.ts";
+} from "../lib/auth/api_keys.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 import { closeDeps, createDeps } from "../lib/deps.ts";
-import { ApiError } from "../lib/errors.ts";
+import { ApiError } from "../lib/api/errors.ts";
 import { createLogger } from "../lib/log.ts";
-import { type Scope, SCOPES } from "../lib/principal.ts";
-import { openKv } from "../lib/store.ts";
+import { type Scope, SCOPES } from "../lib/auth/principal.ts";
+import { openKv } from "../lib/kv/store.ts";
 
 const USAGE = `usage:
   deno task keys create --tenant TENANT --scopes SCOPE[,SCOPE...] [--name NAME] [--expires-in-days DAYS]

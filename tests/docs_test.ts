@@ -1,6 +1,6 @@
 /** Keeps docs true: the error and configuration pages list every code and variable. */
 import assert from "node:assert/strict";
-import { ERROR_CODES } from "../lib/errors.ts";
+import { ERROR_CODES } from "../lib/api/errors.ts";
 
 const root = new URL("..", import.meta.url);
 const read = (path: string) => Deno.readTextFile(new URL(path, root));

@@ -1,5 +1,5 @@
 /** The sessions table's URL filters (tenant, status, page cursor), shared by the page and its stream. */
-import type { SessionStatus } from "../schemas.ts";
+import type { SessionStatus } from "../api/schemas.ts";
 import { ALL_STATUSES } from "./format.ts";
 import type { SessionsQuery } from "./live.ts";
 

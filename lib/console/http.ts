@@ -3,7 +3,7 @@
  * and the security headers every `/admin` response carries.
  */
 import { timingSafeEqual } from "node:crypto";
-import type { Ctx } from "../http.ts";
+import type { Ctx } from "../api/http.ts";
 
 /** The console session cookie (Path=/admin). */
 export const SESSION_COOKIE = "avtr_console";

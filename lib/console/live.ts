@@ -7,14 +7,14 @@
  * resumes with the current state whatever it missed.
  */
 import type { AppDeps } from "../deps.ts";
-import type { SessionStatus } from "../schemas.ts";
+import type { SessionStatus } from "../api/schemas.ts";
 import {
   counterValue,
   listSessions,
   type SessionRecord,
   tenantOpenSessionsKey,
 } from "../sessions.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 import type { SessionRow } from "./format.ts";
 
 export interface SessionsQuery {

@@ -4,7 +4,7 @@
  * refuses further attempts from that address until the window ends.
  */
 import type { AppDeps } from "../deps.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 
 /** Failed sign-ins allowed per client address per window. */
 export const LOGIN_MAX_FAILURES = 10;

@@ -7,7 +7,7 @@ import type { ComponentType, VNode } from "preact";
 import { renderToString } from "preact-render-to-string";
 import { Layout, type Section } from "../../components/Layout.tsx";
 import { Notice } from "../../components/ui.tsx";
-import type { Ctx } from "../http.ts";
+import type { Ctx } from "../api/http.ts";
 import { type ConsoleSession, signedInAs } from "./session.ts";
 
 /** The console's slot in `ctx.state`, filled by routes/admin/_middleware.ts. */

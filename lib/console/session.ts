@@ -4,13 +4,13 @@
  * request re-checks that the key is still valid, unrevoked and holds `keys:admin`.
  */
 import { createHash } from "node:crypto";
-import { getApiKey, verifyApiKey } from "../api_keys.ts";
-import { safeEqual } from "../auth.ts";
+import { getApiKey, verifyApiKey } from "../auth/api_keys.ts";
+import { safeEqual } from "../auth/authenticate.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../api/errors.ts";
 import { randomToken } from "../ids.ts";
-import { ADMIN_TENANT, type Principal, SCOPES } from "../principal.ts";
-import { kvTry } from "../store.ts";
+import { ADMIN_TENANT, type Principal, SCOPES } from "../auth/principal.ts";
+import { kvTry } from "../kv/store.ts";
 
 /** How long a console session lives after sign-in (absolute, not sliding). */
 export const CONSOLE_SESSION_TTL_MS = 8 * 60 * 60 * 1000;

@@ -7,8 +7,8 @@
  */
 import { DEFAULT_AVATAR_ID, DEFAULT_BG_ID } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
-import type { ApiError } from "../errors.ts";
-import { kvTry } from "../store.ts";
+import type { ApiError } from "../api/errors.ts";
+import { kvTry } from "../kv/store.ts";
 import { CONSOLE_SESSION_TTL_MS, consoleSessionKey } from "./session.ts";
 
 /** Tenant ids as the API accepts them. */

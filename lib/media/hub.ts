@@ -19,7 +19,7 @@ import {
   readSession,
   type SessionRecord,
 } from "../sessions.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 import { LiveSession } from "./live.ts";
 import { presenceKey } from "./presence.ts";
 

@@ -4,7 +4,7 @@
  * session from one whose holder died.
  */
 import type { AppDeps } from "../deps.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 
 export interface Presence {
   attached: boolean;

@@ -9,7 +9,7 @@ import {
   moveSession,
   type SessionRecord,
 } from "../sessions.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 import {
   INSTANCE_STALE_MS,
   instanceKey,

@@ -5,7 +5,7 @@
  * request. The holder checks the token again; nothing is stored here.
  */
 import type { AppDeps } from "../deps.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 import {
   INSTANCE_STALE_MS,
   instanceKey,

@@ -5,8 +5,8 @@
  * URL, log line or error). Other providers pass through.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../errors.ts";
-import { VENDOR_C_CONVERSATION_PATH, wssUrl } from "../schemas.ts";
+import { ApiError } from "../api/errors.ts";
+import { VENDOR_C_CONVERSATION_PATH, wssUrl } from "../api/schemas.ts";
 import type { ProviderCredentials } from "./port.ts";
 
 const signedUrlSchema = wssUrl(VENDOR_C_CONVERSATION_PATH);

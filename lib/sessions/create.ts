@@ -11,14 +11,14 @@ import {
   findBackground,
 } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../api/errors.ts";
 import {
   beginIdempotent,
   completeIdempotent,
   fingerprintBody,
   type IdempotencyClaim,
   releaseIdempotent,
-} from "../idempotency.ts";
+} from "./idempotency.ts";
 import { ulid } from "../ids.ts";
 import { preflightProvider } from "../providers/preflight.ts";
 import {
@@ -31,14 +31,14 @@ import {
   parseCreateSession,
   type SessionResponse,
   type Transport,
-} from "../schemas.ts";
-import { kvTry } from "../store.ts";
+} from "../api/schemas.ts";
+import { kvTry } from "../kv/store.ts";
 import {
   concurrencyLimit,
   type TenantSettings,
   tenantSettingsKey,
 } from "../tenants.ts";
-import { requireTokenSecret } from "../tokens.ts";
+import { requireTokenSecret } from "../auth/tokens.ts";
 import {
   concurrencyError,
   counterValue,

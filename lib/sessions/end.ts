@@ -5,10 +5,10 @@
  * `ended_with_warnings` with the runtime's warning.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../errors.ts";
-import type { EndSessionResponse, SessionStatus } from "../schemas.ts";
+import { ApiError } from "../api/errors.ts";
+import type { EndSessionResponse, SessionStatus } from "../api/schemas.ts";
 import type { EndLiveResult } from "../runtime.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 import {
   isTerminal,
   moveSession,

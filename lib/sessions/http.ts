@@ -3,12 +3,12 @@
  * route modules and their deprecated aliases: authenticate (prefetching the session so
  * the read costs one KV round trip), call the domain function, shape the response.
  */
-import { authenticate } from "../auth.ts";
-import { readJsonObject } from "../body.ts";
-import { ApiError } from "../errors.ts";
-import { type Ctx, type Handler, json } from "../http.ts";
-import { parseIdempotencyKey } from "../idempotency.ts";
-import { requireTokenSecret } from "../tokens.ts";
+import { authenticate } from "../auth/authenticate.ts";
+import { readJsonObject } from "../api/body.ts";
+import { ApiError } from "../api/errors.ts";
+import { type Ctx, type Handler, json } from "../api/http.ts";
+import { parseIdempotencyKey } from "./idempotency.ts";
+import { requireTokenSecret } from "../auth/tokens.ts";
 import { createSession } from "./create.ts";
 import { endSession } from "./end.ts";
 import { sessionKey } from "./store.ts";

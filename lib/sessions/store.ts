@@ -11,11 +11,11 @@
  * callers (or instances) can never both move one session.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../api/errors.ts";
 import type { ProviderType } from "../providers/port.ts";
-import type { SessionStatus, Transport } from "../schemas.ts";
-import { KeyedLock } from "../keyed_lock.ts";
-import { kvTry } from "../store.ts";
+import type { SessionStatus, Transport } from "../api/schemas.ts";
+import { KeyedLock } from "../kv/keyed_lock.ts";
+import { kvTry } from "../kv/store.ts";
 
 export const TERMINAL_STATUSES: readonly SessionStatus[] = [
   "ended",

@@ -4,16 +4,16 @@
  * check every session-scoped call makes (SPEC 5.2).
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../api/errors.ts";
 import type {
   ClientTokenResponse,
   EndSessionResponse,
   SessionResponse,
   SessionStatusResponse,
   StreamMetadata,
-} from "../schemas.ts";
-import { SESSION_ID_PATTERN } from "../schemas.ts";
-import { mintToken } from "../tokens.ts";
+} from "../api/schemas.ts";
+import { SESSION_ID_PATTERN } from "../api/schemas.ts";
+import { mintToken } from "../auth/tokens.ts";
 import { recordOf, type SessionRecord } from "./store.ts";
 
 /** 404 `AVTR_SESSION_NOT_FOUND`, identical for absent and other tenants' sessions. */

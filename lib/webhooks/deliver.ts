@@ -6,7 +6,7 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { assertPublicTarget, TargetRefusedError } from "../net_guard.ts";
-import { queueShutdownSignal } from "../queue.ts";
+import { queueShutdownSignal } from "../kv/queue.ts";
 import {
   attemptKey,
   deadKey,

@@ -5,7 +5,7 @@
  */
 import { ConfigError } from "../config.ts";
 import type { AppDeps } from "../deps.ts";
-import { registerQueueHandler } from "../queue.ts";
+import { registerQueueHandler } from "../kv/queue.ts";
 import { handleWebhookMessage } from "./deliver.ts";
 import { addEventToCommit } from "./events.ts";
 import { MIN_SECRET_BYTES, secretKey } from "./sign.ts";

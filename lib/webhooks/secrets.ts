@@ -9,7 +9,7 @@
  * past its `previous_until` is dropped from the record when it is next read.
  */
 import type { AppDeps } from "../deps.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 import { generateSecret } from "./sign.ts";
 
 /** How long a replaced secret keeps signing after a rotation. */

@@ -3,7 +3,7 @@
  * and a manual retry of an event that failed or went to the dead letters.
  */
 import type { AppDeps } from "../deps.ts";
-import { kvTry } from "../store.ts";
+import { kvTry } from "../kv/store.ts";
 import {
   deadKey,
   eventKey,

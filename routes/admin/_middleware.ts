@@ -16,8 +16,8 @@ import {
 } from "../../lib/console/http.ts";
 import { consoleState, errorPage } from "../../lib/console/render.tsx";
 import { loadConsoleSession } from "../../lib/console/session.ts";
-import { toApiError } from "../../lib/errors.ts";
-import type { Ctx } from "../../lib/http.ts";
+import { toApiError } from "../../lib/api/errors.ts";
+import type { Ctx } from "../../lib/api/http.ts";
 
 /** Paths reachable without a console session. */
 const PUBLIC_PATHS = new Set(["/admin/login"]);

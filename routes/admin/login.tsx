@@ -29,7 +29,7 @@ import {
   createConsoleSession,
   deleteConsoleSession,
 } from "../../lib/console/session.ts";
-import type { Ctx } from "../../lib/http.ts";
+import type { Ctx } from "../../lib/api/http.ts";
 import { randomToken } from "../../lib/ids.ts";
 
 interface LoginData {

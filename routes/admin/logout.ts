@@ -2,7 +2,7 @@
 import { clearSessionCookie, redirect } from "../../lib/console/http.ts";
 import { requireSession } from "../../lib/console/render.tsx";
 import { deleteConsoleSession } from "../../lib/console/session.ts";
-import type { Ctx } from "../../lib/http.ts";
+import type { Ctx } from "../../lib/api/http.ts";
 
 export const handler = {
   async POST(ctx: Ctx): Promise<Response> {

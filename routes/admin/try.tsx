@@ -34,8 +34,8 @@ import {
   type TryInput,
   trySessionTenant,
 } from "../../lib/console/try.ts";
-import { ApiError } from "../../lib/errors.ts";
-import type { Ctx } from "../../lib/http.ts";
+import { ApiError } from "../../lib/api/errors.ts";
+import type { Ctx } from "../../lib/api/http.ts";
 import {
   createSession,
   endSession,

@@ -5,13 +5,13 @@
 import { type ComponentChildren, Fragment, type VNode } from "preact";
 import { renderToString } from "preact-render-to-string";
 import { createHash } from "node:crypto";
-import { ERROR_CODES, type ErrorCode } from "../../lib/errors.ts";
-import type { Ctx } from "../../lib/http.ts";
+import { ERROR_CODES, type ErrorCode } from "../../lib/api/errors.ts";
+import type { Ctx } from "../../lib/api/http.ts";
 import {
   API_OPERATIONS,
   type ApiOperation,
   COMMON_ERRORS,
-} from "../../lib/api_operations.ts";
+} from "../../lib/api/operations.ts";
 
 const STYLE = `
 :root{color-scheme:light dark;--fg:#1c1e21;--muted:#5b6270;--bg:#fff;--line:#d9dde3;--code:#f3f5f8;--accent:#2456c9;--warn:#9a5b00}

@@ -9,10 +9,13 @@
  * rotating made-up credentials (each of which gets a fresh window of its own) cannot
  * guess keys without limit.
  */
-import { requestCredential } from "../../lib/auth.ts";
-import { ApiError } from "../../lib/errors.ts";
-import type { Ctx } from "../../lib/http.ts";
-import { type RateLimitDecision, rateLimiterOf } from "../../lib/rate_limit.ts";
+import { requestCredential } from "../../lib/auth/authenticate.ts";
+import { ApiError } from "../../lib/api/errors.ts";
+import type { Ctx } from "../../lib/api/http.ts";
+import {
+  type RateLimitDecision,
+  rateLimiterOf,
+} from "../../lib/api/rate_limit.ts";
 
 function setRateHeaders(ctx: Ctx, d: RateLimitDecision): void {
   const h = ctx.state.headers;

@@ -20,8 +20,8 @@ import { NON_RETRYABLE_CODES, RETRYABLE_CODES } from "../../client/errors.ts";
 import {
   type apiKeyCreatedSchema,
   apiKeyCreateSchema,
-} from "../../lib/api_keys.ts";
-import { ERROR_CODES } from "../../lib/errors.ts";
+} from "../../lib/auth/api_keys.ts";
+import { ERROR_CODES } from "../../lib/api/errors.ts";
 import {
   clientTokenResponseSchema,
   type createSessionSchema,
@@ -29,7 +29,7 @@ import {
   errorBodySchema,
   sessionResponseSchema,
   sessionStatusResponseSchema,
-} from "../../lib/schemas.ts";
+} from "../../lib/api/schemas.ts";
 import { TEST_ADMIN_KEY, type TestApp, TestClock } from "../_helpers.ts";
 import {
   driveTo,

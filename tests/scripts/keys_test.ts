@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { getApiKey, verifyApiKey } from "../../lib/api_keys.ts";
+import { getApiKey, verifyApiKey } from "../../lib/auth/api_keys.ts";
 import { closeDeps, createDeps } from "../../lib/deps.ts";
 import { memoryLogger } from "../../lib/log.ts";
 

@@ -22,15 +22,15 @@ import {
   type ApiKeyView,
   createApiKey,
   listApiKeys,
-} from "../../../lib/api_keys.ts";
-import { ApiError } from "../../../lib/errors.ts";
+} from "../../../lib/auth/api_keys.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
 import { formatTime } from "../../../lib/console/format.ts";
 import {
   consoleState,
   page,
   type PageProps,
 } from "../../../lib/console/render.tsx";
-import type { Ctx } from "../../../lib/http.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
 
 interface KeysData {
   keys: ApiKeyView[];

@@ -28,8 +28,8 @@ import {
   page,
   type PageProps,
 } from "../../../lib/console/render.tsx";
-import { ApiError } from "../../../lib/errors.ts";
-import type { Ctx } from "../../../lib/http.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
 import {
   endSession,
   readSession,

@@ -6,7 +6,7 @@
 import { sessionsStream } from "../../../lib/console/live.ts";
 import { requireSession } from "../../../lib/console/render.tsx";
 import { loadConsoleSession } from "../../../lib/console/session.ts";
-import type { Ctx } from "../../../lib/http.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
 import { parseSessionFilters } from "../../../lib/console/filters.ts";
 
 export const handler = {

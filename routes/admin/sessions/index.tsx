@@ -16,7 +16,7 @@ import {
   sessionsSnapshot,
 } from "../../../lib/console/live.ts";
 import { page, type PageProps } from "../../../lib/console/render.tsx";
-import type { Ctx } from "../../../lib/http.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
 
 function href(path: string, f: Partial<Filters>): string {
   const q = new URLSearchParams();

@@ -23,15 +23,15 @@ import {
   page,
   type PageProps,
 } from "../../../lib/console/render.tsx";
-import { ApiError } from "../../../lib/errors.ts";
-import type { Ctx } from "../../../lib/http.ts";
-import { TENANT_ID_PATTERN } from "../../../lib/api_keys.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
+import { TENANT_ID_PATTERN } from "../../../lib/auth/api_keys.ts";
 import {
   deleteOrgMapping,
   listOrgMappings,
   type OrgMapping,
   setOrgMapping,
-} from "../../../lib/idp_orgs.ts";
+} from "../../../lib/auth/idp_orgs.ts";
 import {
   getTenantSettings,
   MAX_CONCURRENT_SESSIONS_LIMIT,

@@ -18,18 +18,18 @@ import {
   page,
   type PageProps,
 } from "../../../lib/console/render.tsx";
-import { ApiError } from "../../../lib/errors.ts";
-import type { Ctx } from "../../../lib/http.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
 import {
   deleteOrgMapping,
   listOrgMappings,
   type OrgMapping,
   setOrgMapping,
-} from "../../../lib/idp_orgs.ts";
+} from "../../../lib/auth/idp_orgs.ts";
 import { counterValue } from "../../../lib/sessions.ts";
-import { kvTry } from "../../../lib/store.ts";
+import { kvTry } from "../../../lib/kv/store.ts";
 import { listTenantSettings } from "../../../lib/tenants.ts";
-import { TENANT_ID_PATTERN } from "../../../lib/api_keys.ts";
+import { TENANT_ID_PATTERN } from "../../../lib/auth/api_keys.ts";
 
 interface TenantRow {
   tenant_id: string;

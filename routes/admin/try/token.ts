@@ -9,9 +9,9 @@
  */
 import { consoleState, requireSession } from "../../../lib/console/render.tsx";
 import { trySessionTenant } from "../../../lib/console/try.ts";
-import { type Ctx, json } from "../../../lib/http.ts";
+import { type Ctx, json } from "../../../lib/api/http.ts";
 import { isSessionId, isTerminal, readSession } from "../../../lib/sessions.ts";
-import { mintToken } from "../../../lib/tokens.ts";
+import { mintToken } from "../../../lib/auth/tokens.ts";
 
 const NO_STORE = { "cache-control": "no-store" };
 

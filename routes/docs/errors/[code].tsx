@@ -2,12 +2,12 @@
  * `GET /docs/errors/{code}`: the page behind every `doc_url`, rendered from the error
  * table. An unknown code gets a 404 page.
  */
-import { ERROR_CODES, type ErrorCode } from "../../../lib/errors.ts";
-import type { Ctx } from "../../../lib/http.ts";
+import { ERROR_CODES, type ErrorCode } from "../../../lib/api/errors.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
 import {
   API_OPERATIONS,
   operationErrors,
-} from "../../../lib/api_operations.ts";
+} from "../../../lib/api/operations.ts";
 import { DocsLayout, docsResponse } from "../index.tsx";
 
 /** Renders the table's doc text, where `backticks` mark code. */

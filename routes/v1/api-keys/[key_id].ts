@@ -1,7 +1,7 @@
 /** `DELETE /v1/api-keys/{key_id}`: revokes an API key (DECISIONS 2). Needs `keys:admin`. */
-import { revokeApiKey } from "../../../lib/api_keys.ts";
-import { authenticate } from "../../../lib/auth.ts";
-import type { Ctx } from "../../../lib/http.ts";
+import { revokeApiKey } from "../../../lib/auth/api_keys.ts";
+import { authenticate } from "../../../lib/auth/authenticate.ts";
+import type { Ctx } from "../../../lib/api/http.ts";
 
 export const handler = {
   /** 204 whether the key was live or already revoked; 404 for an unknown key. */

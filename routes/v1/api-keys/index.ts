@@ -3,10 +3,10 @@ import {
   type ApiKeyCreated,
   apiKeyCreateSchema,
   createApiKey,
-} from "../../../lib/api_keys.ts";
-import { authenticate } from "../../../lib/auth.ts";
-import { parseOrThrow, readJsonObject } from "../../../lib/body.ts";
-import { type Ctx, json } from "../../../lib/http.ts";
+} from "../../../lib/auth/api_keys.ts";
+import { authenticate } from "../../../lib/auth/authenticate.ts";
+import { parseOrThrow, readJsonObject } from "../../../lib/api/body.ts";
+import { type Ctx, json } from "../../../lib/api/http.ts";
 
 export const handler = {
   /** 201 with the key's plaintext in `api_key`: the only time it is ever shown. */

@@ -5,7 +5,7 @@ import {
   rememberTrySession,
   trySessionTenant,
 } from "../../../lib/console/try.ts";
-import { ApiError } from "../../../lib/errors.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
 import { testApp, TestClock } from "../../_helpers.ts";
 
 Deno.test("readTryForm builds the API's create body", async (t) => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError, type ErrorCode } from "../../../lib/errors.ts";
+import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
 import type { ProviderCredentials } from "../../../lib/providers/port.ts";
 import { preflightProvider } from "../../../lib/providers/preflight.ts";
 import { testApp } from "../../_helpers.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { getOrgTenant } from "../../../lib/idp_orgs.ts";
+import { getOrgTenant } from "../../../lib/auth/idp_orgs.ts";
 import { getTenantSettings } from "../../../lib/tenants.ts";
 import {
   eventByTenantKey,

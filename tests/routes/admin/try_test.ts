@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { moveSession, readSession } from "../../../lib/sessions.ts";
-import { verifyToken } from "../../../lib/tokens.ts";
+import { verifyToken } from "../../../lib/auth/tokens.ts";
 import { testApp } from "../../_helpers.ts";
 import {
   createSessionViaApi,

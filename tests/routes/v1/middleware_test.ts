@@ -4,7 +4,7 @@ import { memoryLogger } from "../../../lib/log.ts";
 import {
   RATE_LIMIT_WINDOW_MS,
   rateLimiterOf,
-} from "../../../lib/rate_limit.ts";
+} from "../../../lib/api/rate_limit.ts";
 import {
   authJson,
   TEST_ADMIN_KEY,

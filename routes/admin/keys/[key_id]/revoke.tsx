@@ -7,7 +7,7 @@ import {
   type ApiKeyView,
   getApiKey,
   revokeApiKey,
-} from "../../../../lib/api_keys.ts";
+} from "../../../../lib/auth/api_keys.ts";
 import { redirect } from "../../../../lib/console/http.ts";
 import {
   consoleState,
@@ -15,7 +15,7 @@ import {
   page,
   type PageProps,
 } from "../../../../lib/console/render.tsx";
-import type { Ctx } from "../../../../lib/http.ts";
+import type { Ctx } from "../../../../lib/api/http.ts";
 
 export const handler = {
   async POST(ctx: Ctx): Promise<Response> {

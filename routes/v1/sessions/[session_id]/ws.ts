@@ -1,9 +1,9 @@
-import { ApiError } from "../../../../lib/errors.ts";
-import type { Ctx } from "../../../../lib/http.ts";
+import { ApiError } from "../../../../lib/api/errors.ts";
+import type { Ctx } from "../../../../lib/api/http.ts";
 import { holderSocketUrl, relaySocket } from "../../../../lib/media/relay.ts";
 import { mediaHubOf } from "../../../../lib/media/service.ts";
 import { isTerminal, readSession } from "../../../../lib/sessions.ts";
-import { verifyMediaToken } from "../../../../lib/tokens.ts";
+import { verifyMediaToken } from "../../../../lib/auth/tokens.ts";
 
 /**
  * The media WebSocket (SPEC 4.6, DECISIONS 6): every token fault is answered with HTTP 401

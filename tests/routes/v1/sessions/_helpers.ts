@@ -8,15 +8,15 @@ import {
   testApp,
   type TestClock,
 } from "../../../_helpers.ts";
-import { createApiKey } from "../../../../lib/api_keys.ts";
+import { createApiKey } from "../../../../lib/auth/api_keys.ts";
 import type { AppDeps } from "../../../../lib/deps.ts";
-import { ERROR_CODES, type ErrorCode } from "../../../../lib/errors.ts";
-import type { Scope } from "../../../../lib/principal.ts";
+import { ERROR_CODES, type ErrorCode } from "../../../../lib/api/errors.ts";
+import type { Scope } from "../../../../lib/auth/principal.ts";
 import type { ProviderType } from "../../../../lib/providers/port.ts";
 import {
   errorBodySchema,
   type SessionStatus,
-} from "../../../../lib/schemas.ts";
+} from "../../../../lib/api/schemas.ts";
 import { moveSession } from "../../../../lib/sessions.ts";
 
 /** The real app on `:memory:` KV with room for many sessions (render slots, limit). */

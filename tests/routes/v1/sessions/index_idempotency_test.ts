@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { sessionResponseSchema } from "../../../../lib/schemas.ts";
-import { verifyToken } from "../../../../lib/tokens.ts";
+import { sessionResponseSchema } from "../../../../lib/api/schemas.ts";
+import { verifyToken } from "../../../../lib/auth/tokens.ts";
 import { TestClock } from "../../../_helpers.ts";
 import { startVendorCApi } from "../../../lib/providers/_vendor_c_api.ts";
 import {

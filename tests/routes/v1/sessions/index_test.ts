@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { authJson, TEST_ADMIN_KEY, TestClock } from "../../../_helpers.ts";
-import type { ErrorCode } from "../../../../lib/errors.ts";
+import type { ErrorCode } from "../../../../lib/api/errors.ts";
 import { PROVIDER_TYPES } from "../../../../lib/providers/port.ts";
-import { sessionResponseSchema } from "../../../../lib/schemas.ts";
+import { sessionResponseSchema } from "../../../../lib/api/schemas.ts";
 import { readSession } from "../../../../lib/sessions.ts";
-import { verifyToken } from "../../../../lib/tokens.ts";
+import { verifyToken } from "../../../../lib/auth/tokens.ts";
 import {
   fakeSignedUrl,
   startVendorCApi,

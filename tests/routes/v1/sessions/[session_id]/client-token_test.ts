@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
-import { clientTokenResponseSchema } from "../../../../../lib/schemas.ts";
-import { verifyMediaToken, verifyToken } from "../../../../../lib/tokens.ts";
+import { clientTokenResponseSchema } from "../../../../../lib/api/schemas.ts";
+import {
+  verifyMediaToken,
+  verifyToken,
+} from "../../../../../lib/auth/tokens.ts";
 import {
   TEST_ADMIN_KEY,
   type TestApp,

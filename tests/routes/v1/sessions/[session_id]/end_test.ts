@@ -6,7 +6,7 @@ import type {
 import {
   endSessionResponseSchema,
   type SessionStatus,
-} from "../../../../../lib/schemas.ts";
+} from "../../../../../lib/api/schemas.ts";
 import { readSession, sessionsOpenKey } from "../../../../../lib/sessions.ts";
 import {
   TEST_ADMIN_KEY,

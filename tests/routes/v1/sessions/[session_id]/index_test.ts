@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { sessionStatusResponseSchema } from "../../../../../lib/schemas.ts";
+import { sessionStatusResponseSchema } from "../../../../../lib/api/schemas.ts";
 import { TEST_ADMIN_KEY, TestClock } from "../../../../_helpers.ts";
 import {
   assertError,

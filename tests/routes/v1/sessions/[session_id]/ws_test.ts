@@ -13,7 +13,7 @@ import {
   statusOf,
   withLiveStack,
 } from "../../../../lib/media/_live.ts";
-import { mintToken } from "../../../../../lib/tokens.ts";
+import { mintToken } from "../../../../../lib/auth/tokens.ts";
 import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../lib/errors.ts";
-import { kvTry, openKv } from "../../lib/store.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
+import { kvTry, openKv } from "../../../lib/kv/store.ts";
 
-const STORE = new URL("../../lib/store.ts", import.meta.url).href;
+const STORE = new URL("../../../lib/kv/store.ts", import.meta.url).href;
 
 Deno.test("openKv() on a shared file retries writes another process holds the lock for", async () => {
   const dir = await Deno.makeTempDir();

@@ -4,9 +4,9 @@
  * `_middleware.ts` modules wrap every route below their folder. A manifest maps the
  * module files to URL patterns (`[session_id]` becomes a named group).
  */
-import type { PresentedKey } from "./api_keys.ts";
-import type { AppDeps } from "./deps.ts";
-import type { Principal } from "./principal.ts";
+import type { PresentedKey } from "../auth/api_keys.ts";
+import type { AppDeps } from "../deps.ts";
+import type { Principal } from "../auth/principal.ts";
 
 export type Method =
   | "GET"
@@ -24,7 +24,7 @@ export interface RequestState {
   /** Route template (the manifest path), for the access log. */
   route?: string;
   principal?: Principal;
-  /** The request's credential, read once (`requestCredential` in lib/auth.ts). */
+  /** The request's credential, read once (`requestCredential` in lib/auth/authenticate.ts). */
   credential?: RequestCredential;
   /** Extra headers every response of this request carries (e.g. rate-limit headers). */
   headers: ResponseHeaders;

@@ -9,7 +9,7 @@ import {
   type ApiOperation,
   type JsonSchema,
   operationErrors,
-} from "./api_operations.ts";
+} from "./operations.ts";
 import { ERROR_CODES, type ErrorCode } from "./errors.ts";
 import { errorBodySchema, SESSION_ID_PATTERN } from "./schemas.ts";
 

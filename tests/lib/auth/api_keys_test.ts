@@ -4,7 +4,7 @@ import {
   apiKeyLastUsedKey,
   flushLastUsed,
   startLastUsedFlusher,
-} from "../../lib/api_key_usage.ts";
+} from "../../../lib/auth/api_key_usage.ts";
 import {
   apiKeyKey,
   createApiKey,
@@ -13,10 +13,10 @@ import {
   parseApiKey,
   revokeApiKey,
   verifyApiKey,
-} from "../../lib/api_keys.ts";
-import { type AppDeps, closeDeps, createDeps } from "../../lib/deps.ts";
-import { ApiError, type ErrorCode } from "../../lib/errors.ts";
-import { memoryLogger } from "../../lib/log.ts";
+} from "../../../lib/auth/api_keys.ts";
+import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
+import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
+import { memoryLogger } from "../../../lib/log.ts";
 
 /** A clock moved by hand (lib tests stay off the app and its route manifest). */
 class TestClock {

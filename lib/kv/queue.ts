@@ -5,7 +5,7 @@
  * handler returns and redelivered by KV (with the enqueue's backoff) when it throws, so
  * handlers must be idempotent.
  */
-import type { AppDeps } from "./deps.ts";
+import type { AppDeps } from "../deps.ts";
 
 /** A queued message: `kind` picks the handler, the other fields are the handler's. */
 export interface QueueMessage {

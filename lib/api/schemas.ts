@@ -11,7 +11,7 @@
 import { z } from "zod";
 import { issueMessage, issuePath } from "./body.ts";
 import { ApiError, ERROR_CODES, type ErrorCode } from "./errors.ts";
-import { PROVIDER_TYPES, type ProviderType } from "./providers/port.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../providers/port.ts";
 
 export const SESSION_STATUSES = [
   "created",

@@ -2,7 +2,7 @@
  * Guards around the KV store: any failure or stall of the store becomes the retryable
  * 503 `AVTR_SESSION_STATE_UNAVAILABLE`, never a hang and never a 500 with a stack.
  */
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../api/errors.ts";
 
 /** How long one store operation may take before the request gives up on it. */
 export const KV_TIMEOUT_MS = 5000;

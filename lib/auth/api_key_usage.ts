@@ -2,7 +2,7 @@
  * When each API key was last used (DECISIONS 9): counted in memory per request and merged
  * into KV in batches (`startLastUsedFlusher`), never written per request.
  */
-import type { AppDeps } from "./deps.ts";
+import type { AppDeps } from "../deps.ts";
 
 /** How often in-memory `last_used_at` stamps are merged into KV. */
 export const LAST_USED_FLUSH_MS = 1000;

@@ -6,19 +6,19 @@ import {
   type JWTPayload,
   SignJWT,
 } from "jose";
-import { authenticate, initAuth } from "../../lib/auth.ts";
-import { ConfigError } from "../../lib/config.ts";
-import { type AppDeps, closeDeps, createDeps } from "../../lib/deps.ts";
-import { ApiError, type ErrorCode } from "../../lib/errors.ts";
-import { type Ctx, ResponseHeaders } from "../../lib/http.ts";
-import { looksLikeJwt } from "../../lib/idp.ts";
+import { authenticate, initAuth } from "../../../lib/auth/authenticate.ts";
+import { ConfigError } from "../../../lib/config.ts";
+import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
+import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
+import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
+import { looksLikeJwt } from "../../../lib/auth/idp.ts";
 import {
   deleteOrgMapping,
   getOrgTenant,
   listOrgMappings,
   setOrgMapping,
-} from "../../lib/idp_orgs.ts";
-import { memoryLogger } from "../../lib/log.ts";
+} from "../../../lib/auth/idp_orgs.ts";
+import { memoryLogger } from "../../../lib/log.ts";
 
 const ISSUER = "https://idp.example.test/";
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { ERROR_CODES } from "../../lib/errors.ts";
-import { API_OPERATIONS } from "../../lib/api_operations.ts";
-import { buildOpenApi } from "../../lib/openapi.ts";
-import { parseCreateSession } from "../../lib/schemas.ts";
-import { testApp } from "../_helpers.ts";
+import { ERROR_CODES } from "../../../lib/api/errors.ts";
+import { API_OPERATIONS } from "../../../lib/api/operations.ts";
+import { buildOpenApi } from "../../../lib/api/openapi.ts";
+import { parseCreateSession } from "../../../lib/api/schemas.ts";
+import { testApp } from "../../_helpers.ts";
 
 type Schema = Record<string, unknown>;
 

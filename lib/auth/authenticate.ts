@@ -2,8 +2,8 @@
  * REST authentication (SPEC 5.1): reads the credential from `Authorization: Bearer` or
  * `x-api-key`, resolves it to a `Principal`, and checks the route's scope. Resolution and
  * any KV reads the route needs (`prefetch`) share one `kv.getMany` round trip (merged
- * with concurrent requests' reads by lib/kv_batch.ts), and no request writes to KV
- * (DECISIONS 9): key use is counted in memory (lib/api_key_usage.ts).
+ * with concurrent requests' reads by lib/kv/batch.ts), and no request writes to KV
+ * (DECISIONS 9): key use is counted in memory (lib/auth/api_key_usage.ts).
  * Key validity is never cached, so a revocation holds from the next request on, on every
  * instance.
  */
@@ -15,9 +15,9 @@ import {
   presentKey,
   principalFromKeyEntry,
 } from "./api_keys.ts";
-import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./errors.ts";
-import type { Ctx, RequestCredential } from "./http.ts";
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../api/errors.ts";
+import type { Ctx, RequestCredential } from "../api/http.ts";
 import {
   idpKeySet,
   idpPrincipal,
@@ -32,7 +32,7 @@ import {
   type Scope,
   SCOPES,
 } from "./principal.ts";
-import { kvReadBatcher } from "./kv_batch.ts";
+import { kvReadBatcher } from "../kv/batch.ts";
 
 /** `kv.getMany` reads at most this many keys; one of them may be the credential's own. */
 export const MAX_PREFETCH = 9;

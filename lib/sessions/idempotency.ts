@@ -6,11 +6,11 @@
  * Bodies hold credentials, so only an HMAC fingerprint of a canonical form is stored.
  */
 import { createHmac } from "node:crypto";
-import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./errors.ts";
-import { base64url } from "./ids.ts";
-import { kvTry } from "./store.ts";
-import { deriveKey } from "./tokens.ts";
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../api/errors.ts";
+import { base64url } from "../ids.ts";
+import { kvTry } from "../kv/store.ts";
+import { deriveKey } from "../auth/tokens.ts";
 
 /** How long a key is remembered. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;

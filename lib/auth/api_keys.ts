@@ -7,12 +7,12 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { apiKeyLastUsedKey, lastUsedOf, noteKeyUsed } from "./api_key_usage.ts";
-import { parseOrThrow } from "./body.ts";
-import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./errors.ts";
-import { randomToken, ulid } from "./ids.ts";
+import { parseOrThrow } from "../api/body.ts";
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../api/errors.ts";
+import { randomToken, ulid } from "../ids.ts";
 import { type Principal, type Scope, SCOPES } from "./principal.ts";
-import { kvTry } from "./store.ts";
+import { kvTry } from "../kv/store.ts";
 
 /** The plaintext prefix of every API key. */
 export const API_KEY_PREFIX = "avk_";

@@ -4,7 +4,7 @@ import {
   plainPathname,
   ResponseHeaders,
   withHeaders,
-} from "../../lib/http.ts";
+} from "../../../lib/api/http.ts";
 
 Deno.test("withHeaders", async (t) => {
   await t.step("copies state headers and extras the response lacks", () => {

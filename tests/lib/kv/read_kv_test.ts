@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { createApp } from "../../app.ts";
-import { memoryLogger } from "../../lib/log.ts";
-import { openKv, openReadKv } from "../../lib/store.ts";
-import { authJson, TEST_ADMIN_KEY, TEST_TOKEN_SECRET } from "../_helpers.ts";
-import { validBody } from "../routes/v1/sessions/_helpers.ts";
+import { createApp } from "../../../app.ts";
+import { memoryLogger } from "../../../lib/log.ts";
+import { openKv, openReadKv } from "../../../lib/kv/store.ts";
+import { authJson, TEST_ADMIN_KEY, TEST_TOKEN_SECRET } from "../../_helpers.ts";
+import { validBody } from "../../routes/v1/sessions/_helpers.ts";
 
 /** Settles with `p`'s value, or with `fallback` when `p` takes longer than `ms`. */
 function within<T, F>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../lib/errors.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
 import {
   KV_GET_MANY_MAX,
   KvReadBatcher,
   kvReadBatcher,
-} from "../../lib/kv_batch.ts";
+} from "../../../lib/kv/batch.ts";
 
 /**
  * A real in-memory KV whose `getMany` records the keys of each call and, while `hold`

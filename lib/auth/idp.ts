@@ -2,7 +2,7 @@
  * Identity-provider bearer tokens (DECISIONS 1 and 3): JWTs signed by the issuer in
  * `IDP_ISSUER`, checked against its JWKS (`IDP_JWKS_URL`, fetched and cached by jose, or
  * inline `IDP_JWKS`). Verification needs no KV; the org → tenant lookup that follows is
- * read by `lib/auth.ts` in the request's single `getMany`.
+ * read by `lib/auth/authenticate.ts` in the request's single `getMany`.
  */
 import {
   createLocalJWKSet,
@@ -12,9 +12,9 @@ import {
   jwtVerify,
   type JWTVerifyGetKey,
 } from "jose";
-import { ConfigError } from "./config.ts";
-import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./errors.ts";
+import { ConfigError } from "../config.ts";
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../api/errors.ts";
 import { ORG_ID_PATTERN, tenantOfEntry } from "./idp_orgs.ts";
 import { type Principal, type Scope, SCOPES } from "./principal.ts";
 

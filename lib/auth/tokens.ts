@@ -5,9 +5,9 @@
  * Tokens are never stored: a verifier needs only the shared `TOKEN_SECRET`.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./errors.ts";
-import { base64url, fromBase64url } from "./ids.ts";
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../api/errors.ts";
+import { base64url, fromBase64url } from "../ids.ts";
 
 /** `client`: the `client_token`; `session`: `stream_metadata.session_token`. */
 export type TokenPurpose = "client" | "session";

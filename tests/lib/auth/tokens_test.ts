@@ -1,16 +1,16 @@
 import assert from "node:assert/strict";
-import { createDeps } from "../../lib/deps.ts";
-import { ApiError } from "../../lib/errors.ts";
-import { base64url, fromBase64url } from "../../lib/ids.ts";
-import { memoryLogger } from "../../lib/log.ts";
+import { createDeps } from "../../../lib/deps.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
+import { base64url, fromBase64url } from "../../../lib/ids.ts";
+import { memoryLogger } from "../../../lib/log.ts";
 import {
   deriveKey,
   mintToken,
   TOKEN_TTL_MS,
   verifyMediaToken,
   verifyToken,
-} from "../../lib/tokens.ts";
-import { TEST_TOKEN_SECRET, TestClock } from "../_helpers.ts";
+} from "../../../lib/auth/tokens.ts";
+import { TEST_TOKEN_SECRET, TestClock } from "../../_helpers.ts";
 
 async function depsWith(secret: string | undefined, clock = new TestClock()) {
   const deps = await createDeps({

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../lib/errors.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
 import {
   beginIdempotent,
   canonicalJson,
@@ -8,8 +8,8 @@ import {
   idempotencyKey,
   parseIdempotencyKey,
   releaseIdempotent,
-} from "../../lib/idempotency.ts";
-import { testApp, TestClock } from "../_helpers.ts";
+} from "../../../lib/sessions/idempotency.ts";
+import { testApp, TestClock } from "../../_helpers.ts";
 
 Deno.test("parseIdempotencyKey() accepts 1..255 printable ASCII only", () => {
   assert.equal(parseIdempotencyKey(null), undefined);

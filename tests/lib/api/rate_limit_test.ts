@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
-import { createApp } from "../../app.ts";
-import { presentKey } from "../../lib/api_keys.ts";
-import { memoryLogger } from "../../lib/log.ts";
+import { createApp } from "../../../app.ts";
+import { presentKey } from "../../../lib/auth/api_keys.ts";
+import { memoryLogger } from "../../../lib/log.ts";
 import {
   failedAuthSubject,
   RATE_LIMIT_WINDOW_MS,
@@ -11,8 +11,12 @@ import {
   rateLimitKey,
   rateLimitSubject,
   SubjectMac,
-} from "../../lib/rate_limit.ts";
-import { TEST_ADMIN_KEY, TEST_TOKEN_SECRET, TestClock } from "../_helpers.ts";
+} from "../../../lib/api/rate_limit.ts";
+import {
+  TEST_ADMIN_KEY,
+  TEST_TOKEN_SECRET,
+  TestClock,
+} from "../../_helpers.ts";
 
 function sha256Hex(s: string): string {
   return createHash("sha256").update(s).digest("hex");

@@ -11,10 +11,10 @@
  * the flush also sweeps the keys of windows older than the previous one.
  */
 import { createHash, type Hash } from "node:crypto";
-import { type PresentedKey, presentKey } from "./api_keys.ts";
-import type { AppDeps } from "./deps.ts";
-import type { Logger } from "./log.ts";
-import { deriveKey } from "./tokens.ts";
+import { type PresentedKey, presentKey } from "../auth/api_keys.ts";
+import type { AppDeps } from "../deps.ts";
+import type { Logger } from "../log.ts";
+import { deriveKey } from "../auth/tokens.ts";
 
 /** Length of one rate-limit window. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;

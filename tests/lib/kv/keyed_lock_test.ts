@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { KeyedLock } from "../../lib/keyed_lock.ts";
+import { KeyedLock } from "../../../lib/kv/keyed_lock.ts";
 
 Deno.test("KeyedLock.run() serialises work per key and not across keys", async () => {
   const lock = new KeyedLock();

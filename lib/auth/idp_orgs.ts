@@ -3,9 +3,9 @@
  * token whose `org_id` has no mapping is refused with 403 `AVTR_AUTH_IDP_ORG_UNMAPPED`.
  * Operators manage the mappings in the admin console.
  */
-import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./errors.ts";
-import { kvTry } from "./store.ts";
+import type { AppDeps } from "../deps.ts";
+import { ApiError } from "../api/errors.ts";
+import { kvTry } from "../kv/store.ts";
 
 /** An `org_id` claim value: 1..200 printable ASCII characters. */
 export const ORG_ID_PATTERN = /^[\x21-\x7e]{1,200}$/;

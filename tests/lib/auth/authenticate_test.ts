@@ -1,17 +1,17 @@
 import assert from "node:assert/strict";
-import { apiKeyLastUsedKey } from "../../lib/api_key_usage.ts";
-import { createApiKey, revokeApiKey } from "../../lib/api_keys.ts";
+import { apiKeyLastUsedKey } from "../../../lib/auth/api_key_usage.ts";
+import { createApiKey, revokeApiKey } from "../../../lib/auth/api_keys.ts";
 import {
   authenticate,
   credentialFrom,
   initAuth,
   MAX_PREFETCH,
   safeEqual,
-} from "../../lib/auth.ts";
-import { type AppDeps, closeDeps, createDeps } from "../../lib/deps.ts";
-import { ApiError, type ErrorCode } from "../../lib/errors.ts";
-import { type Ctx, ResponseHeaders } from "../../lib/http.ts";
-import { memoryLogger } from "../../lib/log.ts";
+} from "../../../lib/auth/authenticate.ts";
+import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
+import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
+import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
+import { memoryLogger } from "../../../lib/log.ts";
 
 /** A clock moved by hand (lib tests stay off the app and its route manifest). */
 class TestClock {

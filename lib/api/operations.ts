@@ -5,10 +5,10 @@
  * (./openapi.ts) and the `/docs` reference pages render from it.
  */
 import type { z } from "zod";
-import { apiKeyCreatedSchema, apiKeyCreateSchema } from "./api_keys.ts";
+import { apiKeyCreatedSchema, apiKeyCreateSchema } from "../auth/api_keys.ts";
 import { ERROR_CODES, type ErrorCode } from "./errors.ts";
-import type { Scope } from "./principal.ts";
-import { PROVIDER_TYPES } from "./providers/port.ts";
+import type { Scope } from "../auth/principal.ts";
+import { PROVIDER_TYPES } from "../providers/port.ts";
 import {
   clientTokenResponseSchema,
   createSessionSchema,

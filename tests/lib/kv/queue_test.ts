@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { testApp } from "../_helpers.ts";
+import { testApp } from "../../_helpers.ts";
 import {
   isQueueMessage,
   queueShutdownSignal,
   registerQueueHandler,
   startQueue,
-} from "../../lib/queue.ts";
+} from "../../../lib/kv/queue.ts";
 
 /** A promise with its resolver. */
 function deferred<T = void>() {
