@@ -201,6 +201,8 @@ export function buildOpenApi(docsBaseUrl: string): OpenApiDocument {
       version: "1.0.0",
       description:
         "Create live avatar sessions, read their status, end them, and mint media tokens; manage API keys. Every `/v1/` response carries `X-Request-Id` and the `X-RateLimit-*` headers; errors are flat bodies whose `code` is documented under `doc_url`. Unknown paths answer 404 `AVTR_NOT_FOUND`, wrong methods 405 `AVTR_METHOD_NOT_ALLOWED` with `Allow`.",
+      // Not open source: the service's terms are the operator's.
+      license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
     },
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     servers: [{ url: "/" }],
@@ -208,7 +210,18 @@ export function buildOpenApi(docsBaseUrl: string): OpenApiDocument {
       url: "/docs",
       description: "API reference and error codes",
     },
-    tags: [{ name: "Sessions" }, { name: "API keys" }],
+    tags: [
+      {
+        name: "Sessions",
+        description:
+          "Create a live avatar session, read its status, mint media tokens for the browser, end it.",
+      },
+      {
+        name: "API keys",
+        description:
+          "Mint and revoke the API keys that call this API (scope `keys:admin`).",
+      },
+    ],
     security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
     paths,
     components: {

@@ -8,7 +8,6 @@ import type { z } from "zod";
 import { apiKeyCreatedSchema, apiKeyCreateSchema } from "../auth/api_keys.ts";
 import { ERROR_CODES, type ErrorCode } from "./errors.ts";
 import type { Scope } from "../auth/principal.ts";
-import { PROVIDER_TYPES } from "../providers/port.ts";
 import {
   clientTokenResponseSchema,
   createSessionSchema,
@@ -46,7 +45,8 @@ export interface ApiOperation {
   success: { status: 200 | 201 | 204; schema: z.ZodType | null; name?: string };
   /**
    * The request body's schema; `rules` adds to the generated JSON Schema what zod checks
-   * outside its shape (refinements, the pre-parse rules of `parseCreateSession`).
+   * outside its shape (refinements; the create request's pre-parse rules are in its
+   * schema's metadata, lib/api/schemas.ts).
    */
   request?: {
     schema: z.ZodType;
@@ -147,19 +147,6 @@ const clientToken: Omit<ApiOperation, "operationId" | "method" | "path"> = {
   errors: ["AVTR_SESSION_NOT_FOUND"],
 };
 
-/**
- * What `parseCreateSession` checks before zod runs: `provider_config` holds exactly the
- * key named by `provider_type`, and `provider_connection_id` is refused.
- */
-function createSessionRules(js: JsonSchema): void {
-  js.oneOf = PROVIDER_TYPES.map((t) => ({
-    properties: {
-      provider_type: { const: t },
-      provider_config: { required: [t], maxProperties: 1 },
-    },
-  }));
-}
-
 /** What `apiKeyCreateSchema`'s refinement checks: scopes are distinct. */
 function apiKeyCreateRules(js: JsonSchema): void {
   const props = js.properties as Record<string, JsonSchema>;
@@ -184,7 +171,6 @@ export const API_OPERATIONS: readonly ApiOperation[] = [
     request: {
       schema: createSessionSchema,
       name: "CreateSessionRequest",
-      rules: createSessionRules,
     },
     errors: CREATE_ERRORS,
     parameters: [IDEMPOTENCY_KEY_PARAM],

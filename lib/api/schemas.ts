@@ -107,9 +107,29 @@ export const avatarConfigSchema = z.strictObject({
 });
 
 /**
+ * What `parseCreateSession` checks before zod runs, in JSON Schema for the OpenAPI
+ * document: `provider_config` holds exactly the key named by `provider_type`. Each
+ * branch requires its discriminator and defines the key it requires, so the branches
+ * are visibly exclusive (what linters such as Redocly's check).
+ */
+const PROVIDER_BRANCHES = PROVIDER_TYPES.map((t) => ({
+  required: ["provider_type", "provider_config"],
+  properties: {
+    provider_type: { const: t },
+    provider_config: {
+      // The key's shape is in the main schema's `provider_config.properties`.
+      properties: { [t]: true },
+      required: [t],
+      maxProperties: 1,
+    },
+  },
+}));
+
+/**
  * The create request (SPEC 4.1). `provider_config` lists every provider key for the
  * document's sake; exactly one, the one matching `provider_type`, may be present
- * (`parseCreateSession` enforces it before this schema runs).
+ * (`parseCreateSession` enforces it before this schema runs; `oneOf` in the metadata
+ * says the same in the generated JSON Schema).
  */
 export const createSessionSchema = z.strictObject({
   provider_type: z.enum(PROVIDER_TYPES),
@@ -127,7 +147,7 @@ export const createSessionSchema = z.strictObject({
     /^https:\/\//,
     "must be an https:// URL",
   ).refine((v) => parsedUrl(v)?.hostname, "must be a valid URL").optional(),
-});
+}).meta({ oneOf: PROVIDER_BRANCHES });
 export type CreateSessionInput = z.output<typeof createSessionSchema>;
 
 const PROVIDER_FIELDS = new Set([

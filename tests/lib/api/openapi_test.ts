@@ -4,6 +4,7 @@ import { API_OPERATIONS } from "../../../lib/api/operations.ts";
 import { buildOpenApi } from "../../../lib/api/openapi.ts";
 import { parseCreateSession } from "../../../lib/api/schemas.ts";
 import { testApp } from "../../_helpers.ts";
+import { createConfig, lintFromString } from "@redocly/openapi-core";
 
 type Schema = Record<string, unknown>;
 
@@ -40,7 +41,8 @@ function typeOf(v: unknown): string {
 }
 
 /** A small JSON Schema 2020-12 validator for the keywords in `KNOWN`. */
-function valid(s: Schema, v: unknown): boolean {
+function valid(s: Schema | boolean, v: unknown): boolean {
+  if (typeof s === "boolean") return s;
   for (const k of Object.keys(s)) assert.ok(KNOWN.has(k), `keyword ${k}`);
   if (s.type !== undefined) {
     const t = typeOf(v);
@@ -357,4 +359,19 @@ Deno.test("GET /openapi.json serves the document as JSON", async () => {
   } finally {
     await app.close();
   }
+});
+
+Deno.test("the document lints clean with Redocly's recommended rules", async () => {
+  const config = await createConfig({ extends: ["recommended"] });
+  const problems = await lintFromString({
+    source: JSON.stringify(buildOpenApi("https://docs.example.com")),
+    absoluteRef: "openapi.json",
+    config,
+  });
+  assert.deepEqual(
+    problems.map((p) =>
+      `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`
+    ),
+    [],
+  );
 });
