@@ -1,6 +1,11 @@
 /** Wires the service: config → KV → app → `Deno.serve`. Nothing else happens here. */
 import { createApp } from "./app.ts";
-import { ConfigError, loadConfig } from "./lib/config.ts";
+import {
+  ConfigError,
+  DEFAULT_DOCS_BASE_URL,
+  loadConfig,
+} from "./lib/config.ts";
+import { bundleMissing } from "./lib/console/bundle.ts";
 import { bufferedStdoutSink, createLogger } from "./lib/log.ts";
 import { announceInstance } from "./lib/media/presence.ts";
 
@@ -13,6 +18,11 @@ try {
     Deno.exit(2);
   }
   throw err;
+}
+const missing = await bundleMissing();
+if (missing) {
+  console.error(missing);
+  Deno.exit(1);
 }
 const sink = bufferedStdoutSink();
 // Last resort: a stray rejection is logged, never allowed to end every live session.
@@ -37,6 +47,11 @@ const server = Deno.serve({
     console.log(`avatar session service listening on ${base}`);
     console.log(`  REST API:       ${base}/v1/   (reference: ${base}/docs)`);
     console.log(`  admin console:  ${base}/admin`);
+    if (config.docsBaseIsDefault) {
+      console.log(
+        `  error doc links: doc_url points at the documented default ${DEFAULT_DOCS_BASE_URL}; set DOCS_BASE_URL, or an https PUBLIC_URL, to point it at this service's /docs`,
+      );
+    }
     if (!config.adminApiKey) {
       console.log(
         "  first admin credential: mint one with `npx --yes deno@2.9.6 task keys create --tenant admin --scopes keys:admin,sessions:read,sessions:write`, or set ADMIN_API_KEY",

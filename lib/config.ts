@@ -41,7 +41,10 @@ export interface Config {
     jwks: string | undefined;
     azpAllowlist: string[];
   } | null;
+  /** Base of every error body's `doc_url` (DECISIONS 3; see `docsBase`). */
   docsBaseUrl: string;
+  /** True when neither `DOCS_BASE_URL` nor an https `PUBLIC_URL` set `docsBaseUrl`. */
+  docsBaseIsDefault: boolean;
   /** Public base URL of this instance, when known (used in printed hints). */
   publicUrl: string | undefined;
   /** Endpoints of the vendor providers: configuration, so tests point them at loopback. */
@@ -74,6 +77,27 @@ export class ConfigError extends Error {
 }
 
 export const DEFAULT_DOCS_BASE_URL = "https://docs.avatar.example.com";
+
+/**
+ * The base of `doc_url` (DECISIONS 3): `DOCS_BASE_URL`; else `PUBLIC_URL` + `/docs`
+ * when `PUBLIC_URL` is https (this service serves `/docs/errors/{code}`); else
+ * `DEFAULT_DOCS_BASE_URL`.
+ */
+export function docsBase(
+  env: Record<string, string | undefined>,
+): { url: string; isDefault: boolean } {
+  if (env.DOCS_BASE_URL) {
+    if (!env.DOCS_BASE_URL.startsWith("https://")) {
+      throw new ConfigError("DOCS_BASE_URL must be an https:// URL");
+    }
+    return { url: env.DOCS_BASE_URL, isDefault: false };
+  }
+  const pub = env.PUBLIC_URL ?? "";
+  if (pub.startsWith("https://")) {
+    return { url: `${pub.replace(/\/+$/, "")}/docs`, isDefault: false };
+  }
+  return { url: DEFAULT_DOCS_BASE_URL, isDefault: true };
+}
 
 function int(
   env: Record<string, string | undefined>,
@@ -194,10 +218,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     };
   }
 
-  const docsBaseUrl = env.DOCS_BASE_URL || DEFAULT_DOCS_BASE_URL;
-  if (!docsBaseUrl.startsWith("https://")) {
-    throw new ConfigError("DOCS_BASE_URL must be an https:// URL");
-  }
+  const docs = docsBase(env);
 
   return {
     port: int(env, "PORT", 8000),
@@ -229,7 +250,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     allowPrivateNetworkTargets: bool(env, "ALLOW_PRIVATE_NETWORK_TARGETS"),
     sfu,
     idp,
-    docsBaseUrl,
+    docsBaseUrl: docs.url,
+    docsBaseIsDefault: docs.isDefault,
     publicUrl: env.PUBLIC_URL || undefined,
     providerEndpoints: {
       vendorARealtimeUrl: env.VENDOR_A_REALTIME_URL ||

@@ -6,7 +6,8 @@
  * until a source changes; output is written to a temporary file and renamed, so
  * concurrent builders never leave a half-written bundle.
  *
- * Run as a script (`deno task build`) or call `ensureIslandsBuilt()`.
+ * Run as a script (`deno task build`, also Deno Deploy's build step) or call
+ * `ensureIslandsBuilt()`; `bundleMissing()` tells `main.ts` whether it ran.
  */
 import { createHash } from "node:crypto";
 import { PCM_WORKLET_SOURCE } from "../../client/pcm-worklet.ts";
@@ -106,6 +107,22 @@ export async function ensureIslandsBuilt(
   await Deno.writeTextFile(stampTmp, hash + "\n");
   await Deno.rename(stampTmp, STAMP_PATH);
   return true;
+}
+
+/**
+ * Null when the built console files are present; else one line naming the missing
+ * file and the build step. `main.ts` refuses to start on it rather than serve a
+ * console without scripts (on Deno Deploy the build step is `deno task build`).
+ */
+export async function bundleMissing(): Promise<string | null> {
+  for (const file of [BUNDLE_PATH, WORKLET_PATH]) {
+    const found = await Deno.stat(file).then((i) => i.isFile, () => false);
+    if (!found) {
+      const rel = file.pathname.slice(ROOT.pathname.length);
+      return `console bundle missing: ${rel} is not built; run \`deno task build\` before starting (\`deno task start\` does; on Deno Deploy make it the build command)`;
+    }
+  }
+  return null;
 }
 
 if (import.meta.main) {

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { ConfigError, DEFAULT_KV_PATH, loadConfig } from "../../lib/config.ts";
+import {
+  ConfigError,
+  DEFAULT_DOCS_BASE_URL,
+  DEFAULT_KV_PATH,
+  loadConfig,
+} from "../../lib/config.ts";
 
 Deno.test("loadConfig() puts KV in a local file by default, and in the managed store on Deploy", () => {
   assert.equal(loadConfig({}).kvPath, DEFAULT_KV_PATH);
@@ -40,4 +45,32 @@ Deno.test("loadConfig() refuses malformed values with a ConfigError naming the v
       );
     });
   }
+});
+
+Deno.test("doc_url's base: DOCS_BASE_URL, else an https PUBLIC_URL + /docs, else the documented default", () => {
+  const base = (env: Record<string, string>) => {
+    const c = loadConfig(env);
+    return [c.docsBaseUrl, c.docsBaseIsDefault];
+  };
+  assert.deepEqual(base({}), [DEFAULT_DOCS_BASE_URL, true]);
+  assert.deepEqual(
+    base({ PUBLIC_URL: "https://avatar.example.com/" }),
+    ["https://avatar.example.com/docs", false],
+  );
+  assert.deepEqual(
+    base({ PUBLIC_URL: "https://avatar.example.com/api" }),
+    ["https://avatar.example.com/api/docs", false],
+  );
+  // An http PUBLIC_URL cannot carry a doc_url (always https): the default stays.
+  assert.deepEqual(
+    base({ PUBLIC_URL: "http://avatar.example.com" }),
+    [DEFAULT_DOCS_BASE_URL, true],
+  );
+  assert.deepEqual(
+    base({
+      DOCS_BASE_URL: "https://docs.example.org",
+      PUBLIC_URL: "https://avatar.example.com",
+    }),
+    ["https://docs.example.org", false],
+  );
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import { TEST_ADMIN_KEY, TEST_TOKEN_SECRET } from "../../_helpers.ts";
+import { ensureIslandsBuilt } from "../../../lib/console/bundle.ts";
 import { Browser, connectActive, ENGINE_KEY, type LiveStack } from "./_live.ts";
 
 const ROOT = new URL("../../../", import.meta.url);
@@ -13,6 +14,8 @@ interface Instance {
 
 /** Starts `main.ts` as its own process on `kvPath`, and waits until it listens. */
 async function startInstance(kvPath: string): Promise<Instance> {
+  // main.ts refuses to start without the console bundle.
+  await ensureIslandsBuilt();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "main.ts"],
     cwd: ROOT,
