@@ -51,7 +51,7 @@ export async function requireChromium(): Promise<void> {
     await Deno.stat(CHROMIUM);
   } catch {
     throw new Error(
-      `Chromium not found at ${CHROMIUM}. Install it (Debian/Ubuntu: \`sudo apt-get install -y chromium\`; .ci/run does this) and run the tests again.`,
+      `Chromium not found at ${CHROMIUM}. Install it (Debian/Ubuntu: \`sudo apt-get install -y chromium\`; \`deno task test\` does this when run as root) and run the tests again.`,
     );
   }
   await Deno.mkdir(SHOTS, { recursive: true });

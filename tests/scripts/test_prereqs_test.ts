@@ -1,0 +1,203 @@
+/**
+ * scripts/test_prereqs.ts on a throwaway root: the tools' paths, policy-rc.d and
+ * /run/systemd live under a temp dir, and `apt-get`, `systemctl`, `update-rc.d` are
+ * shell scripts on a temp PATH that log their arguments and "install" a package by
+ * creating its binary under that root. The machine's own packages are never touched.
+ */
+import assert from "node:assert/strict";
+import {
+  ensurePrereqs,
+  PrereqError,
+  PREREQS,
+} from "../../scripts/test_prereqs.ts";
+
+interface Sandbox {
+  root: string;
+  bin: string;
+  /** Lines the fake commands logged: "<cmd> <args>" and "policy-rc.d: <content>". */
+  calls(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** A fake root holding `present` (tool paths) and a PATH with the fake commands. */
+async function sandbox(
+  present: string[],
+  options: { aptFails?: boolean; systemd?: boolean } = {},
+): Promise<Sandbox> {
+  const root = await Deno.makeTempDir({ prefix: "prereqs-" });
+  const bin = `${root}/fakebin`;
+  await Deno.mkdir(bin);
+  await Deno.mkdir(`${root}/usr/bin`, { recursive: true });
+  for (const p of present) await Deno.writeTextFile(root + p, "");
+  if (options.systemd) {
+    await Deno.mkdir(`${root}/run/systemd/system`, { recursive: true });
+  }
+  const log = `${root}/calls.log`;
+  const script = (name: string, body = "") =>
+    Deno.writeTextFile(
+      `${bin}/${name}`,
+      `#!/bin/sh\necho "${name} $*" >> '${log}'\n${body}`,
+      { mode: 0o755 },
+    );
+  await script(
+    "apt-get",
+    `policy='${root}/usr/sbin/policy-rc.d'
+[ -f "$policy" ] && echo "policy-rc.d: $(tail -n 1 "$policy")" >> '${log}'
+[ "$1" = install ] || exit 0
+${
+      options.aptFails
+        ? 'echo "E: Unable to locate package janus" >&2; exit 100'
+        : ""
+    }
+shift
+for a in "$@"; do
+  case "$a" in -*) ;; *) touch '${root}/usr/bin/'"$a" ;; esac
+done
+`,
+  );
+  await script("systemctl");
+  await script("update-rc.d");
+  return {
+    root,
+    bin,
+    calls: () =>
+      Deno.readTextFile(log).then((t) => t.trim().split("\n"), () => []),
+    close: () => Deno.remove(root, { recursive: true }),
+  };
+}
+
+const [CHROMIUM, JANUS] = PREREQS;
+
+Deno.test("everything present: nothing runs, nothing is installed", async () => {
+  const box = await sandbox([CHROMIUM.path, JANUS.path]);
+  try {
+    const installed = await ensurePrereqs({
+      root: box.root,
+      uid: 0,
+      path: box.bin,
+    });
+    assert.deepEqual(installed, []);
+    assert.deepEqual(await box.calls(), []);
+  } finally {
+    await box.close();
+  }
+});
+
+Deno.test("missing as root with apt-get: one update, one install of what is missing, no service started", async () => {
+  const box = await sandbox([], { systemd: true });
+  const lines: string[] = [];
+  try {
+    const installed = await ensurePrereqs({
+      root: box.root,
+      uid: 0,
+      path: box.bin,
+      log: (l) => lines.push(l),
+    });
+    assert.deepEqual(installed, ["chromium", "janus"]);
+    assert.deepEqual(await box.calls(), [
+      "apt-get update -qq",
+      "policy-rc.d: exit 101",
+      "apt-get install -y -qq chromium janus",
+      "policy-rc.d: exit 101",
+      "systemctl disable --now janus.service",
+      "update-rc.d janus disable",
+    ]);
+    assert.deepEqual(lines, [
+      "installing chromium janus from Debian for the tests (apt-get, once)",
+    ]);
+    // The temporary policy is gone again; the tools are there.
+    await assert.rejects(Deno.stat(`${box.root}/usr/sbin/policy-rc.d`));
+    await Deno.stat(box.root + CHROMIUM.path);
+    await Deno.stat(box.root + JANUS.path);
+  } finally {
+    await box.close();
+  }
+});
+
+Deno.test("only Chromium missing: only chromium is installed, the janus service left alone", async () => {
+  const box = await sandbox([JANUS.path]);
+  try {
+    const installed = await ensurePrereqs({
+      root: box.root,
+      uid: 0,
+      path: box.bin,
+      log: () => {},
+    });
+    assert.deepEqual(installed, ["chromium"]);
+    assert.deepEqual(await box.calls(), [
+      "apt-get update -qq",
+      "policy-rc.d: exit 101",
+      "apt-get install -y -qq chromium",
+      "policy-rc.d: exit 101",
+    ]);
+  } finally {
+    await box.close();
+  }
+});
+
+Deno.test("not root: one sentence naming what to install, and no apt-get call", async () => {
+  const box = await sandbox([JANUS.path]);
+  try {
+    await assert.rejects(
+      ensurePrereqs({ root: box.root, uid: 1000, path: box.bin }),
+      (err) =>
+        err instanceof PrereqError &&
+        err.message ===
+          "The tests need Chromium (/usr/bin/chromium): install them (`sudo apt-get install -y chromium`) and run the tests again.",
+    );
+    assert.deepEqual(await box.calls(), []);
+  } finally {
+    await box.close();
+  }
+});
+
+Deno.test("no apt-get: one sentence naming what to install", async () => {
+  const box = await sandbox([]);
+  try {
+    await assert.rejects(
+      ensurePrereqs({ root: box.root, uid: 0, path: `${box.root}/nothing` }),
+      (err) =>
+        err instanceof PrereqError &&
+        err.message ===
+          "The tests need Chromium (/usr/bin/chromium) and Janus (/usr/bin/janus), and this machine has no apt-get to install them: install them with your package manager (on Debian/Ubuntu, `sudo apt-get install -y chromium janus`) and run the tests again.",
+    );
+  } finally {
+    await box.close();
+  }
+});
+
+Deno.test("apt-get fails: one sentence, apt's output as detail, an existing policy-rc.d kept", async () => {
+  const box = await sandbox([], { aptFails: true });
+  await Deno.mkdir(`${box.root}/usr/sbin`);
+  await Deno.writeTextFile(
+    `${box.root}/usr/sbin/policy-rc.d`,
+    "#!/bin/sh\nexit 0\n",
+  );
+  try {
+    await assert.rejects(
+      ensurePrereqs({ root: box.root, uid: 0, path: box.bin, log: () => {} }),
+      (err) =>
+        err instanceof PrereqError &&
+        /^Installing chromium janus with apt-get failed/.test(err.message) &&
+        err.detail.includes("E: Unable to locate package janus"),
+    );
+    // The operator's own policy was neither replaced nor removed.
+    assert.equal(
+      await Deno.readTextFile(`${box.root}/usr/sbin/policy-rc.d`),
+      "#!/bin/sh\nexit 0\n",
+    );
+    assert.ok((await box.calls()).includes("policy-rc.d: exit 0"));
+  } finally {
+    await box.close();
+  }
+});
+
+Deno.test("`deno task test` runs the prerequisites first", async () => {
+  const config = JSON.parse(
+    await Deno.readTextFile(new URL("../../deno.json", import.meta.url)),
+  );
+  assert.match(
+    config.tasks.test,
+    /^deno run [^&]*scripts\/test_prereqs\.ts && .*deno test /,
+  );
+});
