@@ -6,6 +6,8 @@
  * machine, CI): `apt-get update` once, then `apt-get install -y` of the missing Debian
  * packages, quietly, with the janus package's own system service kept from starting and
  * disabled. Otherwise it stops with one sentence saying what to install.
+ *
+ * `PREREQS_ROOT` (for this script's own tests) prefixes every path it looks at.
  */
 
 /** A tool the tests run, and the Debian package that ships it. */
@@ -155,7 +157,10 @@ async function disableJanusService(root: string, path: string): Promise<void> {
 
 if (import.meta.main) {
   try {
-    const installed = await ensurePrereqs();
+    // PREREQS_ROOT: a throwaway root for this script's own tests ("" = the machine).
+    const installed = await ensurePrereqs({
+      root: Deno.env.get("PREREQS_ROOT") ?? "",
+    });
     if (installed.length > 0) console.log(`installed ${installed.join(" ")}`);
   } catch (err) {
     if (!(err instanceof PrereqError)) throw err;

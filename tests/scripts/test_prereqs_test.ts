@@ -36,7 +36,7 @@ async function sandbox(
   const script = (name: string, body = "") =>
     Deno.writeTextFile(
       `${bin}/${name}`,
-      `#!/bin/sh\necho "${name} $*" >> '${log}'\n${body}`,
+      `#!/bin/sh\nPATH=/usr/bin:/bin\necho "${name} $*" >> '${log}'\n${body}`,
       { mode: 0o755 },
     );
   await script(
@@ -192,12 +192,34 @@ Deno.test("apt-get fails: one sentence, apt's output as detail, an existing poli
   }
 });
 
-Deno.test("`deno task test` runs the prerequisites first", async () => {
+Deno.test("`deno task test` runs the script first, with the permissions it needs", async () => {
   const config = JSON.parse(
     await Deno.readTextFile(new URL("../../deno.json", import.meta.url)),
   );
-  assert.match(
-    config.tasks.test,
-    /^deno run [^&]*scripts\/test_prereqs\.ts && .*deno test /,
+  const first = config.tasks.test.match(
+    /^deno run ([^&]*) scripts\/test_prereqs\.ts && .*deno test /,
   );
+  assert.ok(first, config.tasks.test);
+  // The task's own command line, on a throwaway root with nothing installed.
+  const box = await sandbox([]);
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", ...first[1].split(" "), "scripts/test_prereqs.ts"],
+      cwd: new URL("../../", import.meta.url),
+      env: { PREREQS_ROOT: box.root, PATH: box.bin },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(out.stdout);
+    const stderr = new TextDecoder().decode(out.stderr);
+    if (Deno.uid() === 0) {
+      assert.equal(out.code, 0, stderr);
+      assert.match(stdout, /\ninstalled chromium janus\n$/);
+    } else {
+      assert.equal(out.code, 1, stdout);
+      assert.match(stderr, /^The tests need Chromium .*: install them /);
+    }
+  } finally {
+    await box.close();
+  }
 });
