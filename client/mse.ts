@@ -5,10 +5,35 @@
  * while the `SourceBuffer` is busy, the buffer trimmed behind the playhead, a jump to
  * the live edge when playback falls behind, and a seek over holes left by fragments
  * the server dropped for a slow connection.
+ *
+ * Where `MediaSource` is absent (iPhone Safari, iOS 17.1+) it uses `ManagedMediaSource`:
+ * remote playback disabled on the video (Safari opens the source only then), and
+ * appends made only while the source is `streaming` (between its `startstreaming` and
+ * `endstreaming` events); segments arriving in between are held, the oldest dropped
+ * past `HELD_MAX`, and the live-edge jump of `tick()` catches up once it streams again.
  */
 
 /** How close to the end of a buffered range the playhead counts as stalled at a hole. */
 const HOLE_EDGE_S = 0.1;
+/** Segments held while a `ManagedMediaSource` does not stream (~5 s of 40-ms segments). */
+const HELD_MAX = 125;
+
+/** `MediaSource` or Safari's `ManagedMediaSource` (not in TypeScript's DOM types yet). */
+interface SourceClass {
+  new (): MediaSource;
+  isTypeSupported(type: string): boolean;
+}
+
+/** The Media Source API of this browser: `MediaSource`, else `ManagedMediaSource`. */
+function sourceClass(): { cls: SourceClass; managed: boolean } | null {
+  const g = globalThis as unknown as {
+    MediaSource?: SourceClass;
+    ManagedMediaSource?: SourceClass;
+  };
+  if (g.MediaSource) return { cls: g.MediaSource, managed: false };
+  if (g.ManagedMediaSource) return { cls: g.ManagedMediaSource, managed: true };
+  return null;
+}
 
 export interface LiveBufferOptions {
   /** Fall this far behind the newest media (seconds) and playback jumps forward. */
@@ -44,6 +69,10 @@ export class LiveBuffer {
   #sb: SourceBuffer | null = null;
   #queue: ArrayBuffer[] = [];
   #mime: string | null = null;
+  /** False while a `ManagedMediaSource` says it has enough (after `endstreaming`). */
+  #streaming = true;
+  /** The queue's head is the stream's init segment, not appended yet. */
+  #initPending = false;
   /** Bumped on every reset so callbacks of an older MediaSource do nothing. */
   #generation = 0;
   readonly #maxLatency: number;
@@ -64,15 +93,38 @@ export class LiveBuffer {
   /** Starts a new stream of type `mime`: a fresh MediaSource; earlier media is dropped. */
   reset(mime: string): void {
     this.#detach();
-    if (!MediaSource.isTypeSupported(mime)) {
+    const api = sourceClass();
+    if (!api) {
+      this.#onError(
+        "unsupported_media",
+        "This browser has no Media Source Extensions",
+      );
+      return;
+    }
+    if (!api.cls.isTypeSupported(mime)) {
       this.#onError("unsupported_media", `This browser cannot play ${mime}`);
       return;
     }
     const generation = ++this.#generation;
     this.stats.streams++;
-    const source = new MediaSource();
+    const source = new api.cls();
     this.#source = source;
     this.#mime = mime;
+    this.#initPending = true;
+    this.#streaming = true;
+    if (api.managed) {
+      // Safari opens a ManagedMediaSource only with remote playback (AirPlay) disabled.
+      this.video.disableRemotePlayback = true;
+      this.#streaming = (source as { streaming?: boolean }).streaming === true;
+      source.addEventListener("startstreaming", () => {
+        if (generation !== this.#generation) return;
+        this.#streaming = true;
+        this.#pump();
+      });
+      source.addEventListener("endstreaming", () => {
+        if (generation === this.#generation) this.#streaming = false;
+      });
+    }
     this.#url = URL.createObjectURL(source);
     source.addEventListener("sourceopen", () => {
       if (generation !== this.#generation || !this.#mime) return;
@@ -103,6 +155,11 @@ export class LiveBuffer {
   append(data: ArrayBuffer): void {
     if (!this.#source) return;
     this.#queue.push(data);
+    if (!this.#streaming && this.#queue.length > HELD_MAX) {
+      // Held too long: drop the oldest media segment, never the pending init segment.
+      this.#queue.splice(this.#initPending ? 1 : 0, 1);
+      this.stats.segmentsDropped++;
+    }
     this.#pump();
   }
 
@@ -190,10 +247,11 @@ export class LiveBuffer {
   #pump(): void {
     const sb = this.#sb;
     if (!sb || sb.updating || this.#queue.length === 0) return;
-    if (this.#source?.readyState !== "open") return;
+    if (this.#source?.readyState !== "open" || !this.#streaming) return;
     const data = this.#queue.shift()!;
     try {
       sb.appendBuffer(data);
+      this.#initPending = false;
       this.stats.segmentsAppended++;
     } catch (err) {
       if (err instanceof DOMException && err.name === "QuotaExceededError") {
