@@ -10,16 +10,8 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { AvatarPlayer } from "../../client/browser.ts";
-import { AvatarClient } from "../../client/server.ts";
-import { bundleBrowserClient, createBackend } from "../../examples/backend.ts";
-import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
-import {
-  openBrowser,
-  requireChromium,
-  serveLoopback,
-  startTlsEngine,
-  WAIT,
-} from "./_browser.ts";
+import { WAIT } from "./_browser.ts";
+import { startPlayerStack, waitPlaying } from "./_player.ts";
 
 /** What the shim records, on `globalThis.mms`. */
 interface Shim {
@@ -83,54 +75,14 @@ function playback(page: Page): Promise<Playback> {
   });
 }
 
-/** Waits until the video has moved `seconds` and `frames` past `from`. */
-async function waitPlaying(
-  page: Page,
-  from: Playback,
-  seconds: number,
-  frames: number,
-): Promise<void> {
-  await page.waitForFunction(
-    ([t, f]) => {
-      const v = document.querySelector("video")!;
-      return !v.paused && v.currentTime > t &&
-        v.getVideoPlaybackQuality().totalVideoFrames > f;
-    },
-    [from.time + seconds, from.frames + frames],
-    WAIT,
-  );
-}
-
 Deno.test("browser client plays through ManagedMediaSource where MediaSource is absent", async (t) => {
-  await requireChromium();
-  const engineToken = "e2e-mms-engine-token";
-  const engine = await startTlsEngine({ token: engineToken });
-  const service = await testApp({ ALLOW_PRIVATE_NETWORK_TARGETS: "true" });
-  const { server: api, base: serviceBase } = serveLoopback((req, info) =>
-    service.app.handler(req, info)
-  );
-  const client = new AvatarClient({
-    baseUrl: serviceBase,
-    apiKey: TEST_ADMIN_KEY,
-  });
-  const { server: backend, base: pageBase } = serveLoopback(createBackend({
-    client,
-    wsBaseUrl: serviceBase.replace(/^http/, "ws"),
-    engine: {
-      url: engine.url,
-      authHeaders: { authorization: `Bearer ${engineToken}` },
-    },
-    browserBundle: await bundleBrowserClient(),
-  }));
-  const browser = await openBrowser({
+  const stack = await startPlayerStack({
     prefix: "mms-e2e-",
-    permissions: ["microphone"],
-    origin: pageBase,
-    media: true,
     viewport: { width: 390, height: 844 },
   });
-  const { page, problems } = browser;
-  await browser.context.addInitScript(installShim);
+  const { page, pageBase } = stack;
+  const { problems } = stack.browser;
+  await stack.browser.context.addInitScript(installShim);
   try {
     await t.step(
       "the video plays through the shim, appended only while streaming",
@@ -202,10 +154,6 @@ Deno.test("browser client plays through ManagedMediaSource where MediaSource is 
     });
     assert.deepEqual(problems, []);
   } finally {
-    await browser.close();
-    await backend.shutdown();
-    await api.shutdown();
-    await service.close();
-    await engine.close();
+    await stack.close();
   }
 });

@@ -9,18 +9,9 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { AvatarPlayer, TurnDetail } from "../../client/browser.ts";
-import { AvatarClient } from "../../client/server.ts";
-import { bundleBrowserClient, createBackend } from "../../examples/backend.ts";
 import { replyFor } from "../../scripts/example_engine.ts";
-import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
-import {
-  openBrowser,
-  requireChromium,
-  serveLoopback,
-  SHOTS,
-  startTlsEngine,
-  WAIT,
-} from "./_browser.ts";
+import { SHOTS, WAIT } from "./_browser.ts";
+import { startPlayerStack, waitPlaying } from "./_player.ts";
 
 /** The example page exposes its player as `globalThis.avatarPlayer`. */
 type Win = { avatarPlayer: AvatarPlayer };
@@ -49,59 +40,17 @@ function playback(page: Page): Promise<Playback> {
   });
 }
 
-/** Waits until the video has moved `seconds` and `frames` past `from`. */
-async function waitPlaying(
-  page: Page,
-  from: Playback,
-  seconds: number,
-  frames: number,
-): Promise<void> {
-  await page.waitForFunction(
-    ([t, f]) => {
-      const v = document.querySelector("video")!;
-      return !v.paused && v.currentTime > t &&
-        v.getVideoPlaybackQuality().totalVideoFrames > f;
-    },
-    [from.time + seconds, from.frames + frames],
-    WAIT,
-  );
-}
-
 Deno.test("browser client plays the avatar, talks, and survives a dropped socket", async (t) => {
-  await requireChromium();
-
-  const engineToken = "e2e-engine-token";
-  const engine = await startTlsEngine({ token: engineToken });
-  const service = await testApp({ ALLOW_PRIVATE_NETWORK_TARGETS: "true" });
-  const { server: api, base: serviceBase } = serveLoopback((req, info) =>
-    service.app.handler(req, info)
-  );
-  const client = new AvatarClient({
-    baseUrl: serviceBase,
-    apiKey: TEST_ADMIN_KEY,
-  });
-  const backendHandler = createBackend({
-    client,
-    wsBaseUrl: serviceBase.replace(/^http/, "ws"),
-    engine: {
-      url: engine.url,
-      authHeaders: { authorization: `Bearer ${engineToken}` },
-    },
-    browserBundle: await bundleBrowserClient(),
-  });
   let tokenRefreshes = 0;
-  const { server: backend, base: pageBase } = serveLoopback((req) => {
-    if (new URL(req.url).pathname.endsWith("/token")) tokenRefreshes++;
-    return backendHandler(req);
-  });
-  const browser = await openBrowser({
+  const stack = await startPlayerStack({
     prefix: "player-e2e-",
-    permissions: ["microphone"],
-    origin: pageBase,
-    media: true,
     viewport: { width: 900, height: 900 },
+    onBackendRequest: (req) => {
+      if (new URL(req.url).pathname.endsWith("/token")) tokenRefreshes++;
+    },
   });
-  const { page, problems } = browser;
+  const { page, client, pageBase } = stack;
+  const { problems } = stack.browser;
 
   let sessionId = "";
   try {
@@ -430,10 +379,6 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
 
     assert.deepEqual(problems, []);
   } finally {
-    await browser.close();
-    await backend.shutdown();
-    await api.shutdown();
-    await service.close();
-    await engine.close();
+    await stack.close();
   }
 });
