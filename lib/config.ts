@@ -37,6 +37,8 @@ export interface Config {
   } | null;
   idp: {
     issuer: string;
+    /** The `aud` every token must name (`IDP_AUDIENCE`, required with `IDP_ISSUER`). */
+    audience: string;
     jwksUrl: string | undefined;
     jwks: string | undefined;
     azpAllowlist: string[];
@@ -166,8 +168,18 @@ function defaultKvPath(
   return env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH;
 }
 
-/** An `ADMIN_API_KEY` shorter than this is accepted, with a warning at start. */
+/** An `ADMIN_API_KEY` shorter than this refuses the start (DECISIONS 1). */
 export const ADMIN_API_KEY_MIN_LENGTH = 32;
+
+function adminApiKey(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (raw.length < ADMIN_API_KEY_MIN_LENGTH) {
+    throw new ConfigError(
+      `ADMIN_API_KEY must be at least ${ADMIN_API_KEY_MIN_LENGTH} characters: use a long random value`,
+    );
+  }
+  return raw;
+}
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const rawSecret = env.TOKEN_SECRET;
@@ -206,8 +218,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (!env.IDP_JWKS_URL && !env.IDP_JWKS) {
       throw new ConfigError("IDP_ISSUER needs IDP_JWKS_URL or IDP_JWKS");
     }
+    const audience = (env.IDP_AUDIENCE ?? "").trim();
+    if (audience === "") {
+      throw new ConfigError(
+        "IDP_ISSUER needs IDP_AUDIENCE: the audience (aud) this service's tokens are issued for",
+      );
+    }
     idp = {
       issuer: env.IDP_ISSUER,
+      audience,
       jwksUrl: env.IDP_JWKS_URL || undefined,
       jwks: env.IDP_JWKS || undefined,
       azpAllowlist: (env.IDP_AZP_ALLOWLIST ?? "").split(",").map((s) =>
@@ -223,7 +242,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return {
     port: int(env, "PORT", 8000),
     kvPath: env.KV_PATH || defaultKvPath(env),
-    adminApiKey: env.ADMIN_API_KEY || undefined,
+    adminApiKey: adminApiKey(env.ADMIN_API_KEY),
     tokenSecret,
     tokenSecretGenerated,
     rateLimitPerMinute: int(env, "RATE_LIMIT_PER_MINUTE", 600, 1),

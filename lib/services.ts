@@ -2,7 +2,6 @@
  * Starts the app's long-lived services on `deps` (the credential vault, rate limiter,
  * media hub, reaper, webhook delivery) and registers their shutdown in `deps.onClose`.
  */
-import { ADMIN_API_KEY_MIN_LENGTH } from "./config.ts";
 import type { AppDeps } from "./deps.ts";
 import { startRateLimiter } from "./api/rate_limit.ts";
 import { initAuth } from "./auth/authenticate.ts";
@@ -21,12 +20,6 @@ export async function initServices(deps: AppDeps): Promise<void> {
   if (deps.config.tokenSecretGenerated) {
     deps.log.warn(
       "TOKEN_SECRET is not set: using a random per-process secret; media tokens die with this process",
-    );
-  }
-  const adminKey = deps.config.adminApiKey;
-  if (adminKey !== undefined && adminKey.length < ADMIN_API_KEY_MIN_LENGTH) {
-    deps.log.warn(
-      `ADMIN_API_KEY is shorter than ${ADMIN_API_KEY_MIN_LENGTH} characters: use a long random value`,
     );
   }
   startRateLimiter(deps);

@@ -37,9 +37,9 @@ export const CLOCK_TOLERANCE_S = 30;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /**
- * The scopes an identity-provider token can be granted. `keys:admin` is a global operator
- * scope (it mints keys for any tenant) while an IdP principal is scoped to its org's
- * tenant, so a `scope` claim naming it is ignored: operators use API keys or ADMIN_API_KEY.
+ * The scopes an identity-provider token can be granted. `keys:admin` (a tenant's key
+ * administration, every tenant's for the operator) is never granted to an IdP token: a
+ * `scope` claim naming it is ignored; administrators use API keys or ADMIN_API_KEY.
  */
 export const IDP_SCOPES: readonly Scope[] = SCOPES.filter((s) =>
   s !== "keys:admin"
@@ -97,9 +97,9 @@ export function idpKeySet(deps: AppDeps): JWTVerifyGetKey {
 }
 
 /**
- * Verifies `token` (signature, issuer, `exp` with `deps.now()`, `sub`) and the `azp`
- * allow-list. Throws 401 `AVTR_AUTH_INVALID_KEY` (bad signature, issuer, shape, unknown
- * key), 401 `AVTR_AUTH_EXPIRED_TOKEN`, 403 `AVTR_AUTH_FORBIDDEN` (`azp` not allowed), or
+ * Verifies `token` (signature, issuer, audience `IDP_AUDIENCE`, `exp` with `deps.now()`,
+ * a string `sub`) and the `azp` allow-list. Throws 401 `AVTR_AUTH_INVALID_KEY` (bad
+ * signature, issuer, audience, shape, unknown key), 401 `AVTR_AUTH_EXPIRED_TOKEN`, 403 `AVTR_AUTH_FORBIDDEN` (`azp` not allowed), or
  * the retryable 503 `AVTR_SESSION_STATE_UNAVAILABLE` when the JWKS cannot be fetched.
  */
 export async function verifyIdpToken(
@@ -112,6 +112,7 @@ export async function verifyIdpToken(
   try {
     ({ payload } = await jwtVerify(token, idpKeySet(deps), {
       issuer: idp.issuer,
+      audience: idp.audience,
       algorithms: ALGORITHMS,
       requiredClaims: ["exp", "sub"],
       currentDate: new Date(deps.now()),
@@ -129,11 +130,13 @@ export async function verifyIdpToken(
       );
     }
   }
+  if (typeof payload.sub !== "string" || payload.sub === "") throw invalid();
+  const sub = payload.sub;
   const org = payload.org_id;
   const scopeClaim = typeof payload.scope === "string" ? payload.scope : "";
   const granted = new Set(scopeClaim.split(" "));
   return {
-    subject: String(payload.sub),
+    subject: sub,
     orgId: typeof org === "string" && ORG_ID_PATTERN.test(org) ? org : null,
     scopes: IDP_SCOPES.filter((s) => granted.has(s)),
   };

@@ -35,6 +35,19 @@ Deno.test("loadConfig() refuses malformed values with a ConfigError naming the v
     ],
     [{ DOCS_BASE_URL: "http://docs.example.com" }, /DOCS_BASE_URL/],
     [{ IDP_ISSUER: "https://idp.example.com" }, /IDP_JWKS/],
+    [
+      { IDP_ISSUER: "https://idp.example.com", IDP_JWKS: '{"keys":[]}' },
+      /IDP_AUDIENCE/,
+    ],
+    [
+      {
+        IDP_ISSUER: "https://idp.example.com",
+        IDP_JWKS_URL: "https://idp.example.com/jwks",
+        IDP_AUDIENCE: " ",
+      },
+      /IDP_AUDIENCE/,
+    ],
+    [{ ADMIN_API_KEY: "k".repeat(31) }, /ADMIN_API_KEY.*32/],
     [{ SFU_URL: "wss://sfu.example.com", ICE_SERVERS: "[" }, /ICE_SERVERS/],
   ];
   for (const [env, message] of cases) {

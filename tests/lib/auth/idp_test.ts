@@ -21,6 +21,7 @@ import {
 import { memoryLogger } from "../../../lib/log.ts";
 
 const ISSUER = "https://idp.example.test/";
+const AUDIENCE = "https://avatar.example.test";
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 const NOW_S = Math.floor(NOW / 1000);
 
@@ -50,6 +51,7 @@ async function sign(
 
 const GOOD: JWTPayload = {
   sub: "user-1",
+  aud: AUDIENCE,
   azp: "console-app",
   org_id: "org_acme",
   scope: "sessions:read openid sessions:write",
@@ -90,7 +92,12 @@ async function setup(env: Record<string, string>) {
     },
   });
   const deps = await createDeps({
-    env: { KV_PATH: ":memory:", TOKEN_SECRET: "x".repeat(32), ...env },
+    env: {
+      KV_PATH: ":memory:",
+      TOKEN_SECRET: "x".repeat(32),
+      IDP_AUDIENCE: AUDIENCE,
+      ...env,
+    },
     kv,
     now: () => NOW,
     log: memoryLogger(),
@@ -198,6 +205,38 @@ Deno.test("authenticate() with an inline IDP_JWKS token covers every identity-pr
         "AVTR_AUTH_INVALID_KEY",
       );
     });
+    await t.step(
+      "aud missing or not naming IDP_AUDIENCE → 401 AVTR_AUTH_INVALID_KEY",
+      async () => {
+        await rejectsWith(
+          auth(await sign({ ...GOOD, aud: undefined })),
+          "AVTR_AUTH_INVALID_KEY",
+        );
+        await rejectsWith(
+          auth(await sign({ ...GOOD, aud: "https://other-service.example" })),
+          "AVTR_AUTH_INVALID_KEY",
+        );
+        await rejectsWith(
+          auth(await sign({ ...GOOD, aud: ["a", "b"] })),
+          "AVTR_AUTH_INVALID_KEY",
+        );
+        const ok = await auth(
+          await sign({ ...GOOD, aud: ["https://other.example", AUDIENCE] }),
+        );
+        assert.equal(ok.principal.tenantId, "acme");
+      },
+    );
+    await t.step(
+      "a sub that is not a string → 401 AVTR_AUTH_INVALID_KEY",
+      async () => {
+        for (const sub of [{ toString: 0 }, 42, ""]) {
+          await rejectsWith(
+            auth(await sign({ ...GOOD, sub } as unknown as JWTPayload)),
+            "AVTR_AUTH_INVALID_KEY",
+          );
+        }
+      },
+    );
     await t.step("malformed → 401 AVTR_AUTH_INVALID_KEY", async () => {
       await rejectsWith(auth("aaaa.bbbb.cccc"), "AVTR_AUTH_INVALID_KEY");
       const [h, , s] = (await sign(GOOD)).split(".");
@@ -353,7 +392,12 @@ Deno.test("authenticate() verifies tokens against IDP_JWKS_URL served over HTTP,
 Deno.test("initAuth() refuses a malformed inline IDP_JWKS with a ConfigError", async () => {
   for (const bad of ["not json", '{"keys": 3}']) {
     const deps = await createDeps({
-      env: { KV_PATH: ":memory:", IDP_ISSUER: ISSUER, IDP_JWKS: bad },
+      env: {
+        KV_PATH: ":memory:",
+        IDP_ISSUER: ISSUER,
+        IDP_AUDIENCE: AUDIENCE,
+        IDP_JWKS: bad,
+      },
       log: memoryLogger(),
     });
     try {
