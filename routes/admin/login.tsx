@@ -14,10 +14,7 @@ import {
   sessionCookie,
   tokensEqual,
 } from "../../lib/console/http.ts";
-import {
-  loginBlockedFor,
-  recordLoginFailure,
-} from "../../lib/console/login_limit.ts";
+import { reserveLoginAttempt } from "../../lib/console/login_limit.ts";
 import {
   consoleState,
   page,
@@ -91,8 +88,13 @@ export const handler = {
           "The sign-in form expired or was not sent from this page. Please try again.",
       }, 403);
     }
-    const wait = await loginBlockedFor(ctx.deps, ctx.remoteAddr);
-    if (wait > 0) {
+    const credential = (form.get("api_key") ?? "").trim();
+    if (credential === "") {
+      return render(ctx, { next, error: "Enter an API key." }, 400);
+    }
+    const attempt = await reserveLoginAttempt(ctx.deps, ctx.remoteAddr);
+    if (!attempt.ok) {
+      const wait = attempt.retryAfterS;
       return render(
         ctx,
         {
@@ -105,19 +107,22 @@ export const handler = {
         { "retry-after": String(wait) },
       );
     }
-    const credential = (form.get("api_key") ?? "").trim();
-    if (credential === "") {
-      return render(ctx, { next, error: "Enter an API key." }, 400);
+    let result;
+    try {
+      result = await checkCredential(ctx.deps, credential);
+    } catch (err) {
+      // The store failed, not the credential: the attempt does not count.
+      await attempt.release().catch(() => {});
+      throw err;
     }
-    const result = await checkCredential(ctx.deps, credential);
     if (!result.ok) {
-      await recordLoginFailure(ctx.deps, ctx.remoteAddr);
       ctx.deps.log.warn("console sign-in refused", {
         reason: result.reason,
         client: ctx.remoteAddr,
       });
       return render(ctx, { next, error: FAILURE_TEXT[result.reason] }, 401);
     }
+    await attempt.release();
     const old = consoleState(ctx).session;
     if (old) await deleteConsoleSession(ctx.deps, old.id);
     const session = await createConsoleSession(ctx.deps, result.principal);

@@ -230,6 +230,73 @@ Deno.test("sign-in attempts are limited per client address until the window ends
   }
 });
 
+Deno.test("parallel wrong sign-ins cannot race past the limit: check and count are one atomic step", async () => {
+  const app = await testApp();
+  try {
+    // Every form is fetched first, then all posts go at once, so that each one's check
+    // happens before any failure is counted, if check and count were two steps.
+    const N = LOGIN_MAX_FAILURES * 4;
+    const forms = await Promise.all(
+      Array.from({ length: N }, async () => {
+        const page = await app.request("/admin/login");
+        const html = await page.text();
+        return {
+          cookie: cookieFrom(page, "avtr_console_login")!,
+          csrf: hiddenField(html, "_csrf"),
+        };
+      }),
+    );
+    const results = await Promise.all(forms.map(async (f, i) => {
+      const res = await app.request("/admin/login", {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          cookie: f.cookie,
+          origin: ORIGIN,
+        },
+        body: new URLSearchParams({
+          _csrf: f.csrf,
+          next: "/admin/sessions",
+          api_key: `avk_wrong_${i}`,
+        }),
+        redirect: "manual",
+      });
+      await res.body?.cancel();
+      return res.status;
+    }));
+    const checked = results.filter((s) => s === 401).length;
+    const refused = results.filter((s) => s === 429).length;
+    assert.equal(checked, LOGIN_MAX_FAILURES, `statuses: ${results}`);
+    assert.equal(refused, N - LOGIN_MAX_FAILURES);
+    const after = await postLogin(app, TEST_ADMIN_KEY);
+    await after.body?.cancel();
+    assert.equal(after.status, 429, "the window is full");
+  } finally {
+    await app.close();
+  }
+});
+
+Deno.test("a successful sign-in does not count against the address's limit", async () => {
+  const app = await testApp();
+  try {
+    for (let i = 0; i < LOGIN_MAX_FAILURES + 2; i++) {
+      const res = await postLogin(app, TEST_ADMIN_KEY);
+      await res.body?.cancel();
+      assert.equal(res.status, 303);
+    }
+    for (let i = 0; i < LOGIN_MAX_FAILURES - 1; i++) {
+      const res = await postLogin(app, "avk_wrong");
+      await res.body?.cancel();
+      assert.equal(res.status, 401);
+    }
+    const ok = await postLogin(app, TEST_ADMIN_KEY);
+    await ok.body?.cancel();
+    assert.equal(ok.status, 303);
+  } finally {
+    await app.close();
+  }
+});
+
 Deno.test("a keys:admin API key signs in; revoking it ends the console session at once", async () => {
   const app = await testApp();
   try {
