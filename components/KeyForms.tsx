@@ -45,6 +45,8 @@ export function MintForm(
   props: {
     data: { mint: MintInput; mintErrors: Record<string, string> };
     csrf: string;
+    /** A tenant administrator mints for its own tenant only: the field is read-only. */
+    fixedTenant?: boolean;
   },
 ) {
   const { mint, mintErrors: errs } = props.data;
@@ -64,12 +66,15 @@ export function MintForm(
           label="Tenant"
           errorId="mint-tenant_id-error"
           error={errs.tenant_id}
-          help="1–64 of A–Z a–z 0–9 _ -"
+          help={props.fixedTenant
+            ? "Your tenant: you administer it alone"
+            : "1–64 of A–Z a–z 0–9 _ -"}
         >
           {(control) => (
             <input
               name="tenant_id"
               required
+              readOnly={props.fixedTenant}
               pattern="[A-Za-z0-9_\-]{1,64}"
               value={mint.tenant_id}
               autocomplete="off"

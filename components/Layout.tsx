@@ -14,6 +14,8 @@ export interface LayoutProps {
   section: Section;
   /** Who is signed in; absent on the sign-in page. */
   signedInAs?: string;
+  /** A tenant administrator's tenant (absent for the operator): its one tenant page. */
+  tenant?: string;
   /** The session's CSRF token, for the sign-out form. */
   csrf?: string;
   children: ComponentChildren;
@@ -25,6 +27,19 @@ const NAV: { section: Section; href: string; label: string }[] = [
   { section: "tenants", href: "/admin/tenants", label: "Tenants" },
   { section: "try", href: "/admin/try", label: "Try it" },
 ];
+
+function nav(tenant: string | undefined): typeof NAV {
+  if (tenant === undefined) return NAV;
+  return NAV.map((n) =>
+    n.section === "tenants"
+      ? {
+        ...n,
+        href: `/admin/tenants/${encodeURIComponent(tenant)}`,
+        label: "Tenant",
+      }
+      : n
+  );
+}
 
 export function Layout(props: LayoutProps) {
   return (
@@ -48,7 +63,7 @@ export function Layout(props: LayoutProps) {
           {props.signedInAs !== undefined && (
             <nav aria-label="Console">
               <ul>
-                {NAV.map((n) => (
+                {nav(props.tenant).map((n) => (
                   <li key={n.href}>
                     <a
                       href={n.href}

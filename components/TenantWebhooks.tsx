@@ -64,8 +64,8 @@ export function SecretSection(props: { data: WebhookPanelData; csrf: string }) {
             />
           </div>
           <p>
-            {data.secret.source === "env"
-              ? "This is the deployment's WEBHOOK_SECRET: the tenant has no secret of its own. Rotate to give it one."
+            {data.secret.source === "derived"
+              ? "Derived for this tenant from the deployment's WEBHOOK_SECRET (no other tenant's deliveries verify with it). Rotate to give the tenant a stored secret of its own."
               : "This tenant's own secret."}
             {data.secret.previous_until !== undefined &&
               ` The replaced secret also signs until ${

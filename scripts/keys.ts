@@ -19,7 +19,7 @@ import { ConfigError, loadConfig } from "../lib/config.ts";
 import { closeDeps, createDeps } from "../lib/deps.ts";
 import { ApiError } from "../lib/api/errors.ts";
 import { createLogger } from "../lib/log.ts";
-import { type Scope, SCOPES } from "../lib/auth/principal.ts";
+import { OPERATOR, type Scope, SCOPES } from "../lib/auth/principal.ts";
 import { openKv } from "../lib/kv/store.ts";
 
 const USAGE = `usage:
@@ -166,7 +166,7 @@ async function run(
     const scopes = parsed.flags.get("scopes")!.split(",").map((s) => s.trim())
       .filter(Boolean) as Scope[];
     const name = parsed.flags.get("name");
-    const { key, api_key } = await createApiKey(deps, {
+    const { key, api_key } = await createApiKey(deps, OPERATOR, {
       tenant_id: parsed.flags.get("tenant")!,
       scopes,
       ...(name !== undefined ? { name } : {}),
@@ -193,7 +193,7 @@ async function run(
     ]];
     let cursor: string | undefined;
     do {
-      const page = await listApiKeys(deps, {
+      const page = await listApiKeys(deps, OPERATOR, {
         ...(tenant !== undefined ? { tenant_id: tenant } : {}),
         ...(cursor !== undefined ? { cursor } : {}),
         limit: 100,
@@ -221,7 +221,7 @@ async function run(
     return 0;
   }
   const keyId = parsed.positional[0];
-  const { alreadyRevoked } = await revokeApiKey(deps, keyId);
+  const { alreadyRevoked } = await revokeApiKey(deps, OPERATOR, keyId);
   out(alreadyRevoked ? `${keyId} was already revoked` : `${keyId} revoked`);
   return 0;
 }

@@ -11,7 +11,14 @@ import { parseOrThrow } from "../api/body.ts";
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
 import { randomToken, ulid } from "../ids.ts";
-import { type Principal, type Scope, SCOPES } from "./principal.ts";
+import {
+  administers,
+  type Administrator,
+  type Principal,
+  type Scope,
+  SCOPES,
+  visibleTenant,
+} from "./principal.ts";
 import { kvTry } from "../kv/store.ts";
 
 /** The plaintext prefix of every API key. */
@@ -151,15 +158,24 @@ function toView(record: ApiKeyRecord, lastUsed?: number): ApiKeyView {
 }
 
 /**
- * Mints a key. Validates `input` (400 `AVTR_REQUEST_INVALID` with `param`, including an
- * `expires_at` not after `deps.now()`), stores the record and its tenant index in one
- * atomic create, and returns the view plus the plaintext, which is never stored.
+ * Mints a key on behalf of `by`. Validates `input` (400 `AVTR_REQUEST_INVALID` with
+ * `param`, including an `expires_at` not after `deps.now()`); a tenant administrator
+ * minting for another tenant → 403 `AVTR_AUTH_FORBIDDEN` (DECISIONS 2). Stores the
+ * record and its tenant index in one atomic create, and returns the view plus the
+ * plaintext, which is never stored.
  */
 export async function createApiKey(
   deps: AppDeps,
+  by: Administrator,
   input: ApiKeyCreateInput,
 ): Promise<{ key: ApiKeyView; api_key: string }> {
   const data = parseOrThrow(apiKeyCreateSchema, input);
+  if (!administers(by, data.tenant_id)) {
+    throw new ApiError(
+      "AVTR_AUTH_FORBIDDEN",
+      "This key administers its own tenant only: it cannot mint keys for another tenant",
+    );
+  }
   const now = deps.now();
   if (data.expires_at !== undefined && data.expires_at <= now) {
     throw invalidField("expires_at", "Must be in the future");
@@ -200,19 +216,23 @@ export async function createApiKey(
 }
 
 /**
- * Revokes a key: sets `revoked_at` (checked against the versionstamp read). Revoking a
- * revoked key changes nothing and reports `alreadyRevoked`. Throws 404
- * `AVTR_API_KEY_NOT_FOUND` for an unknown key.
+ * Revokes a key on behalf of `by`: sets `revoked_at` (checked against the versionstamp
+ * read). Revoking a revoked key changes nothing and reports `alreadyRevoked`. Throws 404
+ * `AVTR_API_KEY_NOT_FOUND` for an unknown key, and the same for another tenant's key
+ * when `by` administers its own tenant only (DECISIONS 2).
  */
 export async function revokeApiKey(
   deps: AppDeps,
+  by: Administrator,
   keyId: string,
 ): Promise<{ alreadyRevoked: boolean }> {
   if (!KEY_ID_PATTERN.test(keyId)) throw keyNotFound();
   // A concurrent write to the record (another revoke) fails the check; re-read and retry.
   for (let attempt = 0; attempt < 5; attempt++) {
     const entry = await kvTry(deps.kv.get<ApiKeyRecord>(apiKeyKey(keyId)));
-    if (entry.value === null) throw keyNotFound();
+    if (entry.value === null || !administers(by, entry.value.tenant_id)) {
+      throw keyNotFound();
+    }
     if (entry.value.revoked_at !== undefined) return { alreadyRevoked: true };
     const res = await kvTry(
       deps.kv.atomic().check(entry).set(entry.key, {
@@ -238,9 +258,13 @@ function keyNotFound(): ApiError {
   return new ApiError("AVTR_API_KEY_NOT_FOUND", "No API key with this key_id");
 }
 
-/** One key's view (with `last_used_at`), or null when there is no such key. */
+/**
+ * One key's view (with `last_used_at`), or null when there is no such key or `by` does
+ * not administer its tenant.
+ */
 export async function getApiKey(
   deps: AppDeps,
+  by: Administrator,
   keyId: string,
 ): Promise<ApiKeyView | null> {
   if (!KEY_ID_PATTERN.test(keyId)) return null;
@@ -250,26 +274,32 @@ export async function getApiKey(
       apiKeyLastUsedKey(keyId),
     ]),
   );
-  if (rec.value === null) return null;
+  if (rec.value === null || !administers(by, rec.value.tenant_id)) return null;
   return toView(rec.value, lastUsedOf(deps, keyId, used.value));
 }
 
 /**
  * Lists keys newest first, all of them or one tenant's, `limit` (1..100, default 50) a
  * page; `cursor` continues where the previous page stopped (null on the last page).
+ * A tenant administrator (`by`) sees its own tenant's keys only, whatever it asks for.
  */
 export async function listApiKeys(
   deps: AppDeps,
+  by: Administrator,
   options: { tenant_id?: string; cursor?: string; limit?: number } = {},
 ): Promise<{ keys: ApiKeyView[]; cursor: string | null }> {
   const limit = options.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
     throw invalidField("limit", "Must be 1 to 100");
   }
-  const tenant = options.tenant_id;
-  if (tenant !== undefined && !TENANT_ID_PATTERN.test(tenant)) {
+  if (
+    options.tenant_id !== undefined &&
+    !TENANT_ID_PATTERN.test(options.tenant_id)
+  ) {
     throw invalidField("tenant_id", TENANT_ID_RULE);
   }
+  const tenant = visibleTenant(by, options.tenant_id);
+  if (tenant === null) return { keys: [], cursor: null };
   const prefix = tenant === undefined
     ? ["api_keys"]
     : ["api_keys_by_tenant", tenant];

@@ -7,10 +7,17 @@
  * resumes with the current state whatever it missed.
  */
 import type { AppDeps } from "../deps.ts";
+import {
+  administers,
+  type Administrator,
+  visibleTenant,
+} from "../auth/principal.ts";
 import type { SessionStatus } from "../api/schemas.ts";
 import {
   counterValue,
+  isSessionId,
   listSessions,
+  readSession,
   type SessionRecord,
   tenantOpenSessionsKey,
 } from "../sessions.ts";
@@ -56,6 +63,20 @@ export function toRow(rec: SessionRecord): SessionRow {
   return row;
 }
 
+/**
+ * The session `sessionId` when `by` administers its tenant, else null (another tenant's
+ * session is "not found" to a tenant administrator, as in SPEC 5.2).
+ */
+export async function readAdministeredSession(
+  deps: AppDeps,
+  by: Administrator,
+  sessionId: string,
+): Promise<SessionRecord | null> {
+  if (!isSessionId(sessionId)) return null;
+  const rec = await readSession(deps, sessionId);
+  return rec !== null && administers(by, rec.tenant_id) ? rec : null;
+}
+
 /** Counts non-terminal sessions: one tenant's counter, or every open-session marker. */
 export async function liveCount(
   deps: AppDeps,
@@ -73,19 +94,25 @@ export async function liveCount(
   });
 }
 
-/** Reads one page of the sessions table and the live counter. */
+/**
+ * Reads one page of the sessions table and the live counter, as `by` may see them: a
+ * tenant administrator its own tenant's sessions only, whatever the query asks for.
+ */
 export async function sessionsSnapshot(
   deps: AppDeps,
+  by: Administrator,
   query: SessionsQuery,
 ): Promise<SessionsSnapshot> {
+  const tenant = visibleTenant(by, query.tenant_id);
+  if (tenant === null) return { rows: [], live_count: 0, now: deps.now() };
   const [page, count] = await Promise.all([
     listSessions(deps, {
-      tenant_id: query.tenant_id,
+      tenant_id: tenant,
       status: query.status,
       cursor: query.cursor,
       limit: SESSIONS_PAGE,
     }),
-    liveCount(deps, query.tenant_id),
+    liveCount(deps, tenant),
   ]);
   const snap: SessionsSnapshot = {
     rows: page.sessions.map(toRow),
@@ -120,11 +147,13 @@ export interface StreamOptions {
 }
 
 /**
- * A `text/event-stream` response: `event: sessions` with a JSON `SessionsSnapshot` at
- * once and on every change, `event: signed_out` when the console session ends.
+ * A `text/event-stream` response: `event: sessions` with a JSON `SessionsSnapshot` (as
+ * `by` may see it) at once and on every change, `event: signed_out` when the console
+ * session ends.
  */
 export function sessionsStream(
   deps: AppDeps,
+  by: Administrator,
   query: SessionsQuery,
   options: StreamOptions,
 ): Response {
@@ -166,7 +195,7 @@ export function sessionsStream(
             stop();
             return;
           }
-          const snap = await sessionsSnapshot(deps, query);
+          const snap = await sessionsSnapshot(deps, by, query);
           const key = JSON.stringify([snap.rows, snap.live_count]);
           if (key !== last) {
             last = key;

@@ -8,7 +8,8 @@ import { renderToString } from "preact-render-to-string";
 import { Layout, type Section } from "../../components/Layout.tsx";
 import { Notice } from "../../components/ui.tsx";
 import type { Ctx } from "../api/http.ts";
-import { type ConsoleSession, signedInAs } from "./session.ts";
+import { type Administrator, isOperator } from "../auth/principal.ts";
+import { administratorOf, type ConsoleSession, signedInAs } from "./session.ts";
 
 /** The console's slot in `ctx.state`, filled by routes/admin/_middleware.ts. */
 export interface ConsoleState {
@@ -33,6 +34,14 @@ export function requireSession(ctx: Ctx): ConsoleSession {
   return s;
 }
 
+/**
+ * Who the signed-in console session administers: every lib call of a console route
+ * passes it, so a tenant administrator sees and changes its own tenant only.
+ */
+export function requireAdmin(ctx: Ctx): Administrator {
+  return administratorOf(requireSession(ctx).record);
+}
+
 /** What a page component receives, as in Fresh. */
 export interface PageProps<T> {
   data: T;
@@ -42,6 +51,11 @@ export interface PageProps<T> {
   csrf: string;
   /** The clock's now (epoch ms), so pages render relative things deterministically. */
   now: number;
+  /**
+   * Who is signed in administers: null signed out; `tenantId` `admin` is the operator,
+   * any other a tenant administrator (pages hide what it may not use; lib/ enforces it).
+   */
+  admin: Administrator | null;
 }
 
 export interface PageOptions {
@@ -60,11 +74,13 @@ export function page<T>(
 ): Response {
   const session = consoleState(ctx).session;
   const csrf = session?.record.csrf ?? "";
+  const admin = session ? administratorOf(session.record) : null;
   const body = (
     <Layout
       title={options.title}
       section={options.section}
       signedInAs={session ? signedInAs(session.record) : undefined}
+      tenant={admin && !isOperator(admin) ? admin.tenantId : undefined}
       csrf={csrf}
     >
       <Page
@@ -73,6 +89,7 @@ export function page<T>(
         params={ctx.params}
         csrf={csrf}
         now={ctx.deps.now()}
+        admin={admin}
       />
     </Layout>
   );

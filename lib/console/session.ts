@@ -9,7 +9,13 @@ import { safeEqual } from "../auth/authenticate.ts";
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
 import { randomToken } from "../ids.ts";
-import { ADMIN_TENANT, type Principal, SCOPES } from "../auth/principal.ts";
+import {
+  ADMIN_TENANT,
+  type Administrator,
+  isOperator,
+  type Principal,
+  SCOPES,
+} from "../auth/principal.ts";
 import { kvTry } from "../kv/store.ts";
 
 /** How long a console session lives after sign-in (absolute, not sliding). */
@@ -158,7 +164,7 @@ async function credentialStillValid(
       safeEqual(adminFingerprint(admin), record.admin_fingerprint);
   }
   if (!record.key_id) return false;
-  const key = await getApiKey(deps, record.key_id);
+  const key = await getApiKey(deps, administratorOf(record), record.key_id);
   if (!key) return false;
   if (key.revoked_at !== undefined && key.revoked_at !== null) return false;
   if (
@@ -170,9 +176,19 @@ async function credentialStillValid(
   return key.scopes.includes("keys:admin");
 }
 
+/**
+ * Who a console session administers (DECISIONS 2): the operator (tenant `admin`) every
+ * tenant, any other tenant's administrator its own tenant only.
+ */
+export function administratorOf(record: ConsoleSessionRecord): Administrator {
+  return { tenantId: record.tenant_id };
+}
+
 /** A short label for who is signed in, for the header. */
 export function signedInAs(record: ConsoleSessionRecord): string {
-  return record.kind === "admin_key"
-    ? "operator (ADMIN_API_KEY)"
-    : `key ${record.key_id} · ${record.tenant_id}`;
+  if (record.kind === "admin_key") return "operator (ADMIN_API_KEY)";
+  const role = isOperator(administratorOf(record))
+    ? "operator"
+    : "tenant administrator";
+  return `key ${record.key_id} · ${record.tenant_id} (${role})`;
 }

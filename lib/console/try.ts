@@ -8,6 +8,11 @@
 import { DEFAULT_AVATAR_ID, DEFAULT_BG_ID } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
 import type { ApiError } from "../api/errors.ts";
+import {
+  administers,
+  type Administrator,
+  isOperator,
+} from "../auth/principal.ts";
 import { kvTry } from "../kv/store.ts";
 import { CONSOLE_SESSION_TTL_MS, consoleSessionKey } from "./session.ts";
 
@@ -35,10 +40,13 @@ export type TryField =
   | "bg_id"
   | "form";
 
-/** The start form's defaults: tenant `demo`, engine from `TRY_ENGINE_URL`. */
-export function defaultTryInput(deps: AppDeps): TryInput {
+/**
+ * The start form's defaults: tenant `demo` for the operator, a tenant administrator's
+ * own tenant; the engine from `TRY_ENGINE_URL`.
+ */
+export function defaultTryInput(deps: AppDeps, by: Administrator): TryInput {
   return {
-    tenant: TRY_DEFAULT_TENANT,
+    tenant: isOperator(by) ? TRY_DEFAULT_TENANT : by.tenantId,
     engine_url: deps.config.tryEngineUrl ?? "",
     header_name: "",
     avatar_id: DEFAULT_AVATAR_ID,
@@ -47,14 +55,17 @@ export function defaultTryInput(deps: AppDeps): TryInput {
 }
 
 /**
- * Reads the start form. Returns the echoed input, the create body for the API (or null
- * when the form itself is incomplete) and the form's own field errors.
+ * Reads the start form sent by `by`. Returns the echoed input, the create body for the
+ * API (or null when the form itself is incomplete) and the form's own field errors; a
+ * tenant administrator starts sessions for its own tenant only.
  */
-export function readTryForm(form: URLSearchParams): {
+export function readTryForm(form: URLSearchParams, by: Administrator): {
   input: TryInput;
   headerValue: string;
   body: Record<string, unknown> | null;
   errors: Partial<Record<TryField, string>>;
+  /** The tenant is one `by` does not administer. */
+  forbidden: boolean;
 } {
   const input: TryInput = {
     tenant: (form.get("tenant") ?? "").trim(),
@@ -65,9 +76,14 @@ export function readTryForm(form: URLSearchParams): {
   };
   const headerValue = form.get("header_value") ?? "";
   const errors: Partial<Record<TryField, string>> = {};
+  let forbidden = false;
   if (!TRY_TENANT_PATTERN.test(input.tenant)) {
     errors.tenant =
       "Tenant ids are 1 to 64 characters of A-Z, a-z, 0-9, _ or -.";
+  } else if (!administers(by, input.tenant)) {
+    forbidden = true;
+    errors.tenant =
+      "You administer your own tenant only: start sessions for it.";
   }
   if (!input.engine_url) {
     errors.engine_url =
@@ -77,7 +93,7 @@ export function readTryForm(form: URLSearchParams): {
     errors.header_name = "Name the header this value is sent in.";
   }
   if (Object.keys(errors).length > 0) {
-    return { input, headerValue, body: null, errors };
+    return { input, headerValue, body: null, errors, forbidden };
   }
   const authHeaders: Record<string, string> = {};
   if (input.header_name) authHeaders[input.header_name] = headerValue;
@@ -93,6 +109,7 @@ export function readTryForm(form: URLSearchParams): {
       avatar_config: { avatar_id: input.avatar_id, bg_id: input.bg_id },
     },
     errors,
+    forbidden,
   };
 }
 

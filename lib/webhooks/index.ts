@@ -26,6 +26,7 @@ export {
   retryDelay,
 } from "./deliver.ts";
 export {
+  derivedSecret,
   getWebhookSecret,
   rotateWebhookSecret,
   ROTATION_OVERLAP_MS,

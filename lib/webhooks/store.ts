@@ -3,6 +3,11 @@
  * and a manual retry of an event that failed or went to the dead letters.
  */
 import type { AppDeps } from "../deps.ts";
+import {
+  administers,
+  type Administrator,
+  visibleTenant,
+} from "../auth/principal.ts";
 import { kvTry } from "../kv/store.ts";
 import {
   deadKey,
@@ -49,18 +54,22 @@ async function withAttempts(
 
 /**
  * Lists webhook events (newest first) with their attempts and state
- * (pending / delivered / failed / dead), all tenants or one.
+ * (pending / delivered / failed / dead), all tenants or one, as `by` may see them: a
+ * tenant administrator its own tenant's only, whatever `options` asks for.
  */
 export async function listDeliveries(
   deps: AppDeps,
+  by: Administrator,
   options: ListDeliveriesOptions = {},
 ): Promise<DeliveryPage> {
   const limit = Math.min(100, Math.max(1, Math.floor(options.limit ?? 20)));
+  const tenant = visibleTenant(by, options.tenant_id);
+  if (tenant === null) return { items: [] };
   return await kvTry(async () => {
     const prefix = options.only_dead
       ? ["webhook_dead"]
-      : options.tenant_id !== undefined
-      ? ["webhook_events_by_tenant", options.tenant_id]
+      : tenant !== undefined
+      ? ["webhook_events_by_tenant", tenant]
       : ["webhook_events"];
     const iter = deps.kv.list<string | WebhookEventRecord>({ prefix }, {
       reverse: true,
@@ -79,9 +88,7 @@ export async function listDeliveries(
         event = entry.value;
       }
       if (!event) continue;
-      if (
-        options.tenant_id !== undefined && event.tenant_id !== options.tenant_id
-      ) continue;
+      if (tenant !== undefined && event.tenant_id !== tenant) continue;
       items.push(await withAttempts(deps, event));
     }
     const page: DeliveryPage = { items };
@@ -95,19 +102,23 @@ export type RetryResult =
   | { ok: false; reason: "not_found" | "not_retryable" };
 
 /**
- * Sends a failed or dead event again now, with the same `webhook-id`. For a dead
- * letter this is one more attempt (failing again returns it to the dead letters); for
- * a failed event it brings the scheduled retry forward (the schedule then goes on).
+ * Sends a failed or dead event again now, with the same `webhook-id`, on behalf of `by`
+ * (another tenant's event is `not_found` to a tenant administrator). For a dead letter
+ * this is one more attempt (failing again returns it to the dead letters); for a failed
+ * event it brings the scheduled retry forward (the schedule then goes on).
  */
 export async function retryDelivery(
   deps: AppDeps,
+  by: Administrator,
   eventId: string,
 ): Promise<RetryResult> {
   return await kvTry(async () => {
     for (;;) {
       const entry = await deps.kv.get<WebhookEventRecord>(eventKey(eventId));
       const event = entry.value;
-      if (!event) return { ok: false, reason: "not_found" } as const;
+      if (!event || !administers(by, event.tenant_id)) {
+        return { ok: false, reason: "not_found" } as const;
+      }
       if (event.state !== "dead" && event.state !== "failed") {
         return { ok: false, reason: "not_retryable" } as const;
       }
@@ -133,14 +144,20 @@ export async function retryDelivery(
   });
 }
 
-/** Reads one event with its attempts (for the console), or null. */
+/**
+ * Reads one event with its attempts (for the console), or null when there is none or
+ * `by` does not administer its tenant.
+ */
 export async function getDelivery(
   deps: AppDeps,
+  by: Administrator,
   eventId: string,
 ): Promise<DeliveryView | null> {
   return await kvTry(async () => {
     const event = (await deps.kv.get<WebhookEventRecord>(eventKey(eventId)))
       .value;
-    return event ? await withAttempts(deps, event) : null;
+    return event && administers(by, event.tenant_id)
+      ? await withAttempts(deps, event)
+      : null;
   });
 }

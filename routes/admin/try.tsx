@@ -23,6 +23,7 @@ import {
   consoleState,
   page,
   type PageProps,
+  requireAdmin,
   requireSession,
 } from "../../lib/console/render.tsx";
 import {
@@ -65,7 +66,7 @@ function formData(
   extra: Partial<TryData> = {},
 ): TryData {
   return {
-    input: defaultTryInput(ctx.deps),
+    input: defaultTryInput(ctx.deps, requireAdmin(ctx)),
     errors: {},
     engineConfigured: ctx.deps.config.tryEngineUrl !== undefined,
     ...extra,
@@ -86,9 +87,12 @@ async function ownSession(
 }
 
 async function start(ctx: Ctx, form: URLSearchParams): Promise<Response> {
-  const { input, body, errors } = readTryForm(form);
+  const { input, body, errors, forbidden } = readTryForm(
+    form,
+    requireAdmin(ctx),
+  );
   const base = { input, engineConfigured: formData(ctx).engineConfigured };
-  if (!body) return show(ctx, { ...base, errors }, 400);
+  if (!body) return show(ctx, { ...base, errors }, forbidden ? 403 : 400);
   let sessionId: string;
   try {
     const { response } = await createSession(ctx.deps, {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { getApiKey, verifyApiKey } from "../../lib/auth/api_keys.ts";
 import { closeDeps, createDeps } from "../../lib/deps.ts";
 import { memoryLogger } from "../../lib/log.ts";
+import { OPERATOR } from "../../lib/auth/principal.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -88,7 +89,7 @@ Deno.test("scripts/keys.ts creates, lists and revokes keys in the KV_PATH store"
           const p = await verifyApiKey(deps, apiKey);
           assert.equal(p.tenantId, "acme");
           assert.deepEqual(p.scopes, ["sessions:read", "sessions:write"]);
-          const view = (await getApiKey(deps, keyId))!;
+          const view = (await getApiKey(deps, OPERATOR, keyId))!;
           assert.equal(view.name, "CI key");
           const days = (view.expires_at! - view.created_at) / 86_400_000;
           assert.ok(Math.abs(days - 30) < 0.001, String(days));
@@ -149,7 +150,9 @@ Deno.test("scripts/keys.ts creates, lists and revokes keys in the KV_PATH store"
         // created, expires and revoked are set; last used is not.
         assert.equal(row.match(/\d{4}-\d\d-\d\dT/g)?.length, 3, row);
         await withKv(kvPath, async (deps) => {
-          assert.ok((await getApiKey(deps, keyId))!.revoked_at !== undefined);
+          assert.ok(
+            (await getApiKey(deps, OPERATOR, keyId))!.revoked_at !== undefined,
+          );
         });
       },
     );

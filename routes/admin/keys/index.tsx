@@ -1,7 +1,8 @@
 /**
  * API keys: the list (filter by tenant, paged), the mint form, and the mint result. A new
  * key's plaintext appears only in the answer to the POST that minted it: never in a URL,
- * a cookie or a stored flash, so nothing can show it a second time.
+ * a cookie or a stored flash, so nothing can show it a second time. A tenant
+ * administrator lists and mints its own tenant's keys only (lib/auth/api_keys.ts).
  */
 import {
   CreatedKey,
@@ -29,7 +30,9 @@ import {
   consoleState,
   page,
   type PageProps,
+  requireAdmin,
 } from "../../../lib/console/render.tsx";
+import { isOperator } from "../../../lib/auth/principal.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 
 interface KeysData {
@@ -57,19 +60,24 @@ async function load(
   extra: Partial<KeysData>,
 ): Promise<KeysData> {
   const q = ctx.url.searchParams;
-  const tenant = (q.get("tenant") ?? "").trim();
+  const admin = requireAdmin(ctx);
+  const tenant = isOperator(admin)
+    ? (q.get("tenant") ?? "").trim()
+    : admin.tenantId;
   const pageCursor = q.get("cursor") ?? "";
   const data: KeysData = {
     keys: [],
     cursor: null,
     tenant,
     pageCursor,
-    mint: EMPTY_MINT,
+    mint: isOperator(admin)
+      ? EMPTY_MINT
+      : { ...EMPTY_MINT, tenant_id: admin.tenantId },
     mintErrors: {},
     ...extra,
   };
   try {
-    const res = await listApiKeys(ctx.deps, {
+    const res = await listApiKeys(ctx.deps, admin, {
       tenant_id: tenant || undefined,
       cursor: pageCursor || undefined,
       limit: 25,
@@ -82,7 +90,7 @@ async function load(
       ? "That page link is no longer valid. Showing the first page instead."
       : "Tenant ids are 1 to 64 characters of A-Z, a-z, 0-9, _ or -.";
     if (err.param === "cursor") {
-      const res = await listApiKeys(ctx.deps, {
+      const res = await listApiKeys(ctx.deps, admin, {
         tenant_id: tenant || undefined,
         limit: 25,
       });
@@ -129,7 +137,7 @@ export const handler = {
       );
     }
     try {
-      const created = await createApiKey(ctx.deps, {
+      const created = await createApiKey(ctx.deps, requireAdmin(ctx), {
         tenant_id: mint.tenant_id,
         scopes: mint.scopes as ApiKeyView["scopes"],
         name: mint.name || undefined,
@@ -137,6 +145,19 @@ export const handler = {
       });
       return show(ctx, await load(ctx, { created }), 201);
     } catch (err) {
+      if (err instanceof ApiError && err.code === "AVTR_AUTH_FORBIDDEN") {
+        return show(
+          ctx,
+          await load(ctx, {
+            mint,
+            mintErrors: {
+              tenant_id:
+                "You administer your own tenant only: mint keys for it.",
+            },
+          }),
+          403,
+        );
+      }
       if (!(err instanceof ApiError) || err.status !== 400) throw err;
       const param = (err.param ?? "form").split(".")[0];
       const message = err.message.replace(/^[a-z_.\[\]0-9]+: /, "");
@@ -157,15 +178,18 @@ function keyState(k: ApiKeyView, now: number): { text: string; cls: string } {
   return { text: "active", cls: "active" };
 }
 
-function pageHref(tenant: string, cursor: string): string {
+function pageHref(tenant: string, cursor: string, operator: boolean): string {
   const q = new URLSearchParams();
-  if (tenant) q.set("tenant", tenant);
+  if (tenant && operator) q.set("tenant", tenant);
   if (cursor) q.set("cursor", cursor);
   const s = q.toString();
   return s ? `/admin/keys?${s}` : "/admin/keys";
 }
 
-export default function KeysPage({ data, csrf, now }: PageProps<KeysData>) {
+export default function KeysPage(
+  { data, csrf, now, admin }: PageProps<KeysData>,
+) {
+  const operator = admin !== null && isOperator(admin);
   return (
     <>
       <PageHeader
@@ -179,25 +203,29 @@ export default function KeysPage({ data, csrf, now }: PageProps<KeysData>) {
           is revoked. Requests that use it are refused from now on.
         </Notice>
       )}
-      <MintForm data={data} csrf={csrf} />
+      <MintForm data={data} csrf={csrf} fixedTenant={!operator} />
       <section aria-labelledby="keys-title">
         <h2 id="keys-title">Keys</h2>
-        <form method="get" action="/admin/keys" class="filters" role="search">
-          <div class="field inline">
-            <label for="filter-tenant">Filter by tenant</label>
-            <input
-              id="filter-tenant"
-              name="tenant"
-              value={data.tenant}
-              placeholder="All tenants"
-              aria-invalid={data.listError && !data.pageCursor
-                ? "true"
-                : undefined}
-            />
-          </div>
-          <button type="submit" class="btn btn-secondary">Filter</button>
-          {data.tenant && <a href="/admin/keys" class="btn btn-quiet">Clear</a>}
-        </form>
+        {operator && (
+          <form method="get" action="/admin/keys" class="filters" role="search">
+            <div class="field inline">
+              <label for="filter-tenant">Filter by tenant</label>
+              <input
+                id="filter-tenant"
+                name="tenant"
+                value={data.tenant}
+                placeholder="All tenants"
+                aria-invalid={data.listError && !data.pageCursor
+                  ? "true"
+                  : undefined}
+              />
+            </div>
+            <button type="submit" class="btn btn-secondary">Filter</button>
+            {data.tenant && (
+              <a href="/admin/keys" class="btn btn-quiet">Clear</a>
+            )}
+          </form>
+        )}
         {data.listError && <Notice kind="error">{data.listError}</Notice>}
         {data.keys.length === 0
           ? (
@@ -284,10 +312,12 @@ export default function KeysPage({ data, csrf, now }: PageProps<KeysData>) {
           )}
         <nav class="pager" aria-label="Pages">
           {data.pageCursor && (
-            <a href={pageHref(data.tenant, "")}>← First page</a>
+            <a href={pageHref(data.tenant, "", operator)}>← First page</a>
           )}
           {data.cursor && (
-            <a href={pageHref(data.tenant, data.cursor)}>Next page →</a>
+            <a href={pageHref(data.tenant, data.cursor, operator)}>
+              Next page →
+            </a>
           )}
         </nav>
       </section>

@@ -1,7 +1,8 @@
 /**
  * One session: its state timeline, segments rendered, warning, and the End and Force end
  * actions. Ending calls the same lib function as POST /v1/sessions/{id}/end (with the
- * session's own tenant), so the rules (only `active` ends, 409s) are the API's.
+ * session's own tenant), so the rules (only `active` ends, 409s) are the API's. Another
+ * tenant's session is "not found" to a tenant administrator.
  */
 import {
   ConfirmAction,
@@ -21,12 +22,13 @@ import {
   sessionHref,
 } from "../../../lib/console/format.ts";
 import { redirect } from "../../../lib/console/http.ts";
-import { toRow } from "../../../lib/console/live.ts";
+import { readAdministeredSession, toRow } from "../../../lib/console/live.ts";
 import {
   consoleState,
   errorPage,
   page,
   type PageProps,
+  requireAdmin,
 } from "../../../lib/console/render.tsx";
 import { ApiError } from "../../../lib/api/errors.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
@@ -36,8 +38,6 @@ import {
   type SessionRecord,
 } from "../../../lib/sessions.ts";
 
-const SESSION_ID = /^session:[A-Za-z0-9_-]+$/;
-
 interface DetailData {
   session: SessionRecord;
   notice?: string;
@@ -46,9 +46,13 @@ interface DetailData {
   confirm?: "end" | "force_end";
 }
 
-async function load(ctx: Ctx): Promise<SessionRecord | null> {
-  const id = ctx.params.session_id;
-  return SESSION_ID.test(id) ? await readSession(ctx.deps, id) : null;
+/** The session of the URL, when the signed-in administrator may see it. */
+function load(ctx: Ctx): Promise<SessionRecord | null> {
+  return readAdministeredSession(
+    ctx.deps,
+    requireAdmin(ctx),
+    ctx.params.session_id,
+  );
 }
 
 function notFound(ctx: Ctx): Response {

@@ -15,7 +15,12 @@ import {
   type SessionsSnapshot,
   sessionsSnapshot,
 } from "../../../lib/console/live.ts";
-import { page, type PageProps } from "../../../lib/console/render.tsx";
+import {
+  page,
+  type PageProps,
+  requireAdmin,
+} from "../../../lib/console/render.tsx";
+import { isOperator } from "../../../lib/auth/principal.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 
 function href(path: string, f: Partial<Filters>): string {
@@ -34,7 +39,13 @@ interface SessionsData {
 export const handler = {
   async GET(ctx: Ctx): Promise<Response> {
     const { filters, query, errors } = parseSessionFilters(ctx.url);
-    const snap = await sessionsSnapshot(ctx.deps, query);
+    const admin = requireAdmin(ctx);
+    if (!isOperator(admin)) {
+      // A tenant administrator's table is its own tenant's, whatever the URL asks.
+      filters.tenant = admin.tenantId;
+      delete query.tenant_id;
+    }
+    const snap = await sessionsSnapshot(ctx.deps, admin, query);
     return page(ctx, SessionsPage, { snap, filters, errors }, {
       title: "Sessions",
       section: "sessions",
@@ -42,15 +53,18 @@ export const handler = {
   },
 };
 
-export default function SessionsPage({ data }: PageProps<SessionsData>) {
+export default function SessionsPage(
+  { data, admin }: PageProps<SessionsData>,
+) {
   const { snap, filters } = data;
-  const filtered = Boolean(filters.tenant || filters.status);
+  const operator = admin !== null && isOperator(admin);
+  const filtered = Boolean((operator && filters.tenant) || filters.status);
   const props = {
     rows: snap.rows,
     liveCount: snap.live_count,
     now: snap.now,
     streamUrl: href("/admin/sessions/events", {
-      tenant: filters.tenant,
+      tenant: operator ? filters.tenant : "",
       status: filters.status,
     }),
     filtered,
@@ -62,15 +76,17 @@ export default function SessionsPage({ data }: PageProps<SessionsData>) {
         lead="Newest first. The first page updates live as sessions move."
       />
       <form method="get" action="/admin/sessions" class="filters" role="search">
-        <div class="field inline">
-          <label for="filter-tenant">Tenant</label>
-          <input
-            id="filter-tenant"
-            name="tenant"
-            value={filters.tenant}
-            placeholder="All tenants"
-          />
-        </div>
+        {operator && (
+          <div class="field inline">
+            <label for="filter-tenant">Tenant</label>
+            <input
+              id="filter-tenant"
+              name="tenant"
+              value={filters.tenant}
+              placeholder="All tenants"
+            />
+          </div>
+        )}
         <div class="field inline">
           <label for="filter-status">Status</label>
           <select id="filter-status" name="status">

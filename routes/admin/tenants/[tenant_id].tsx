@@ -2,6 +2,9 @@
  * One tenant: its concurrency limit, the IdP organizations mapped to it, its webhook
  * signing secret (revealed only in the answer to a POST, never stored or put in a URL;
  * rotated with confirmation) and its recent webhook deliveries with a retry action.
+ * A tenant administrator reaches its own tenant's page only (any other is "not found"):
+ * it reveals and rotates its secret and retries its deliveries; the limit and the
+ * organization mappings are the operator's to change (DECISIONS 2).
  */
 import { MappingTable } from "../../../components/MappingTable.tsx";
 import {
@@ -22,10 +25,12 @@ import {
   errorPage,
   page,
   type PageProps,
+  requireAdmin,
 } from "../../../lib/console/render.tsx";
 import { ApiError } from "../../../lib/api/errors.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import { TENANT_ID_PATTERN } from "../../../lib/auth/api_keys.ts";
+import { administers, isOperator } from "../../../lib/auth/principal.ts";
 import {
   deleteOrgMapping,
   listOrgMappings,
@@ -70,7 +75,10 @@ async function load(
     getTenantSettings(ctx.deps, tenant),
     liveCount(ctx.deps, tenant),
     listOrgMappings(ctx.deps),
-    listDeliveries(ctx.deps, { tenant_id: tenant, limit: 20 }),
+    listDeliveries(ctx.deps, requireAdmin(ctx), {
+      tenant_id: tenant,
+      limit: 20,
+    }),
   ]);
   return {
     tenant,
@@ -92,9 +100,22 @@ function show(ctx: Ctx, data: TenantData, status = 200): Response {
   });
 }
 
+/** The tenant of the URL, when it is one the signed-in administrator administers. */
 function tenantOf(ctx: Ctx): string | null {
   const t = ctx.params.tenant_id;
-  return TENANT_ID_PATTERN.test(t) ? t : null;
+  return TENANT_ID_PATTERN.test(t) && administers(requireAdmin(ctx), t)
+    ? t
+    : null;
+}
+
+/** The limit and the organization mappings: the operator's to change. */
+function operatorOnly(ctx: Ctx): Response {
+  return errorPage(
+    ctx,
+    403,
+    "Operator only",
+    "Only the operator changes a tenant's concurrency limit and organization mappings.",
+  );
 }
 
 function badTenant(ctx: Ctx): Response {
@@ -102,7 +123,7 @@ function badTenant(ctx: Ctx): Response {
     ctx,
     404,
     "Tenant not found",
-    "Tenant ids are 1 to 64 characters of A-Z, a-z, 0-9, _ or -.",
+    "There is no tenant you administer with this id (tenant ids are 1 to 64 characters of A-Z, a-z, 0-9, _ or -).",
   );
 }
 
@@ -128,7 +149,15 @@ export const handler = {
     const form = consoleState(ctx).form;
     const done = (text: string) =>
       redirect(`${base(tenant)}?notice=${encodeURIComponent(text)}`);
-    switch (form.get("action")) {
+    const admin = requireAdmin(ctx);
+    const action = form.get("action");
+    if (
+      !isOperator(admin) &&
+      (action === "set_limit" || action === "map_org" || action === "unmap")
+    ) {
+      return operatorOnly(ctx);
+    }
+    switch (action) {
       case "set_limit": {
         const raw = (form.get("max_concurrent_sessions") ?? "").trim();
         const value = raw === "" ? null : Number(raw);
@@ -181,7 +210,7 @@ export const handler = {
         );
       }
       case "reveal_secret": {
-        const secret = await getWebhookSecret(ctx.deps, tenant);
+        const secret = await getWebhookSecret(ctx.deps, admin, tenant);
         return show(
           ctx,
           await load(ctx, tenant, { secret: { ...secret, rotated: false } }),
@@ -194,7 +223,7 @@ export const handler = {
             await load(ctx, tenant, { confirm: "rotate_secret" }),
           );
         }
-        const secret = await rotateWebhookSecret(ctx.deps, tenant);
+        const secret = await rotateWebhookSecret(ctx.deps, admin, tenant);
         ctx.deps.log.info("webhook secret rotated", { tenant });
         return show(
           ctx,
@@ -203,7 +232,7 @@ export const handler = {
       }
       case "retry_delivery": {
         const eventId = form.get("event_id") ?? "";
-        const res = await retryDelivery(ctx.deps, eventId);
+        const res = await retryDelivery(ctx.deps, admin, eventId);
         if (!res.ok) {
           const why = res.reason === "not_found"
             ? "That delivery no longer exists."
@@ -226,15 +255,20 @@ export const handler = {
   },
 };
 
-export default function TenantPage({ data, csrf }: PageProps<TenantData>) {
+export default function TenantPage(
+  { data, csrf, admin }: PageProps<TenantData>,
+) {
+  const operator = admin !== null && isOperator(admin);
   const action = base(data.tenant);
   const limit = data.settings.max_concurrent_sessions;
   const errs = data.errors;
   return (
     <>
-      <p class="crumbs">
-        <a href="/admin/tenants">Tenants</a> /
-      </p>
+      {operator && (
+        <p class="crumbs">
+          <a href="/admin/tenants">Tenants</a> /
+        </p>
+      )}
       <PageHeader
         title={`Tenant ${data.tenant}`}
         actions={
@@ -266,66 +300,73 @@ export default function TenantPage({ data, csrf }: PageProps<TenantData>) {
               <span class="muted">(deployment default)</span>
             )}.
           </p>
-          <form method="post" action={action} class="form">
-            <Csrf token={csrf} />
-            <input type="hidden" name="action" value="set_limit" />
-            <div class="field">
-              <label for="limit">Limit</label>
-              <input
-                id="limit"
-                name="max_concurrent_sessions"
-                type="number"
-                min={1}
-                max={MAX_CONCURRENT_SESSIONS_LIMIT}
-                inputMode="numeric"
-                value={data.limitInput ??
-                  (limit !== undefined ? String(limit) : "")}
-                placeholder={`${data.defaultLimit} (default)`}
-                aria-invalid={errs.limit ? "true" : undefined}
-                aria-describedby={errs.limit ? "limit-error" : "limit-help"}
-              />
-              <FieldError id="limit-error" message={errs.limit} />
-              {!errs.limit && (
-                <p id="limit-help" class="help">
-                  Leave empty to use the deployment default.
-                </p>
-              )}
-            </div>
-            <button type="submit" class="btn btn-primary">Save limit</button>
-          </form>
+          {!operator && (
+            <p class="muted">The operator sets this tenant's limit.</p>
+          )}
+          {operator && (
+            <form method="post" action={action} class="form">
+              <Csrf token={csrf} />
+              <input type="hidden" name="action" value="set_limit" />
+              <div class="field">
+                <label for="limit">Limit</label>
+                <input
+                  id="limit"
+                  name="max_concurrent_sessions"
+                  type="number"
+                  min={1}
+                  max={MAX_CONCURRENT_SESSIONS_LIMIT}
+                  inputMode="numeric"
+                  value={data.limitInput ??
+                    (limit !== undefined ? String(limit) : "")}
+                  placeholder={`${data.defaultLimit} (default)`}
+                  aria-invalid={errs.limit ? "true" : undefined}
+                  aria-describedby={errs.limit ? "limit-error" : "limit-help"}
+                />
+                <FieldError id="limit-error" message={errs.limit} />
+                {!errs.limit && (
+                  <p id="limit-help" class="help">
+                    Leave empty to use the deployment default.
+                  </p>
+                )}
+              </div>
+              <button type="submit" class="btn btn-primary">Save limit</button>
+            </form>
+          )}
         </section>
         <div class="side">
           <SecretSection data={data} csrf={csrf} />
         </div>
       </div>
-      <section aria-labelledby="orgs-title">
-        <h2 id="orgs-title">Identity-provider organizations</h2>
-        <MappingTable
-          mappings={data.mappings}
-          csrf={csrf}
-          action={action}
-          confirmOrg={errs.confirm_org}
-        />
-        <form method="post" action={action} class="filters">
-          <Csrf token={csrf} />
-          <input type="hidden" name="action" value="map_org" />
-          <div class="field inline">
-            <label for="map-org">Map organization</label>
-            <input
-              id="map-org"
-              name="org_id"
-              required
-              placeholder="org_id claim"
-              aria-invalid={errs.org_id ? "true" : undefined}
-              aria-describedby={errs.org_id ? "map-org-error" : undefined}
-            />
-          </div>
-          <button type="submit" class="btn btn-secondary">
-            Map to {data.tenant}
-          </button>
-          <FieldError id="map-org-error" message={errs.org_id} />
-        </form>
-      </section>
+      {operator && (
+        <section aria-labelledby="orgs-title">
+          <h2 id="orgs-title">Identity-provider organizations</h2>
+          <MappingTable
+            mappings={data.mappings}
+            csrf={csrf}
+            action={action}
+            confirmOrg={errs.confirm_org}
+          />
+          <form method="post" action={action} class="filters">
+            <Csrf token={csrf} />
+            <input type="hidden" name="action" value="map_org" />
+            <div class="field inline">
+              <label for="map-org">Map organization</label>
+              <input
+                id="map-org"
+                name="org_id"
+                required
+                placeholder="org_id claim"
+                aria-invalid={errs.org_id ? "true" : undefined}
+                aria-describedby={errs.org_id ? "map-org-error" : undefined}
+              />
+            </div>
+            <button type="submit" class="btn btn-secondary">
+              Map to {data.tenant}
+            </button>
+            <FieldError id="map-org-error" message={errs.org_id} />
+          </form>
+        </section>
+      )}
       <Deliveries
         data={{ ...data, deliveriesError: data.errors.deliveries }}
         csrf={csrf}

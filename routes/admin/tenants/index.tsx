@@ -1,6 +1,8 @@
 /**
  * Tenants: every tenant the service knows of (settings, sessions, IdP mappings) with its
  * limit and live sessions, and the identity-provider organization → tenant mappings.
+ * The operator's page: a tenant administrator is sent to its own tenant's page, and
+ * cannot change mappings (DECISIONS 2).
  */
 import { MappingTable } from "../../../components/MappingTable.tsx";
 import { tenantPath } from "../../../components/TenantWebhooks.tsx";
@@ -15,9 +17,12 @@ import {
 import { redirect } from "../../../lib/console/http.ts";
 import {
   consoleState,
+  errorPage,
   page,
   type PageProps,
+  requireAdmin,
 } from "../../../lib/console/render.tsx";
+import { isOperator } from "../../../lib/auth/principal.ts";
 import { ApiError } from "../../../lib/api/errors.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import {
@@ -96,8 +101,16 @@ function show(ctx: Ctx, data: TenantsData, status = 200): Response {
   });
 }
 
+/** A tenant administrator's tenants page is its own tenant's page. */
+function ownTenant(ctx: Ctx): Response | null {
+  const admin = requireAdmin(ctx);
+  return isOperator(admin) ? null : redirect(tenantPath(admin.tenantId));
+}
+
 export const handler = {
   async GET(ctx: Ctx): Promise<Response> {
+    const own = ownTenant(ctx);
+    if (own) return own;
     const q = ctx.url.searchParams;
     const open = (q.get("open") ?? "").trim();
     if (open) {
@@ -119,6 +132,14 @@ export const handler = {
 
   /** `action=map` (org_id, tenant_id) or `action=unmap` (org_id). */
   async POST(ctx: Ctx): Promise<Response> {
+    if (!isOperator(requireAdmin(ctx))) {
+      return errorPage(
+        ctx,
+        403,
+        "Operator only",
+        "Only the operator maps identity-provider organizations to tenants.",
+      );
+    }
     const form = consoleState(ctx).form;
     const orgId = (form.get("org_id") ?? "").trim();
     if (form.get("action") === "unmap") {

@@ -1,4 +1,7 @@
-/** `POST /v1/api-keys`: mints an API key (DECISIONS 2). Needs `keys:admin`. */
+/**
+ * `POST /v1/api-keys`: mints an API key (DECISIONS 2). Needs `keys:admin`; a tenant
+ * administrator mints for its own tenant only (another tenant → 403 `AVTR_AUTH_FORBIDDEN`).
+ */
 import {
   type ApiKeyCreated,
   apiKeyCreateSchema,
@@ -11,12 +14,12 @@ import { type Ctx, json } from "../../../lib/api/http.ts";
 export const handler = {
   /** 201 with the key's plaintext in `api_key`: the only time it is ever shown. */
   async POST(ctx: Ctx): Promise<Response> {
-    await authenticate(ctx, "keys:admin");
+    const { principal } = await authenticate(ctx, "keys:admin");
     const input = parseOrThrow(
       apiKeyCreateSchema,
       await readJsonObject(ctx.req),
     );
-    const { key, api_key } = await createApiKey(ctx.deps, input);
+    const { key, api_key } = await createApiKey(ctx.deps, principal, input);
     const body: ApiKeyCreated = {
       key_id: key.key_id,
       api_key,

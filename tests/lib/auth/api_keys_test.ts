@@ -17,6 +17,7 @@ import {
 import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
 import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
 import { memoryLogger } from "../../../lib/log.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
 
 /** A clock moved by hand (lib tests stay off the app and its route manifest). */
 class TestClock {
@@ -72,7 +73,7 @@ async function dumpKv(kv: Deno.Kv): Promise<string> {
 Deno.test("createApiKey() returns the plaintext once and stores only a hash of the secret", async () => {
   const { deps, clock } = await setup();
   try {
-    const { key, api_key } = await createApiKey(deps, {
+    const { key, api_key } = await createApiKey(deps, OPERATOR, {
       tenant_id: "acme",
       scopes: ["sessions:read", "sessions:write"],
       name: "CI",
@@ -101,9 +102,9 @@ Deno.test("createApiKey() returns the plaintext once and stores only a hash of t
     assert.equal(dump.includes(parsed.secret), false);
     assert.ok(dump.includes(`"api_keys_by_tenant","acme","${key.key_id}"`));
     assert.equal("secret_hash" in key, false);
-    const got = await getApiKey(deps, key.key_id);
+    const got = await getApiKey(deps, OPERATOR, key.key_id);
     assert.deepEqual(got, key);
-    const listed = await listApiKeys(deps);
+    const listed = await listApiKeys(deps, OPERATOR);
     assert.equal(JSON.stringify(listed).includes(parsed.secret), false);
     assert.equal(JSON.stringify(listed).includes("secret_hash"), false);
     assert.equal(JSON.stringify(got).includes("secret_hash"), false);
@@ -158,14 +159,14 @@ Deno.test("createApiKey() refuses invalid input with AVTR_REQUEST_INVALID and th
     for (const [name, input, param] of cases) {
       await t.step(name, async () => {
         await rejectsWith(
-          createApiKey(deps, input as never),
+          createApiKey(deps, OPERATOR, input as never),
           "AVTR_REQUEST_INVALID",
           param,
         );
       });
     }
     await t.step("boundaries are accepted", async () => {
-      const { key } = await createApiKey(deps, {
+      const { key } = await createApiKey(deps, OPERATOR, {
         tenant_id: "A-z_0".padEnd(64, "x"),
         scopes: ["keys:admin"],
         name: "n".repeat(100),
@@ -184,7 +185,7 @@ Deno.test("createApiKey() refuses invalid input with AVTR_REQUEST_INVALID and th
 Deno.test("verifyApiKey() resolves a live key and refuses unknown, wrong, revoked and expired ones", async (t) => {
   const { deps, clock } = await setup();
   try {
-    const { key, api_key } = await createApiKey(deps, {
+    const { key, api_key } = await createApiKey(deps, OPERATOR, {
       tenant_id: "acme",
       scopes: ["sessions:read"],
       expires_at: clock.t + 10_000,
@@ -219,12 +220,12 @@ Deno.test("verifyApiKey() resolves a live key and refuses unknown, wrong, revoke
       await rejectsWith(verifyApiKey(deps, api_key), "AVTR_AUTH_EXPIRED_TOKEN");
     });
     await t.step("revoked → AVTR_AUTH_INVALID_KEY", async () => {
-      const fresh = await createApiKey(deps, {
+      const fresh = await createApiKey(deps, OPERATOR, {
         tenant_id: "acme",
         scopes: ["sessions:read"],
       });
       await verifyApiKey(deps, fresh.api_key);
-      await revokeApiKey(deps, fresh.key.key_id);
+      await revokeApiKey(deps, OPERATOR, fresh.key.key_id);
       await rejectsWith(
         verifyApiKey(deps, fresh.api_key),
         "AVTR_AUTH_INVALID_KEY",
@@ -238,26 +239,35 @@ Deno.test("verifyApiKey() resolves a live key and refuses unknown, wrong, revoke
 Deno.test("revokeApiKey() revokes once, reports a repeat, and 404s an unknown key", async () => {
   const { deps, clock } = await setup();
   try {
-    const { key } = await createApiKey(deps, {
+    const { key } = await createApiKey(deps, OPERATOR, {
       tenant_id: "acme",
       scopes: ["sessions:read"],
     });
     clock.advance(5);
-    assert.deepEqual(await revokeApiKey(deps, key.key_id), {
+    assert.deepEqual(await revokeApiKey(deps, OPERATOR, key.key_id), {
       alreadyRevoked: false,
     });
     clock.advance(5);
-    assert.deepEqual(await revokeApiKey(deps, key.key_id), {
+    assert.deepEqual(await revokeApiKey(deps, OPERATOR, key.key_id), {
       alreadyRevoked: true,
     });
-    assert.equal((await getApiKey(deps, key.key_id))!.revoked_at, clock.t - 5);
+    assert.equal(
+      (await getApiKey(deps, OPERATOR, key.key_id))!.revoked_at,
+      clock.t - 5,
+    );
     await rejectsWith(
-      revokeApiKey(deps, "01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+      revokeApiKey(deps, OPERATOR, "01ARZ3NDEKTSV4RRFFQ69G5FAV"),
       "AVTR_API_KEY_NOT_FOUND",
     );
-    await rejectsWith(revokeApiKey(deps, "../x"), "AVTR_API_KEY_NOT_FOUND");
-    assert.equal(await getApiKey(deps, "01ARZ3NDEKTSV4RRFFQ69G5FAV"), null);
-    assert.equal(await getApiKey(deps, "not-an-id"), null);
+    await rejectsWith(
+      revokeApiKey(deps, OPERATOR, "../x"),
+      "AVTR_API_KEY_NOT_FOUND",
+    );
+    assert.equal(
+      await getApiKey(deps, OPERATOR, "01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+      null,
+    );
+    assert.equal(await getApiKey(deps, OPERATOR, "not-an-id"), null);
   } finally {
     await closeDeps(deps);
   }
@@ -269,7 +279,7 @@ Deno.test("listApiKeys() pages newest first, filters by tenant and refuses bad o
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       clock.advance(1000);
-      const { key } = await createApiKey(deps, {
+      const { key } = await createApiKey(deps, OPERATOR, {
         tenant_id: i % 2 === 0 ? "even" : "odd",
         scopes: ["sessions:read"],
         name: `k${i}`,
@@ -282,7 +292,7 @@ Deno.test("listApiKeys() pages newest first, filters by tenant and refuses bad o
       let cursor: string | undefined;
       let pages = 0;
       do {
-        const page = await listApiKeys(deps, { limit: 2, cursor });
+        const page = await listApiKeys(deps, OPERATOR, { limit: 2, cursor });
         seen.push(...page.keys.map((k) => k.key_id));
         cursor = page.cursor ?? undefined;
         pages++;
@@ -290,7 +300,7 @@ Deno.test("listApiKeys() pages newest first, filters by tenant and refuses bad o
       assert.deepEqual(seen, newestFirst);
     });
     await t.step("one tenant", async () => {
-      const page = await listApiKeys(deps, { tenant_id: "even" });
+      const page = await listApiKeys(deps, OPERATOR, { tenant_id: "even" });
       assert.deepEqual(page.keys.map((k) => k.key_id), [
         ids[4],
         ids[2],
@@ -298,9 +308,12 @@ Deno.test("listApiKeys() pages newest first, filters by tenant and refuses bad o
       ]);
       assert.equal(page.cursor, null);
       assert.equal(page.keys[0].name, "k4");
-      const one = await listApiKeys(deps, { tenant_id: "odd", limit: 1 });
+      const one = await listApiKeys(deps, OPERATOR, {
+        tenant_id: "odd",
+        limit: 1,
+      });
       assert.deepEqual(one.keys.map((k) => k.key_id), [ids[3]]);
-      const rest = await listApiKeys(deps, {
+      const rest = await listApiKeys(deps, OPERATOR, {
         tenant_id: "odd",
         limit: 1,
         cursor: one.cursor!,
@@ -311,22 +324,22 @@ Deno.test("listApiKeys() pages newest first, filters by tenant and refuses bad o
       "bad cursor, limit and tenant_id → 400 with param",
       async () => {
         await rejectsWith(
-          listApiKeys(deps, { cursor: "!!" }),
+          listApiKeys(deps, OPERATOR, { cursor: "!!" }),
           "AVTR_REQUEST_INVALID",
           "cursor",
         );
         await rejectsWith(
-          listApiKeys(deps, { limit: 0 }),
+          listApiKeys(deps, OPERATOR, { limit: 0 }),
           "AVTR_REQUEST_INVALID",
           "limit",
         );
         await rejectsWith(
-          listApiKeys(deps, { limit: 101 }),
+          listApiKeys(deps, OPERATOR, { limit: 101 }),
           "AVTR_REQUEST_INVALID",
           "limit",
         );
         await rejectsWith(
-          listApiKeys(deps, { tenant_id: "a b" }),
+          listApiKeys(deps, OPERATOR, { tenant_id: "a b" }),
           "AVTR_REQUEST_INVALID",
           "tenant_id",
         );
@@ -342,7 +355,7 @@ Deno.test("last_used_at is kept in memory, merged into KV by flushLastUsed() and
   startLastUsedFlusher(deps);
   let closed = false;
   try {
-    const { key, api_key } = await createApiKey(deps, {
+    const { key, api_key } = await createApiKey(deps, OPERATOR, {
       tenant_id: "acme",
       scopes: ["sessions:read"],
     });
@@ -355,14 +368,17 @@ Deno.test("last_used_at is kept in memory, merged into KV by flushLastUsed() and
       null,
     );
     // Views merge the pending stamp already.
-    assert.equal((await getApiKey(deps, key.key_id))!.last_used_at, usedAt);
+    assert.equal(
+      (await getApiKey(deps, OPERATOR, key.key_id))!.last_used_at,
+      usedAt,
+    );
     await flushLastUsed(deps);
     const stored = await deps.kv.get<Deno.KvU64>(
       apiKeyLastUsedKey(key.key_id),
     );
     assert.equal(Number(stored.value!.value), usedAt);
     assert.equal(
-      (await listApiKeys(deps)).keys[0].last_used_at,
+      (await listApiKeys(deps, OPERATOR)).keys[0].last_used_at,
       usedAt,
     );
 

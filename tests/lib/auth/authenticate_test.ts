@@ -12,6 +12,7 @@ import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
 import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
 import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
 import { memoryLogger } from "../../../lib/log.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
 
 /** A clock moved by hand (lib tests stay off the app and its route manifest). */
 class TestClock {
@@ -175,7 +176,7 @@ Deno.test("authenticate() accepts a key-shaped ADMIN_API_KEY as admin, and API k
       "keys:admin",
     );
     assert.equal(admin.principal.kind, "admin_key");
-    const { api_key } = await createApiKey(deps, {
+    const { api_key } = await createApiKey(deps, OPERATOR, {
       tenant_id: "acme",
       scopes: ["sessions:read"],
     });
@@ -199,7 +200,7 @@ Deno.test("authenticate() accepts a key-shaped ADMIN_API_KEY as admin, and API k
 Deno.test("authenticate() resolves an API key and the prefetch keys in one getMany, with no KV write", async (t) => {
   const { deps, counting } = await setup();
   try {
-    const { key, api_key } = await createApiKey(deps, {
+    const { key, api_key } = await createApiKey(deps, OPERATOR, {
       tenant_id: "acme",
       scopes: ["sessions:read"],
     });
@@ -241,7 +242,7 @@ Deno.test("authenticate() resolves an API key and the prefetch keys in one getMa
 Deno.test("authenticate() answers by the key's state on every call: invalid, revoked, expired, missing scope", async (t) => {
   const { deps, clock } = await setup();
   try {
-    const live = await createApiKey(deps, {
+    const live = await createApiKey(deps, OPERATOR, {
       tenant_id: "acme",
       scopes: ["sessions:read"],
       expires_at: clock.t + 60_000,
@@ -278,12 +279,12 @@ Deno.test("authenticate() answers by the key's state on every call: invalid, rev
     await t.step(
       "revoked → 401 AVTR_AUTH_INVALID_KEY on the next call",
       async () => {
-        const other = await createApiKey(deps, {
+        const other = await createApiKey(deps, OPERATOR, {
           tenant_id: "acme",
           scopes: ["sessions:read"],
         });
         await auth(other.api_key, "sessions:read");
-        await revokeApiKey(deps, other.key.key_id);
+        await revokeApiKey(deps, OPERATOR, other.key.key_id);
         await rejectsWith(
           auth(other.api_key, "sessions:read"),
           "AVTR_AUTH_INVALID_KEY",

@@ -7,6 +7,7 @@ import {
 } from "../../../lib/console/try.ts";
 import { ApiError } from "../../../lib/api/errors.ts";
 import { testApp, TestClock } from "../../_helpers.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
 
 Deno.test("readTryForm builds the API's create body", async (t) => {
   await t.step("with an auth header", () => {
@@ -19,6 +20,7 @@ Deno.test("readTryForm builds the API's create body", async (t) => {
         avatar_id: "leo",
         bg_id: "office",
       }),
+      OPERATOR,
     );
     assert.deepEqual(r.errors, {});
     assert.equal(r.input.tenant, "acme");
@@ -38,6 +40,7 @@ Deno.test("readTryForm builds the API's create body", async (t) => {
   await t.step("without one: no auth headers", () => {
     const r = readTryForm(
       new URLSearchParams({ tenant: "demo", engine_url: "wss://e.example" }),
+      OPERATOR,
     );
     const engine = (r.body?.provider_config as Record<string, unknown>)
       .external_engine as Record<string, unknown>;
@@ -46,6 +49,7 @@ Deno.test("readTryForm builds the API's create body", async (t) => {
   await t.step("incomplete forms are refused before the API", () => {
     const r = readTryForm(
       new URLSearchParams({ tenant: "", engine_url: "", header_value: "x" }),
+      OPERATOR,
     );
     assert.equal(r.body, null);
     assert.deepEqual(Object.keys(r.errors).sort(), [

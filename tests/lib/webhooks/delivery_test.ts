@@ -22,6 +22,7 @@ import {
   waitUntil,
   WEBHOOK_ENV as ENV,
 } from "./_helpers.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
 
 async function attemptsOf(
   deps: AppDeps,
@@ -37,7 +38,7 @@ async function attemptsOf(
 }
 
 async function verify(deps: AppDeps, tenant: string, r: Received) {
-  const { secret } = await getWebhookSecret(deps, tenant);
+  const { secret } = await getWebhookSecret(deps, OPERATOR, tenant);
   return new Webhook(secret).verify(r.body, r.headers) as WebhookEventBody;
 }
 
@@ -246,7 +247,7 @@ Deno.test("webhooks: 410 stops at once with a dead letter", async () => {
     assert.equal(dead.attempts, 1);
     assert.match(dead.dead_reason ?? "", /gone/);
     assert.equal(rx.received.length, 1);
-    const page = await listDeliveries(deps, { only_dead: true });
+    const page = await listDeliveries(deps, OPERATOR, { only_dead: true });
     assert.deepEqual(page.items.map((i) => i.event_id), [event.event_id]);
   } finally {
     await t0.close();
@@ -303,11 +304,15 @@ Deno.test("webhooks: dead letter after the schedule, then retryDelivery re-sends
     await t.step(
       "listDeliveries shows the event, its attempts and state",
       async () => {
-        const page = await listDeliveries(deps, { tenant_id: "tenant_a" });
+        const page = await listDeliveries(deps, OPERATOR, {
+          tenant_id: "tenant_a",
+        });
         assert.equal(page.items.length, 1);
         assert.equal(page.items[0].state, "dead");
         assert.equal(page.items[0].attempt_log.length, 3);
-        const other = await listDeliveries(deps, { tenant_id: "tenant_b" });
+        const other = await listDeliveries(deps, OPERATOR, {
+          tenant_id: "tenant_b",
+        });
         assert.equal(other.items.length, 0);
       },
     );
@@ -316,14 +321,16 @@ Deno.test("webhooks: dead letter after the schedule, then retryDelivery re-sends
       "retryDelivery sends it again with the same webhook-id",
       async () => {
         healthy = true;
-        const res = await retryDelivery(deps, event.event_id);
+        const res = await retryDelivery(deps, OPERATOR, event.event_id);
         assert.equal(res.ok, true);
         const done = await waitForState(deps, event.event_id, "delivered");
         assert.equal(done.attempts, 4);
         assert.equal(rx.received.length, 4);
         assert.equal(rx.received[3].headers["webhook-id"], event.event_id);
         await verify(deps, "tenant_a", rx.received[3]);
-        const deadPage = await listDeliveries(deps, { only_dead: true });
+        const deadPage = await listDeliveries(deps, OPERATOR, {
+          only_dead: true,
+        });
         assert.equal(deadPage.items.length, 0);
       },
     );
@@ -331,11 +338,11 @@ Deno.test("webhooks: dead letter after the schedule, then retryDelivery re-sends
     await t.step(
       "retryDelivery refuses delivered and unknown events",
       async () => {
-        assert.deepEqual(await retryDelivery(deps, event.event_id), {
+        assert.deepEqual(await retryDelivery(deps, OPERATOR, event.event_id), {
           ok: false,
           reason: "not_retryable",
         });
-        assert.deepEqual(await retryDelivery(deps, "msg_nope"), {
+        assert.deepEqual(await retryDelivery(deps, OPERATOR, "msg_nope"), {
           ok: false,
           reason: "not_found",
         });
@@ -355,7 +362,10 @@ Deno.test("webhooks: a dead letter retried that fails again goes back to the dea
     const { event } = await createWithWebhook(deps, rx.url);
     await waitForState(deps, event.event_id, "dead");
     assert.equal(rx.received.length, 2);
-    assert.equal((await retryDelivery(deps, event.event_id)).ok, true);
+    assert.equal(
+      (await retryDelivery(deps, OPERATOR, event.event_id)).ok,
+      true,
+    );
     await rx.waitFor(3);
     const dead = await waitForState(deps, event.event_id, "dead");
     assert.equal(dead.attempts, 3);
@@ -376,7 +386,10 @@ Deno.test("webhooks: retryDelivery brings a scheduled retry forward; the schedul
     const { event } = await createWithWebhook(deps, rx.url);
     const failed = await waitForState(deps, event.event_id, "failed");
     assert.ok(failed.next_attempt_at! - failed.last_attempt_at! >= 540_000);
-    assert.equal((await retryDelivery(deps, event.event_id)).ok, true);
+    assert.equal(
+      (await retryDelivery(deps, OPERATOR, event.event_id)).ok,
+      true,
+    );
     const done = await waitForState(deps, event.event_id, "delivered");
     assert.equal(done.attempts, 2);
     assert.equal(rx.received.length, 2);

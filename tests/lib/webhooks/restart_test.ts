@@ -8,6 +8,7 @@ import {
   startReceiver,
   waitForState,
 } from "./_helpers.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
 
 Deno.test("webhooks: a retry scheduled before a restart is delivered after it", async () => {
   const dir = await Deno.makeTempDir();
@@ -42,7 +43,7 @@ Deno.test("webhooks: a retry scheduled before a restart is delivered after it", 
       assert.equal(done.attempts, 2);
       assert.equal(rx.received.length, 2);
       assert.equal(rx.received[1].headers["webhook-id"], eventId);
-      const { secret } = await getWebhookSecret(deps, "tenant_a");
+      const { secret } = await getWebhookSecret(deps, OPERATOR, "tenant_a");
       new Webhook(secret).verify(rx.received[1].body, rx.received[1].headers);
     } finally {
       await second.close();

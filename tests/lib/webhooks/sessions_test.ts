@@ -8,6 +8,7 @@ import {
 } from "../../../lib/webhooks/index.ts";
 import type { AppDeps } from "../../../lib/deps.ts";
 import { allEvents, startReceiver, waitForState } from "./_helpers.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
 
 const ENGINE_BEARER = "Bearer ENGINE-SECRET-0123456789";
 const ENGINE_TOKEN = "ENGINE-URL-TOKEN-0123456789";
@@ -99,7 +100,7 @@ Deno.test("webhooks: real session moves (REST create, moveSession, REST end) sen
     await t.step(
       "every request verifies with the tenant's secret",
       async () => {
-        const { secret } = await getWebhookSecret(deps, "admin");
+        const { secret } = await getWebhookSecret(deps, OPERATOR, "admin");
         for (const r of rx.received) {
           new Webhook(secret).verify(r.body, r.headers);
         }

@@ -1,6 +1,11 @@
 /** Console test helpers: sign in through the real form and post forms like a browser. */
 import assert from "node:assert/strict";
 import { authJson, TEST_ADMIN_KEY, type TestApp } from "../../_helpers.ts";
+import {
+  eventByTenantKey,
+  eventKey,
+  type WebhookEventRecord,
+} from "../../../lib/webhooks/events.ts";
 
 export const ORIGIN = "http://localhost";
 
@@ -127,4 +132,36 @@ export async function createSessionViaApi(
   });
   assert.equal(res.status, 200, await res.clone().text());
   return (await res.json()).session_id;
+}
+
+/** Stores a dead-lettered webhook event of `tenant` (10 failed attempts) and returns it. */
+export async function storeDeadEvent(
+  t: TestApp,
+  tenant: string,
+  eventId: string,
+  url = `https://hooks.example/${tenant}`,
+): Promise<WebhookEventRecord> {
+  const deps = t.app.deps;
+  const now = deps.now();
+  const record: WebhookEventRecord = {
+    event_id: eventId,
+    tenant_id: tenant,
+    session_id: "session:abc",
+    type: "session.created",
+    url,
+    body: "{}",
+    created_at: now,
+    state: "dead",
+    attempts: 10,
+    final_attempt: 10,
+    last_attempt_at: now,
+    last_result: "HTTP 500",
+    dead_reason: "retries exhausted",
+    expires_at: now + 86_400_000,
+  };
+  await deps.kv.atomic()
+    .set(eventKey(record.event_id), record)
+    .set(eventByTenantKey(tenant, record.event_id), record.event_id)
+    .commit();
+  return record;
 }

@@ -1,14 +1,16 @@
 import assert from "node:assert/strict";
 import { getOrgTenant } from "../../../lib/auth/idp_orgs.ts";
 import { getTenantSettings } from "../../../lib/tenants.ts";
-import {
-  eventByTenantKey,
-  eventKey,
-  type WebhookEventRecord,
-} from "../../../lib/webhooks/events.ts";
 import { getDelivery } from "../../../lib/webhooks/index.ts";
 import { testApp } from "../../_helpers.ts";
-import { createSessionViaApi, get, post, signIn } from "./_console.ts";
+import {
+  createSessionViaApi,
+  get,
+  post,
+  signIn,
+  storeDeadEvent,
+} from "./_console.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
 
 const SECRET = /whsec_[A-Za-z0-9+/=]+/;
 const SECRETS = /whsec_[A-Za-z0-9+/=]+/g;
@@ -187,27 +189,12 @@ Deno.test("tenant page lists webhook deliveries and retries a dead one", async (
   try {
     const c = await signIn(app);
     const deps = app.app.deps;
-    const now = deps.now();
-    const record: WebhookEventRecord = {
-      event_id: "msg_01M80F06X4WDZM7YHCAYN2Y65B",
-      tenant_id: "acme",
-      session_id: "session:abc",
-      type: "session.created",
-      url: "https://hooks.example/in?token=receiver-secret",
-      body: "{}",
-      created_at: now,
-      state: "dead",
-      attempts: 10,
-      final_attempt: 10,
-      last_attempt_at: now,
-      last_result: "HTTP 500",
-      dead_reason: "retries exhausted",
-      expires_at: now + 86_400_000,
-    };
-    await deps.kv.atomic()
-      .set(eventKey(record.event_id), record)
-      .set(eventByTenantKey("acme", record.event_id), record.event_id)
-      .commit();
+    const record = await storeDeadEvent(
+      app,
+      "acme",
+      "msg_01M80F06X4WDZM7YHCAYN2Y65B",
+      "https://hooks.example/in?token=receiver-secret",
+    );
 
     const html = await (await get(app, c, "/admin/tenants/acme")).text();
     assert.match(html, new RegExp(`data-event-id="${record.event_id}"`));
@@ -221,7 +208,7 @@ Deno.test("tenant page lists webhook deliveries and retries a dead one", async (
       event_id: record.event_id,
     });
     assert.equal(res.status, 303);
-    const after = await getDelivery(deps, record.event_id);
+    const after = await getDelivery(deps, OPERATOR, record.event_id);
     assert.notEqual(after?.state, "dead");
 
     const again = await post(app, c, "/admin/tenants/acme", {

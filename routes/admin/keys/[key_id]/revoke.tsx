@@ -1,6 +1,7 @@
 /**
  * Revokes a key. A post without `confirm=yes` (no script to ask first) answers with a
- * confirmation page; with it, the key is revoked at once and the list shows it.
+ * confirmation page; with it, the key is revoked at once and the list shows it. Another
+ * tenant's key is "not found" to a tenant administrator (lib/auth/api_keys.ts).
  */
 import { Csrf, Notice, PageHeader } from "../../../../components/ui.tsx";
 import {
@@ -14,13 +15,15 @@ import {
   errorPage,
   page,
   type PageProps,
+  requireAdmin,
 } from "../../../../lib/console/render.tsx";
 import type { Ctx } from "../../../../lib/api/http.ts";
 
 export const handler = {
   async POST(ctx: Ctx): Promise<Response> {
     const keyId = ctx.params.key_id;
-    const key = await getApiKey(ctx.deps, keyId);
+    const admin = requireAdmin(ctx);
+    const key = await getApiKey(ctx.deps, admin, keyId);
     if (!key) {
       return errorPage(
         ctx,
@@ -35,7 +38,7 @@ export const handler = {
         section: "keys",
       });
     }
-    await revokeApiKey(ctx.deps, keyId);
+    await revokeApiKey(ctx.deps, admin, keyId);
     return redirect(`/admin/keys?revoked=${encodeURIComponent(keyId)}`);
   },
 };

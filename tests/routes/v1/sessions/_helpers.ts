@@ -11,7 +11,7 @@ import {
 import { createApiKey } from "../../../../lib/auth/api_keys.ts";
 import type { AppDeps } from "../../../../lib/deps.ts";
 import { ERROR_CODES, type ErrorCode } from "../../../../lib/api/errors.ts";
-import type { Scope } from "../../../../lib/auth/principal.ts";
+import { OPERATOR, type Scope } from "../../../../lib/auth/principal.ts";
 import type { ProviderType } from "../../../../lib/providers/port.ts";
 import {
   errorBodySchema,
@@ -89,7 +89,8 @@ export async function tenantKey(
   tenant: string,
   scopes: Scope[] = ["sessions:read", "sessions:write"],
 ): Promise<string> {
-  return (await createApiKey(deps, { tenant_id: tenant, scopes })).api_key;
+  return (await createApiKey(deps, OPERATOR, { tenant_id: tenant, scopes }))
+    .api_key;
 }
 
 const PATH_TO: Record<SessionStatus, SessionStatus[]> = {
