@@ -77,7 +77,7 @@ export const ERROR_CODES = {
     retryable: false,
     title: "Forbidden",
     doc:
-      "The credential is recognized but not permitted, for example an identity-provider token whose authorized party (`azp`) is not on the allow-list.",
+      "The credential is recognized but not permitted, for example an identity-provider token whose authorized party (`azp`) is not on the allow-list, or a tenant's `keys:admin` key minting a key for another tenant (a tenant administrator administers its own tenant only).",
   },
   AVTR_AUTH_IDP_ORG_UNMAPPED: {
     status: 403,
@@ -97,7 +97,8 @@ export const ERROR_CODES = {
     status: 404,
     retryable: false,
     title: "API key not found",
-    doc: "No API key with this `key_id` exists.",
+    doc:
+      "No API key with this `key_id` exists, or it belongs to another tenant than the tenant administrator's (the same answer, so nothing tells the two apart).",
   },
   AVTR_NOT_FOUND: {
     status: 404,

@@ -199,7 +199,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = [
     path: "/v1/api-keys",
     summary: "Create an API key",
     description:
-      "Mints a key for a tenant with the given scopes. The plaintext `api_key` is in this response only, ever; only a hash is stored.",
+      "Mints a key for a tenant with the given scopes. The plaintext `api_key` is in this response only, ever; only a hash is stored. The operator (tenant `admin`) mints for any tenant; any other tenant's `keys:admin` key mints for its own tenant only (another tenant → 403 `AVTR_AUTH_FORBIDDEN`).",
     scope: "keys:admin",
     success: {
       status: 201,
@@ -219,7 +219,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = [
     path: "/v1/api-keys/{key_id}",
     summary: "Revoke an API key",
     description:
-      "Revokes the key on every instance: a request that starts after this answered is refused. Revoking a revoked key answers 204 again.",
+      "Revokes the key on every instance: a request that starts after this answered is refused. Revoking a revoked key answers 204 again. A tenant administrator revokes its own tenant's keys only: another tenant's key answers 404 `AVTR_API_KEY_NOT_FOUND`, as an unknown key does.",
     scope: "keys:admin",
     success: { status: 204, schema: null },
     errors: ["AVTR_API_KEY_NOT_FOUND"],
