@@ -37,6 +37,7 @@ import {
 } from "../../lib/console/try.ts";
 import { ApiError } from "../../lib/api/errors.ts";
 import type { Ctx } from "../../lib/api/http.ts";
+import { isOperator } from "../../lib/auth/principal.ts";
 import {
   createSession,
   endSession,
@@ -195,7 +196,7 @@ function CatalogOptions(
 }
 
 function StartForm(
-  props: { data: TryData; csrf: string },
+  props: { data: TryData; csrf: string; fixedTenant: boolean },
 ) {
   const { input, errors } = props.data;
   return (
@@ -215,12 +216,15 @@ function StartForm(
           label="Tenant"
           errorId="try-tenant-error"
           error={errors.tenant}
-          help="The session counts against this tenant's concurrency limit."
+          help={props.fixedTenant
+            ? "Your tenant: the session counts against its concurrency limit."
+            : "The session counts against this tenant's concurrency limit."}
         >
           {(control) => (
             <input
               name="tenant"
               required
+              readOnly={props.fixedTenant}
               pattern="[A-Za-z0-9_\-]{1,64}"
               value={input.tenant}
               autocomplete="off"
@@ -353,7 +357,9 @@ function Talk(props: { s: SessionRecord; csrf: string }) {
   );
 }
 
-export default function TryPage({ data, csrf }: PageProps<TryData>) {
+export default function TryPage(
+  { data, csrf, admin }: PageProps<TryData>,
+) {
   const s = data.session;
   const talking = s !== undefined && isLive(s.status);
   return (
@@ -383,7 +389,13 @@ export default function TryPage({ data, csrf }: PageProps<TryData>) {
             <Talk s={s} csrf={csrf} />
           </>
         )
-        : <StartForm data={data} csrf={csrf} />}
+        : (
+          <StartForm
+            data={data}
+            csrf={csrf}
+            fixedTenant={admin !== null && !isOperator(admin)}
+          />
+        )}
     </>
   );
 }
