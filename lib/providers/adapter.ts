@@ -1,11 +1,21 @@
 /**
  * The machinery every engine adapter shares, so that an adapter module holds only its
  * wire protocol: credential narrowing, endpoint parsing, the connect (SSRF guard, timeout,
- * abort) with close bookkeeping, the protocol's first message and its log line, JSON
- * event parsing, error reporting, and the `EngineConnection` around the wire: ready/done
- * guards, user-audio admission (backpressure and a real-time rate cap) and resampling,
- * graceful end and close.
+ * abort) with close bookkeeping, the protocol's first message and its log line, frame
+ * checking (size caps, a schema per message type, whole audio samples) with the count of
+ * invalid frames whose flood ends the session, error reporting, containment (a throw in
+ * any handler, timer or `EngineEvents` callback ends this session, never the process),
+ * and the `EngineConnection` around the wire: ready/done guards, user-audio admission and
+ * resampling, graceful end and close.
  */
+import type { z } from "zod";
+import {
+  base64Pcm,
+  InvalidFrameCounter,
+  type InvalidReason,
+  type MessageOf,
+  type MessageSet,
+} from "./frames.ts";
 import {
   type EngineConnection,
   type EngineEvents,
@@ -16,30 +26,20 @@ import {
   type ProviderType,
   type TurnErrorCode,
   turnErrorCodeFor,
-  type UserAudioStats,
 } from "./port.ts";
-import { StreamResampler } from "./resample.ts";
+import { bytesToPcm, StreamResampler } from "./resample.ts";
+import { UserAudioGate } from "./user_audio.ts";
+import { CloseTracker, gracefulEnd } from "./link_close.ts";
+import { containEvents, errorName } from "./contain.ts";
 import { connectWs, type WsClient } from "./ws_client.ts";
 
+export {
+  MAX_ENGINE_BUFFERED_BYTES,
+  USER_AUDIO_BURST_MS,
+  USER_AUDIO_MAX_SPEED,
+} from "./user_audio.ts";
+
 export type Json = Record<string, unknown>;
-
-/**
- * Bytes the engine socket may have queued (written by us, not yet taken by the engine)
- * before user audio is dropped instead of queued: a slow engine costs at most this much
- * memory per session, not whatever the browser sends.
- */
-export const MAX_ENGINE_BUFFERED_BYTES = 1024 * 1024;
-/** User audio may arrive at most this many times faster than real time, sustained. */
-export const USER_AUDIO_MAX_SPEED = 2;
-/** Audio (ms, at the browser's declared rate) accepted at once above that speed. */
-export const USER_AUDIO_BURST_MS = 5000;
-
-/** `v` when it is a string, else "". */
-export const str = (v: unknown): string => typeof v === "string" ? v : "";
-
-/** `v` when it is an object, else an empty one. */
-export const obj = (v: unknown): Json =>
-  v && typeof v === "object" ? v as Json : {};
 
 /** `credentials` narrowed to `type`; any other type is a misconfiguration. */
 export function credentialsFor<T extends ProviderType>(
@@ -62,12 +62,15 @@ export function parseUrl(raw: string, message: string): URL {
 }
 
 /** A provider's error text cut to 500 characters, or `fallback` when it has none. */
-export function errorText(v: unknown, fallback = "provider error"): string {
-  return str(v).slice(0, 500) || fallback;
+export function errorText(
+  v: string | null | undefined,
+  fallback = "provider error",
+): string {
+  return v ? v.slice(0, 500) : fallback;
 }
 
 /** What an adapter plugs into `EngineLink.open`: its endpoint and its wire protocol. */
-export interface WireProtocol {
+export interface WireProtocol<S extends Record<string, z.ZodType>> {
   url: URL;
   /** Upgrade headers (credentials: never logged, never in an error). */
   headers?: Record<string, string>;
@@ -75,12 +78,17 @@ export interface WireProtocol {
   guard?: boolean;
   /** The protocol's first message, sent as soon as the socket is open. */
   hello: Json;
-  /** A text frame holding a JSON object. */
-  onEvent(ev: Json): void;
-  /** A text frame that is not a JSON object; ignored when absent. */
-  onInvalidText?(): void;
-  /** A binary frame; ignored when absent. */
-  onBinary?(bytes: Uint8Array): void;
+  /** The engine's text messages: a schema per `type`. */
+  messages: MessageSet<S>;
+  /** A text frame that passed its type's schema. */
+  onMessage(msg: MessageOf<S>): void;
+  /**
+   * A frame of known `type` that broke its schema, called before it is counted invalid
+   * (an adapter may fail the session, e.g. a malformed readiness message).
+   */
+  onMalformed?(type: string): void;
+  /** A binary frame of whole PCM16LE samples; without it, binary frames are invalid. */
+  onAudio?(pcm: Int16Array): void;
   /** User audio, already resampled to the link's user rate; never empty. */
   sendAudio(pcm: Int16Array): void;
   /** A typed user turn; called only when ready and open. */
@@ -89,25 +97,31 @@ export interface WireProtocol {
   interrupt(): void;
   /** The graceful-end message; without one, `end()` starts the close handshake. */
   endMessage?: Json;
-  /** Stops the adapter's own timers; called when the connection ends, either way. */
-  dispose?(): void;
 }
 
 /**
  * One adapter connection in the making: owns the socket, the close bookkeeping
- * (`onClose` at most once, never after the caller's own `close()`), the ready state and
- * the agent and user audio rates. An adapter creates it, reads and sends through it from
- * its event handlers, and gets its `EngineConnection` from `open`.
+ * (`onClose` at most once, never after the caller's own `close()`), the ready state, the
+ * agent and user audio rates, the invalid-frame count and the adapter's timers. An
+ * adapter creates it, reads and sends through it from its message handlers, and gets its
+ * `EngineConnection` from `open`. Everything the engine or the media plane can make
+ * throw runs contained: the throw fails this session (fatal `onError`, unclean
+ * `onClose`, socket dropped) and goes no further.
  */
 export class EngineLink {
   /** True once the engine said it is ready (see `markReady`). */
   ready = false;
   /** The agent audio rate announced with readiness. */
   agentRate = 0;
+  /** The media plane's callbacks, contained. */
+  readonly events: EngineEvents;
   readonly #tracker: CloseTracker;
   #resampler: StreamResampler;
   #client: WsClient | null = null;
   readonly #audio: UserAudioGate;
+  readonly #invalid: InvalidFrameCounter;
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  #faulted = false;
 
   constructor(
     private readonly deps: ProviderDeps,
@@ -117,21 +131,26 @@ export class EngineLink {
     /** The rate user audio is resampled to; `markReady` may change it. */
     userRate: number,
   ) {
-    this.#tracker = new CloseTracker(options.events.onClose);
+    this.events = containEvents(
+      options.events,
+      (where, err) => this.#fault(where, err),
+    );
+    this.#tracker = new CloseTracker((info) => this.events.onClose(info));
     this.#resampler = new StreamResampler(userRate);
+    const now = deps.now ?? Date.now;
+    this.#invalid = new InvalidFrameCounter(now);
     this.#audio = new UserAudioGate(
-      deps.now ?? Date.now,
-      (reason) =>
-        deps.log.warn("user audio dropped", {
-          provider,
-          session_id: options.sessionId,
-          reason,
-        }),
+      now,
+      (reason) => this.#warn("user audio dropped", { reason }),
     );
   }
 
-  get events(): EngineEvents {
-    return this.options.events;
+  #warn(msg: string, fields: Record<string, unknown> = {}): void {
+    this.deps.log.warn(msg, {
+      provider: this.provider,
+      session_id: this.options.sessionId,
+      ...fields,
+    });
   }
 
   /** Sends a JSON text frame; false when the socket is not open. */
@@ -170,6 +189,7 @@ export class EngineLink {
     reason: string,
     opts: { code?: TurnErrorCode; closeReason?: string } = {},
   ): void {
+    this.#dispose();
     const code = opts.code ?? turnErrorCodeFor(message);
     this.events.onError({ code, fatal: true, message });
     this.#tracker.report(false, reason);
@@ -177,10 +197,107 @@ export class EngineLink {
   }
 
   /**
+   * Counts a frame that was not used (`reason` and the known `type` are logged, at most
+   * one line per `INVALID_FRAME_LOG_INTERVAL_MS`; the frame's content never is); past
+   * `INVALID_FRAME_LIMIT` in `INVALID_FRAME_WINDOW_MS` the session fails.
+   */
+  invalid(reason: InvalidReason, type?: string): void {
+    if (this.#tracker.done) return;
+    const { flood, log } = this.#invalid.record();
+    if (log) {
+      this.#warn("engine sent an invalid frame", {
+        reason,
+        type,
+        invalid_frames: this.#invalid.total,
+        unlogged: log.suppressed,
+      });
+    }
+    if (flood) {
+      this.#warn("engine sent a flood of invalid frames", {
+        invalid_frames: this.#invalid.total,
+      });
+      this.fail("engine sent too many invalid frames", "invalid frames", {
+        code: "llm_failed",
+      });
+    }
+  }
+
+  /** Samples of a base64 audio field, or null (counted invalid) when unusable. */
+  base64Audio(b64: string): Int16Array | null {
+    const pcm = base64Pcm(b64);
+    if (!pcm) this.invalid("bad base64 audio");
+    return pcm;
+  }
+
+  /**
+   * Runs `fn` after `ms`, contained; cancelled when the connection ends (nothing is
+   * scheduled once it is ending). Returns the cancel function.
+   */
+  later(fn: () => void, ms: number): () => void {
+    if (this.#tracker.done || this.#tracker.ending) return () => {};
+    const id = setTimeout(() => {
+      this.#timers.delete(id);
+      this.#guard("timer", fn);
+    }, ms);
+    this.#timers.add(id);
+    return () => {
+      clearTimeout(id);
+      this.#timers.delete(id);
+    };
+  }
+
+  #dispose(): void {
+    for (const id of this.#timers) clearTimeout(id);
+    this.#timers.clear();
+  }
+
+  #guard(where: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#fault(where, err);
+    }
+  }
+
+  /** A handler threw: this session fails, once; the process goes on. */
+  #fault(where: string, err: unknown): void {
+    if (this.#faulted) return;
+    this.#faulted = true;
+    this.#warn("engine handler failed", { where, error: errorName(err) });
+    if (this.#tracker.done) {
+      this.#dispose();
+      this.#client?.close(1011, "adapter fault");
+      return;
+    }
+    this.fail("engine connection failed", "adapter fault", {
+      code: "llm_failed",
+    });
+  }
+
+  #onFrame<S extends Record<string, z.ZodType>>(
+    wire: WireProtocol<S>,
+    data: string | Uint8Array,
+  ): void {
+    if (this.#tracker.done) return;
+    if (typeof data !== "string") {
+      if (!wire.onAudio) return this.invalid("unexpected binary frame");
+      if (data.length % 2 !== 0) return this.invalid("odd-length audio");
+      return wire.onAudio(bytesToPcm(data));
+    }
+    const d = wire.messages.decode(data);
+    if (d.ok) return wire.onMessage(d.msg);
+    if (d.ignored) return;
+    if (d.type !== undefined) wire.onMalformed?.(d.type);
+    this.invalid(d.reason, d.type);
+  }
+
+  /**
    * Connects to `wire.url`, sends `wire.hello`, and resolves with the connection.
    * Rejects with `EngineStartError` (see `connectWs`).
    */
-  async open(wire: WireProtocol): Promise<EngineConnection> {
+  async open<S extends Record<string, z.ZodType>>(
+    wire: WireProtocol<S>,
+  ): Promise<EngineConnection> {
     const { deps, options } = this;
     const tracker = this.#tracker;
     const client = await connectWs(wire.url, {
@@ -193,16 +310,16 @@ export class EngineLink {
         : undefined,
       connectTimeoutMs: deps.connectTimeoutMs ?? 10_000,
       signal: options.signal,
-      onMessage: (data) => {
-        if (typeof data !== "string") return wire.onBinary?.(data);
-        const ev = parseObject(data);
-        if (ev) wire.onEvent(ev);
-        else wire.onInvalidText?.();
-      },
+      onMessage: (data) => this.#onFrame(wire, data),
+      onOversized: (kind) =>
+        this.invalid(
+          kind === "text" ? "oversized text frame" : "oversized binary frame",
+        ),
       onClose: () => {
-        wire.dispose?.();
+        this.#dispose();
         tracker.socketClosed();
       },
+      onFault: (err) => this.#fault("socket handler", err),
     });
     this.#client = client;
     client.sendJson(wire.hello);
@@ -211,148 +328,44 @@ export class EngineLink {
       session_id: options.sessionId,
     });
 
+    const guarded = <A extends unknown[]>(
+      where: string,
+      fn: (...args: A) => void,
+    ) =>
+    (...args: A): void => this.#guard(where, () => fn(...args));
     return {
-      sendUserAudio: (pcm, sampleRate) => {
+      sendUserAudio: guarded("sendUserAudio", (pcm, sampleRate) => {
         if (!this.ready || tracker.done || tracker.ending) return;
         if (!this.#audio.admit(pcm.length, sampleRate, client.bufferedAmount)) {
           return;
         }
         const out = this.#resampler.push(pcm, sampleRate);
         if (out.length > 0) wire.sendAudio(out);
-      },
+      }),
       userAudioStats: () => this.#audio.stats(),
-      sendText: (text) => {
+      invalidFrames: () => this.#invalid.total,
+      sendText: guarded("sendText", (text: string) => {
         if (!this.ready || tracker.done) return;
         wire.sendText(text);
-      },
-      interrupt: () => {
+      }),
+      interrupt: guarded("interrupt", () => {
         if (tracker.done) return;
         wire.interrupt();
+      }),
+      end: async (timeoutMs) => {
+        this.#dispose();
+        try {
+          return await gracefulEnd(client, tracker, timeoutMs, wire.endMessage);
+        } catch (err) {
+          this.#fault("end", err);
+          return false;
+        }
       },
-      end: (timeoutMs) => {
-        wire.dispose?.();
-        return gracefulEnd(client, tracker, timeoutMs, wire.endMessage);
-      },
-      close: () => {
-        wire.dispose?.();
+      close: guarded("close", () => {
+        this.#dispose();
         tracker.callerClosed();
         client.close(1000, "session closed");
-      },
+      }),
     };
   }
-}
-
-/**
- * Admission of browser audio into the engine socket: a frame is dropped (and counted)
- * when the socket already holds more than `MAX_ENGINE_BUFFERED_BYTES` unsent, or when it
- * exceeds a token bucket of `USER_AUDIO_BURST_MS` refilled at `USER_AUDIO_MAX_SPEED`×
- * wall time. The first drop of each kind is reported to `onFirstDrop`.
- */
-class UserAudioGate {
-  #counts: UserAudioStats = {
-    sent: 0,
-    droppedBackpressure: 0,
-    droppedOverRate: 0,
-  };
-  #budgetMs = USER_AUDIO_BURST_MS;
-  #at: number;
-
-  constructor(
-    private readonly now: () => number,
-    private readonly onFirstDrop: (reason: string) => void,
-  ) {
-    this.#at = now();
-  }
-
-  stats(): UserAudioStats {
-    return { ...this.#counts };
-  }
-
-  /** Whether a frame of `samples` at `rate` may go to a socket holding `buffered` bytes. */
-  admit(samples: number, rate: number, buffered: number): boolean {
-    const now = this.now();
-    this.#budgetMs = Math.min(
-      USER_AUDIO_BURST_MS,
-      this.#budgetMs + Math.max(0, now - this.#at) * USER_AUDIO_MAX_SPEED,
-    );
-    this.#at = now;
-    const costMs = (samples * 1000) / rate;
-    const c = this.#counts;
-    if (costMs > this.#budgetMs + 1e-6) {
-      if (c.droppedOverRate++ === 0) {
-        this.onFirstDrop("faster than real time");
-      }
-      return false;
-    }
-    this.#budgetMs -= costMs;
-    if (buffered > MAX_ENGINE_BUFFERED_BYTES) {
-      if (c.droppedBackpressure++ === 0) {
-        this.onFirstDrop("engine not reading");
-      }
-      return false;
-    }
-    c.sent++;
-    return true;
-  }
-}
-
-function parseObject(text: string): Json | null {
-  try {
-    const v = JSON.parse(text);
-    return v && typeof v === "object" && !Array.isArray(v) ? v as Json : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Close bookkeeping: `onClose` fires at most once, and never after the caller's `close()`. */
-class CloseTracker {
-  #reported = false;
-  #byCaller = false;
-  /** Set while a graceful end waits; the socket's close is then reported by the end. */
-  ending = false;
-
-  constructor(private readonly onClose: EngineEvents["onClose"]) {}
-
-  /** True once the connection is over, either way. */
-  get done(): boolean {
-    return this.#reported || this.#byCaller;
-  }
-
-  report(clean: boolean, reason: string): void {
-    if (this.done) return;
-    this.#reported = true;
-    this.onClose({ clean, reason });
-  }
-
-  /** The socket closed: unclean unless a graceful end is waiting for exactly this. */
-  socketClosed(): void {
-    if (!this.ending) this.report(false, "engine closed the connection");
-  }
-
-  callerClosed(): void {
-    this.#byCaller = true;
-  }
-}
-
-/**
- * A graceful end: send `endMessage` and wait for the peer to close, or (no message in the
- * protocol) start the close handshake; either way bounded by `timeoutMs`, then dropped.
- */
-async function gracefulEnd(
-  client: WsClient,
-  tracker: CloseTracker,
-  timeoutMs: number,
-  endMessage?: unknown,
-): Promise<boolean> {
-  if (tracker.done) return true;
-  tracker.ending = true;
-  let ok: boolean;
-  if (endMessage !== undefined && client.sendJson(endMessage)) {
-    ok = await client.waitForPeerClose(timeoutMs);
-  } else {
-    ok = await client.closeGracefully(timeoutMs);
-  }
-  tracker.report(ok, ok ? "ended" : "engine did not close in time");
-  return ok;
 }

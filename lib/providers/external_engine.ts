@@ -3,21 +3,46 @@
  * docs/engine-protocol.md). The service is the WebSocket client; `auth_headers` go on
  * the upgrade request and nowhere else (never logged, never in an error).
  */
-import { credentialsFor, EngineLink, type Json, parseUrl } from "./adapter.ts";
+import { z } from "zod";
+import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
+import {
+  engineId,
+  errorMessage,
+  MessageSet,
+  sampleRate,
+  transcriptText,
+} from "./frames.ts";
 import {
   type EngineFactory,
   EngineStartError,
   type ProviderDeps,
 } from "./port.ts";
-import { bytesToPcm, pcmToBytes } from "./resample.ts";
+import { pcmToBytes } from "./resample.ts";
 
-const MIN_RATE = 8000;
-const MAX_RATE = 96000;
-
-function validRate(v: unknown): v is number {
-  return Number.isInteger(v) && (v as number) >= MIN_RATE &&
-    (v as number) <= MAX_RATE;
-}
+/**
+ * What an engine may send (docs/engine-protocol.md): a schema per type. Any other type,
+ * and any field of the wrong type or over its bound, makes the frame invalid (ignored,
+ * counted; a flood fails the session).
+ */
+export const ECEP_MESSAGES = new MessageSet({
+  "session.ready": z.object({
+    agent_audio: z.object({
+      encoding: z.literal("pcm_s16le").optional(),
+      sample_rate: sampleRate(),
+    }),
+  }),
+  "response.start": z.object({ response_id: engineId() }),
+  "response.end": z.object({ response_id: engineId() }),
+  "transcript": z.object({
+    role: z.enum(["user", "agent"]),
+    text: transcriptText(),
+    final: z.boolean().default(true),
+  }),
+  "error": z.object({
+    message: errorMessage().optional(),
+    fatal: z.boolean().default(false),
+  }),
+}, "invalid");
 
 /** Upgrade headers from `auth_headers`; a name or value HTTP refuses is a misconfiguration. */
 function upgradeHeaders(auth: Record<string, string>): Record<string, string> {
@@ -45,67 +70,6 @@ export function createExternalEngine(deps: ProviderDeps): EngineFactory {
     const link = new EngineLink(deps, options, "external_engine", userRate);
     const { events } = link;
     let dropAudio = false;
-    let oddByte: number | null = null;
-
-    const onEvent = (msg: Json) => {
-      switch (msg.type) {
-        case "session.ready": {
-          if (link.ready) return;
-          const rate = (msg.agent_audio as Json | undefined)?.sample_rate;
-          if (!validRate(rate)) {
-            link.fail(
-              "engine sent session.ready without a valid agent_audio.sample_rate",
-              "engine error",
-            );
-            return;
-          }
-          link.markReady(rate);
-          return;
-        }
-        case "response.start":
-          dropAudio = false;
-          events.onResponseStart(String(msg.response_id ?? ""));
-          return;
-        case "response.end":
-          events.onResponseEnd(String(msg.response_id ?? ""));
-          return;
-        case "transcript": {
-          if (msg.role !== "user" && msg.role !== "agent") return;
-          if (typeof msg.text !== "string") return;
-          events.onTranscript({
-            role: msg.role,
-            text: msg.text,
-            final: msg.final !== false,
-          });
-          return;
-        }
-        case "error": {
-          const message = typeof msg.message === "string"
-            ? msg.message.slice(0, 500)
-            : "engine error";
-          if (msg.fatal === true) link.fail(message, "engine error");
-          else link.turnError(message);
-          return;
-        }
-        default:
-          // Unknown types are ignored: engines may send newer messages.
-          return;
-      }
-    };
-
-    const onBinary = (bytes: Uint8Array) => {
-      if (!link.ready || dropAudio) return;
-      let data = bytes;
-      if (oddByte !== null) {
-        data = new Uint8Array(bytes.length + 1);
-        data[0] = oddByte;
-        data.set(bytes, 1);
-        oddByte = null;
-      }
-      if (data.length % 2 === 1) oddByte = data[data.length - 1];
-      const pcm = bytesToPcm(data);
-      if (pcm.length > 0) events.onAgentAudio(pcm, link.agentRate);
-    };
 
     return await link.open({
       url,
@@ -116,13 +80,47 @@ export function createExternalEngine(deps: ProviderDeps): EngineFactory {
         session_id: options.sessionId,
         user_audio: { encoding: "pcm_s16le", sample_rate: userRate },
       },
-      onEvent,
-      onInvalidText: () =>
-        deps.log.warn("engine sent an invalid frame", {
-          provider: "external_engine",
-          session_id: options.sessionId,
-        }),
-      onBinary,
+      messages: ECEP_MESSAGES,
+      onMessage: (msg) => {
+        switch (msg.type) {
+          case "session.ready":
+            if (!link.ready) link.markReady(msg.agent_audio.sample_rate);
+            return;
+          case "response.start":
+            dropAudio = false;
+            events.onResponseStart(msg.response_id);
+            return;
+          case "response.end":
+            events.onResponseEnd(msg.response_id);
+            return;
+          case "transcript":
+            events.onTranscript({
+              role: msg.role,
+              text: msg.text,
+              final: msg.final,
+            });
+            return;
+          case "error": {
+            const message = errorText(msg.message, "engine error");
+            if (msg.fatal) link.fail(message, "engine error");
+            else link.turnError(message);
+            return;
+          }
+        }
+      },
+      onMalformed: (type) => {
+        if (type === "session.ready" && !link.ready) {
+          link.fail(
+            "engine sent session.ready without a valid agent_audio.sample_rate",
+            "engine error",
+          );
+        }
+      },
+      onAudio: (pcm) => {
+        if (link.ready && !dropAudio && pcm.length > 0) {
+          events.onAgentAudio(pcm, link.agentRate);
+        }
+      },
       sendAudio: (pcm) => link.sendBinary(pcmToBytes(pcm)),
       sendText: (text) => link.send({ type: "user.text", text }),
       interrupt: () => {

@@ -31,7 +31,10 @@ export type ProviderCredentials =
 /** Per-turn pipeline failures of SPEC 6.2: the session survives them. */
 export type TurnErrorCode = "stt_failed" | "llm_failed" | "tts_failed";
 
-/** What an engine tells the media plane. Handlers must not throw. */
+/**
+ * What an engine tells the media plane. Handlers should not throw; one that does fails
+ * its own session (adapters built on `EngineLink` contain it), never the process.
+ */
 export interface EngineEvents {
   /** The engine is ready; agent audio will come at `agentSampleRate` Hz, PCM16 mono. */
   onReady(info: { agentSampleRate: number }): void;
@@ -81,6 +84,11 @@ export interface EngineConnection {
   close(): void;
   /** What became of the user audio so far (adapters built on `EngineLink` have it). */
   userAudioStats?(): UserAudioStats;
+  /**
+   * Engine frames refused so far (wrong types, unknown types, bad JSON, oversized,
+   * odd-length audio; adapters built on `EngineLink` have it). See docs/providers.md.
+   */
+  invalidFrames?(): number;
 }
 
 export interface EngineStartOptions {

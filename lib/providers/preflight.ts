@@ -7,9 +7,17 @@
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
 import { VENDOR_C_CONVERSATION_PATH, wssUrl } from "../api/schemas.ts";
-import type { ProviderCredentials } from "./port.ts";
+import { z } from "zod";
+import { EngineStartError, type ProviderCredentials } from "./port.ts";
+import { vendorCUrl } from "./vendor_c.ts";
 
-const signedUrlSchema = wssUrl(VENDOR_C_CONVERSATION_PATH);
+/** Largest signed-URL answer read; a longer body is an unusable answer. */
+export const MAX_PREFLIGHT_BODY_BYTES = 16 * 1024;
+
+/** The signed-URL answer: the fields used, each typed (others ignored). */
+const signedUrlAnswer = z.object({
+  signed_url: wssUrl(VENDOR_C_CONVERSATION_PATH),
+});
 
 /**
  * Completes `creds` with what the provider must hand out before start. Rejects with 502
@@ -72,28 +80,29 @@ async function mintVendorCSignedUrl(
       "The conversation provider is unavailable",
     );
   }
-  let body: unknown;
-  try {
-    if (!res.ok) {
-      await res.body?.cancel();
-      deps.log.warn("provider pre-flight refused", {
-        provider_type: "vendor_c",
-        upstream_status: res.status,
-      });
-      throw new ApiError(
-        "AVTR_PROVIDER_DOWNSTREAM_FAILED",
-        "The conversation provider refused to start the session",
-      );
-    }
-    body = await res.json();
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    if (signal.aborted) throw timeoutError();
-    body = null;
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => undefined);
+    deps.log.warn("provider pre-flight refused", {
+      provider_type: "vendor_c",
+      upstream_status: res.status,
+    });
+    throw new ApiError(
+      "AVTR_PROVIDER_DOWNSTREAM_FAILED",
+      "The conversation provider refused to start the session",
+    );
   }
-  const candidate = (body as { signed_url?: unknown } | null)?.signed_url;
-  const parsed = signedUrlSchema.safeParse(candidate);
-  if (!parsed.success) {
+  let body: unknown = null;
+  try {
+    const text = await readBounded(res, MAX_PREFLIGHT_BODY_BYTES);
+    if (text !== null) body = JSON.parse(text);
+  } catch {
+    if (signal.aborted) throw timeoutError();
+  }
+  const parsed = signedUrlAnswer.safeParse(body);
+  const signedUrl = parsed.success ? parsed.data.signed_url : null;
+  if (signedUrl === null || !onConversationEndpoint(deps, signedUrl)) {
+    // Neither the answer nor the configured endpoint is named: the one may hold a
+    // token, the other is deployment detail.
     deps.log.warn("provider pre-flight answered without a usable signed URL", {
       provider_type: "vendor_c",
     });
@@ -102,5 +111,44 @@ async function mintVendorCSignedUrl(
       "The conversation provider answered with an unusable response",
     );
   }
-  return parsed.data;
+  return signedUrl;
+}
+
+/** Whether `signedUrl` is on `VENDOR_C_URL`'s host and path, as the adapter requires. */
+function onConversationEndpoint(deps: AppDeps, signedUrl: string): boolean {
+  try {
+    vendorCUrl(deps.config.providerEndpoints.vendorCUrl, {
+      agent_id: "",
+      signed_url: signedUrl,
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof EngineStartError) return false;
+    throw err;
+  }
+}
+
+/** `res`'s body as text, or null when it passes `max` bytes (reading stops there). */
+async function readBounded(res: Response, max: number): Promise<string | null> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel().catch(() => undefined);
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let off = 0;
+  for (const c of chunks) {
+    all.set(c, off);
+    off += c.length;
+  }
+  return new TextDecoder().decode(all);
 }

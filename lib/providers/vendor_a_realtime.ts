@@ -6,16 +6,18 @@
  * error). Audio both ways is base64 PCM16 mono at 24 kHz. The customer's ephemeral
  * `client_secret` is the bearer token of the upgrade. See docs/providers.md.
  */
+import { z } from "zod";
+import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
 import {
-  credentialsFor,
-  EngineLink,
-  errorText,
-  type Json,
-  parseUrl,
-  str,
-} from "./adapter.ts";
+  engineId,
+  errorMessage,
+  MAX_TRANSCRIPT_LENGTH,
+  type Message,
+  MessageSet,
+  transcriptText,
+} from "./frames.ts";
 import type { EngineFactory, ProviderDeps } from "./port.ts";
-import { base64ToPcm, pcmToBase64 } from "./resample.ts";
+import { pcmToBase64 } from "./resample.ts";
 
 /** The API's PCM rate, both directions. */
 export const VENDOR_A_RATE = 24000;
@@ -26,6 +28,76 @@ const BENIGN_ERRORS = new Set([
   "response_cancel_not_active",
   "item_truncate_invalid_item_id",
 ]);
+
+const audioDelta = z.object({
+  response_id: engineId(),
+  item_id: engineId(),
+  delta: z.string(),
+});
+const transcriptDelta = z.object({
+  item_id: engineId(),
+  delta: transcriptText(),
+});
+const transcriptDone = z.object({
+  item_id: engineId(),
+  transcript: transcriptText().nullish(),
+});
+const noFields = z.object({});
+
+/**
+ * The server events this adapter uses, a schema each. Other event types are ignored
+ * uncounted (the API adds types); a used type with a wrong-typed field is invalid.
+ */
+export const VENDOR_A_MESSAGES = new MessageSet({
+  "session.created": noFields,
+  "response.created": z.object({ response: z.object({ id: engineId() }) }),
+  "response.output_audio.delta": audioDelta,
+  "response.audio.delta": audioDelta,
+  "response.output_audio_transcript.delta": transcriptDelta,
+  "response.audio_transcript.delta": transcriptDelta,
+  "response.output_audio_transcript.done": transcriptDone,
+  "response.audio_transcript.done": transcriptDone,
+  "conversation.item.input_audio_transcription.delta": transcriptDelta,
+  "conversation.item.input_audio_transcription.completed": z.object({
+    item_id: engineId(),
+    transcript: transcriptText(),
+  }),
+  "conversation.item.input_audio_transcription.failed": noFields,
+  "input_audio_buffer.speech_started": noFields,
+  "response.done": z.object({
+    response: z.object({
+      id: engineId(),
+      status: z.string().max(64).nullish(),
+      status_details: z.object({
+        error: z.object({ message: errorMessage().nullish() }).nullish(),
+      }).nullish(),
+    }),
+  }),
+  "error": z.object({
+    error: z.object({
+      code: z.string().max(256).nullish(),
+      message: errorMessage().nullish(),
+    }),
+  }),
+}, "ignore");
+
+/** Transcripts being accumulated at once, at most (the oldest is dropped past it). */
+const MAX_OPEN_TRANSCRIPTS = 8;
+
+/** `delta` appended to the text of `id` in `texts`, both bounded; returns the text. */
+function accumulate(
+  texts: Map<string, string>,
+  id: string,
+  delta: string,
+): string {
+  const acc = ((texts.get(id) ?? "") + delta).slice(0, MAX_TRANSCRIPT_LENGTH);
+  texts.delete(id);
+  texts.set(id, acc);
+  while (texts.size > MAX_OPEN_TRANSCRIPTS) {
+    texts.delete(texts.keys().next().value!);
+  }
+  return acc;
+}
 
 /** The vendor_a realtime engine factory. */
 export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
@@ -65,13 +137,13 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
       }
     };
 
-    const onEvent = (ev: Json) => {
+    const onMessage = (ev: Message<typeof VENDOR_A_MESSAGES>) => {
       switch (ev.type) {
         case "session.created":
           if (!link.ready) link.markReady(VENDOR_A_RATE);
           return;
         case "response.created": {
-          const id = str((ev.response as Json | undefined)?.id);
+          const id = ev.response.id;
           current = id;
           errored = false;
           dropAudio = false;
@@ -81,16 +153,11 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
         }
         case "response.output_audio.delta":
         case "response.audio.delta": {
-          if (dropAudio || str(ev.response_id) !== current) return;
-          let pcm: Int16Array;
-          try {
-            pcm = base64ToPcm(str(ev.delta));
-          } catch {
-            return;
-          }
-          const itemId = str(ev.item_id);
-          if (!audioItem || audioItem.id !== itemId) {
-            audioItem = { id: itemId, ms: 0, firstAt: now() };
+          if (dropAudio || ev.response_id !== current) return;
+          const pcm = link.base64Audio(ev.delta);
+          if (!pcm) return;
+          if (!audioItem || audioItem.id !== ev.item_id) {
+            audioItem = { id: ev.item_id, ms: 0, firstAt: now() };
           }
           audioItem.ms += (pcm.length * 1000) / VENDOR_A_RATE;
           events.onAgentAudio(pcm, VENDOR_A_RATE);
@@ -98,36 +165,30 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
         }
         case "response.output_audio_transcript.delta":
         case "response.audio_transcript.delta": {
-          const id = str(ev.item_id);
-          const acc = (agentText.get(id) ?? "") + str(ev.delta);
-          agentText.set(id, acc);
-          events.onTranscript({ role: "agent", text: acc, final: false });
+          const text = accumulate(agentText, ev.item_id, ev.delta);
+          events.onTranscript({ role: "agent", text, final: false });
           return;
         }
         case "response.output_audio_transcript.done":
         case "response.audio_transcript.done": {
-          const id = str(ev.item_id);
-          const full = str(ev.transcript) || (agentText.get(id) ?? "");
-          agentText.delete(id);
-          events.onTranscript({ role: "agent", text: full, final: true });
+          const text = ev.transcript || (agentText.get(ev.item_id) ?? "");
+          agentText.delete(ev.item_id);
+          events.onTranscript({ role: "agent", text, final: true });
           return;
         }
         case "conversation.item.input_audio_transcription.delta": {
-          const id = str(ev.item_id);
-          const acc = (userText.get(id) ?? "") + str(ev.delta);
-          userText.set(id, acc);
-          events.onTranscript({ role: "user", text: acc, final: false });
+          const text = accumulate(userText, ev.item_id, ev.delta);
+          events.onTranscript({ role: "user", text, final: false });
           return;
         }
-        case "conversation.item.input_audio_transcription.completed": {
-          userText.delete(str(ev.item_id));
+        case "conversation.item.input_audio_transcription.completed":
+          userText.delete(ev.item_id);
           events.onTranscript({
             role: "user",
-            text: str(ev.transcript),
+            text: ev.transcript,
             final: true,
           });
           return;
-        }
         case "conversation.item.input_audio_transcription.failed":
           events.onError({
             code: "stt_failed",
@@ -142,21 +203,19 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
           }
           return;
         case "response.done": {
-          const r = (ev.response ?? {}) as Json;
-          const id = str(r.id);
+          const r = ev.response;
           if (r.status === "failed" && !errored) {
-            const err = ((r.status_details as Json | undefined)?.error ??
-              {}) as Json;
-            link.turnError(str(err.message) || "response failed");
+            link.turnError(
+              errorText(r.status_details?.error?.message, "response failed"),
+            );
           }
-          if (id === current) current = null;
-          events.onResponseEnd(id);
+          if (r.id === current) current = null;
+          events.onResponseEnd(r.id);
           return;
         }
         case "error": {
-          const err = (ev.error ?? {}) as Json;
-          if (BENIGN_ERRORS.has(str(err.code))) return;
-          const message = errorText(err.message);
+          if (ev.error.code && BENIGN_ERRORS.has(ev.error.code)) return;
+          const message = errorText(ev.error.message);
           if (!link.ready) {
             link.fail(message, "provider error before ready", {
               code: "llm_failed",
@@ -168,8 +227,6 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
           link.turnError(message);
           return;
         }
-        default:
-          return;
       }
     };
 
@@ -187,7 +244,8 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
           },
         },
       },
-      onEvent,
+      messages: VENDOR_A_MESSAGES,
+      onMessage,
       sendAudio: (pcm) => {
         for (let i = 0; i < pcm.length; i += APPEND_SAMPLES) {
           link.send({

@@ -8,20 +8,41 @@
  * `response.start`/`response.end`, `transcript`, `error`. Swapping in the real protocol
  * means replacing this module only.
  */
+import { z } from "zod";
+import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
 import {
-  credentialsFor,
-  EngineLink,
-  errorText,
-  type Json,
-  obj,
-  parseUrl,
-  str,
-} from "./adapter.ts";
+  engineId,
+  errorMessage,
+  type Message,
+  MessageSet,
+  sampleRate,
+  transcriptText,
+} from "./frames.ts";
 import type { EngineFactory, ProviderDeps } from "./port.ts";
-import { base64ToPcm, bytesToPcm, pcmToBytes } from "./resample.ts";
+import { pcmToBytes } from "./resample.ts";
 
 /** Rate of the user audio this adapter sends. */
 export const VENDOR_B_INPUT_RATE = 16000;
+
+/**
+ * The agent messages of the assumed protocol, a schema each. Other types are ignored
+ * uncounted (a vendor protocol); a wrong-typed field makes the frame invalid.
+ */
+export const VENDOR_B_MESSAGES = new MessageSet({
+  "ready": z.object({ output_audio: z.object({ sample_rate: sampleRate() }) }),
+  "response.start": z.object({ id: engineId() }),
+  "audio": z.object({ audio: z.string() }),
+  "response.end": z.object({ id: engineId() }),
+  "transcript": z.object({
+    role: z.enum(["user", "agent"]),
+    text: transcriptText(),
+    final: z.boolean().default(true),
+  }),
+  "error": z.object({
+    message: errorMessage().optional(),
+    fatal: z.boolean().default(false),
+  }),
+}, "ignore");
 
 /** The vendor_b engine factory. */
 export function createVendorBEngine(deps: ProviderDeps): EngineFactory {
@@ -35,57 +56,39 @@ export function createVendorBEngine(deps: ProviderDeps): EngineFactory {
     const { events } = link;
     let dropAudio = false;
 
-    const audio = (pcm: Int16Array) => {
-      if (!link.ready || dropAudio || pcm.length === 0) return;
+    const audio = (pcm: Int16Array | null) => {
+      if (!pcm || !link.ready || dropAudio || pcm.length === 0) return;
       events.onAgentAudio(pcm, link.agentRate);
     };
 
-    const onEvent = (ev: Json) => {
+    const onMessage = (ev: Message<typeof VENDOR_B_MESSAGES>) => {
       switch (ev.type) {
-        case "ready": {
-          if (link.ready) return;
-          const rate = obj(ev.output_audio).sample_rate;
-          if (!Number.isInteger(rate) || (rate as number) < 8000) {
-            link.fail(
-              "provider sent no valid output sample rate",
-              "provider protocol error",
-              { code: "tts_failed", closeReason: "protocol error" },
-            );
-            return;
-          }
-          link.markReady(rate as number);
+        case "ready":
+          if (!link.ready) link.markReady(ev.output_audio.sample_rate);
           return;
-        }
         case "response.start":
           dropAudio = false;
-          events.onResponseStart(str(ev.id));
+          events.onResponseStart(ev.id);
           return;
         case "audio":
-          try {
-            audio(base64ToPcm(str(ev.audio)));
-          } catch {
-            // Not base64: ignored like any unusable frame.
-          }
+          audio(link.base64Audio(ev.audio));
           return;
         case "response.end":
-          events.onResponseEnd(str(ev.id));
+          events.onResponseEnd(ev.id);
           return;
         case "transcript":
-          if (ev.role !== "user" && ev.role !== "agent") return;
           events.onTranscript({
             role: ev.role,
-            text: str(ev.text),
-            final: ev.final !== false,
+            text: ev.text,
+            final: ev.final,
           });
           return;
         case "error": {
           const message = errorText(ev.message);
-          if (ev.fatal === true) link.fail(message, "provider error");
+          if (ev.fatal) link.fail(message, "provider error");
           else link.turnError(message);
           return;
         }
-        default:
-          return;
       }
     };
 
@@ -100,8 +103,18 @@ export function createVendorBEngine(deps: ProviderDeps): EngineFactory {
           sample_rate: VENDOR_B_INPUT_RATE,
         },
       },
-      onEvent,
-      onBinary: (bytes) => audio(bytesToPcm(bytes)),
+      messages: VENDOR_B_MESSAGES,
+      onMessage,
+      onMalformed: (type) => {
+        if (type === "ready" && !link.ready) {
+          link.fail(
+            "provider sent no valid output sample rate",
+            "provider protocol error",
+            { code: "tts_failed", closeReason: "protocol error" },
+          );
+        }
+      },
+      onAudio: audio,
       sendAudio: (pcm) => link.sendBinary(pcmToBytes(pcm)),
       sendText: (text) => link.send({ type: "text", text }),
       interrupt: () => {

@@ -10,30 +10,68 @@
  * and ends at an interruption, the next user transcript, or `responseIdleMs` without
  * audio. See docs/providers.md.
  */
+import { z } from "zod";
+import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
 import {
-  credentialsFor,
-  EngineLink,
-  errorText,
-  type Json,
-  obj,
-  parseUrl,
-  str,
-} from "./adapter.ts";
+  errorMessage,
+  type Message,
+  MessageSet,
+  transcriptText,
+} from "./frames.ts";
 import {
   type EngineFactory,
   EngineStartError,
   type ProviderDeps,
 } from "./port.ts";
-import { base64ToPcm, pcmToBase64 } from "./resample.ts";
+import { pcmToBase64 } from "./resample.ts";
 
 /** Samples per audio chunk message: keeps each JSON frame under 1 KiB. */
 const CHUNK_SAMPLES = 360;
 
-/** `pcm_16000` → 16000; any other format (e.g. `ulaw_8000`) → null. */
-export function pcmFormatRate(format: unknown): number | null {
-  const m = str(format).match(/^pcm_(\d{4,6})$/);
-  return m ? Number(m[1]) : null;
+/** `pcm_16000` → 16000; any other format (e.g. `ulaw_8000`) or rate → null. */
+export function pcmFormatRate(format: string): number | null {
+  const m = format.match(/^pcm_(\d{4,5})$/);
+  const rate = m ? Number(m[1]) : 0;
+  return rate >= 8000 && rate <= 96_000 ? rate : null;
 }
+
+const eventId = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const audioFormat = () => z.string().max(64).nullish();
+const errorFields = z.object({ message: errorMessage().nullish() });
+
+/**
+ * The agent events this adapter uses, a schema each. Other event types are ignored
+ * uncounted (the API adds types); a used type with a wrong-typed field is invalid.
+ */
+export const VENDOR_C_MESSAGES = new MessageSet({
+  "conversation_initiation_metadata": z.object({
+    conversation_initiation_metadata_event: z.object({
+      agent_output_audio_format: audioFormat(),
+      user_input_audio_format: audioFormat(),
+    }).nullish(),
+  }),
+  "audio": z.object({
+    audio_event: z.object({
+      audio_base_64: z.string(),
+      event_id: eventId().nullish(),
+    }),
+  }),
+  "agent_response": z.object({
+    agent_response_event: z.object({ agent_response: transcriptText() }),
+  }),
+  "user_transcript": z.object({
+    user_transcription_event: z.object({ user_transcript: transcriptText() }),
+  }),
+  "interruption": z.object({
+    interruption_event: z.object({ event_id: eventId().nullish() }).nullish(),
+  }),
+  "ping": z.object({ ping_event: z.object({ event_id: eventId() }) }),
+  "error": z.object({
+    error_event: errorFields.nullish(),
+    error: errorFields.nullish(),
+    message: errorMessage().nullish(),
+  }),
+}, "ignore");
 
 export interface VendorCOptions {
   /** A response ends after this long without agent audio. */
@@ -90,11 +128,10 @@ export function createVendorCEngine(
     let responses = 0;
     let dropAudio = false;
     let lastInterruption = -1;
-    let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    let cancelIdle = () => {};
 
     const endResponse = () => {
-      clearTimeout(idleTimer);
-      idleTimer = undefined;
+      cancelIdle();
       if (response === null) return;
       const id = response;
       response = null;
@@ -107,28 +144,26 @@ export function createVendorCEngine(
         response = `r${++responses}`;
         events.onResponseStart(response);
       }
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(endResponse, idleMs);
+      cancelIdle();
+      cancelIdle = link.later(endResponse, idleMs);
     };
 
-    const onEvent = (ev: Json) => {
+    const onMessage = (ev: Message<typeof VENDOR_C_MESSAGES>) => {
       switch (ev.type) {
         case "conversation_initiation_metadata": {
           if (link.ready) return;
-          const meta = obj(ev.conversation_initiation_metadata_event);
+          const meta = ev.conversation_initiation_metadata_event;
           const out = pcmFormatRate(
-            meta.agent_output_audio_format ?? "pcm_16000",
+            meta?.agent_output_audio_format ?? "pcm_16000",
           );
           const input = pcmFormatRate(
-            meta.user_input_audio_format ?? "pcm_16000",
+            meta?.user_input_audio_format ?? "pcm_16000",
           );
           if (out === null || input === null) {
             link.fail(
               "agent audio format is not PCM",
               "unsupported audio format",
-              {
-                code: "tts_failed",
-              },
+              { code: "tts_failed" },
             );
             return;
           }
@@ -136,15 +171,10 @@ export function createVendorCEngine(
           return;
         }
         case "audio": {
-          const a = obj(ev.audio_event);
-          const eventId = typeof a.event_id === "number" ? a.event_id : 0;
-          if (dropAudio || eventId <= lastInterruption) return;
-          let pcm: Int16Array;
-          try {
-            pcm = base64ToPcm(str(a.audio_base_64));
-          } catch {
-            return;
-          }
+          const a = ev.audio_event;
+          if (dropAudio || (a.event_id ?? 0) <= lastInterruption) return;
+          const pcm = link.base64Audio(a.audio_base_64);
+          if (!pcm) return;
           beginResponse();
           events.onAgentAudio(pcm, link.agentRate);
           return;
@@ -152,7 +182,7 @@ export function createVendorCEngine(
         case "agent_response": {
           // The agent's text usually comes before its audio: it opens the response.
           dropAudio = false;
-          const t = str(obj(ev.agent_response_event).agent_response);
+          const t = ev.agent_response_event.agent_response;
           if (!t) return;
           beginResponse();
           events.onTranscript({ role: "agent", text: t, final: true });
@@ -161,12 +191,12 @@ export function createVendorCEngine(
         case "user_transcript": {
           endResponse();
           dropAudio = false;
-          const t = str(obj(ev.user_transcription_event).user_transcript);
+          const t = ev.user_transcription_event.user_transcript;
           if (t) events.onTranscript({ role: "user", text: t, final: true });
           return;
         }
         case "interruption": {
-          const id = obj(ev.interruption_event).event_id;
+          const id = ev.interruption_event?.event_id;
           if (typeof id === "number") {
             lastInterruption = Math.max(lastInterruption, id);
           }
@@ -176,17 +206,14 @@ export function createVendorCEngine(
           return;
         }
         case "ping":
-          link.send({
-            type: "pong",
-            event_id: obj(ev.ping_event).event_id,
-          });
+          link.send({ type: "pong", event_id: ev.ping_event.event_id });
           return;
-        case "error": {
-          const e = obj(ev.error_event ?? ev.error);
-          link.turnError(errorText(str(e.message) || str(ev.message)));
-          return;
-        }
-        default:
+        case "error":
+          link.turnError(
+            errorText(
+              ev.error_event?.message || ev.error?.message || ev.message,
+            ),
+          );
           return;
       }
     };
@@ -195,7 +222,17 @@ export function createVendorCEngine(
       url,
       headers,
       hello: { type: "conversation_initiation_client_data" },
-      onEvent,
+      messages: VENDOR_C_MESSAGES,
+      onMessage,
+      onMalformed: (type) => {
+        if (type === "conversation_initiation_metadata" && !link.ready) {
+          link.fail(
+            "agent audio format is not PCM",
+            "unsupported audio format",
+            { code: "tts_failed" },
+          );
+        }
+      },
       sendAudio: (pcm) => {
         for (let i = 0; i < pcm.length; i += CHUNK_SAMPLES) {
           link.send({
@@ -215,7 +252,6 @@ export function createVendorCEngine(
         endResponse();
         link.send({ type: "user_activity" });
       },
-      dispose: () => clearTimeout(idleTimer),
     });
   };
 }

@@ -8,6 +8,12 @@
  * measured, DECISIONS 9) while 1 KiB frames do not, so binary payloads are split into
  * frames of at most `maxFrameBytes` (1 KiB by default).
  *
+ * Incoming frames over `maxMessageBytes` are refused before they reach `onMessage` (Deno's
+ * client has no max-payload option: the frame was received, but nothing decodes it).
+ * Every handler the socket calls is contained: a throw from `onMessage`, `onOversized`
+ * or `onClose` goes to `onFault` and closes this socket, and never reaches the event
+ * loop (where it would end the process).
+ *
  * Errors never carry the URL (a signed URL holds a token in its query) or any header.
  */
 import {
@@ -16,6 +22,7 @@ import {
   systemResolver,
   TargetRefusedError,
 } from "../net_guard.ts";
+import { MAX_ENGINE_FRAME_BYTES } from "./frames.ts";
 import { EngineStartError } from "./port.ts";
 
 /**
@@ -51,10 +58,22 @@ export interface WsConnectOptions {
   connectTimeoutMs: number;
   signal?: AbortSignal;
   maxFrameBytes?: number;
+  /**
+   * Incoming frames larger than this (text: characters, binary: bytes) go to
+   * `onOversized` instead of `onMessage`; `MAX_ENGINE_FRAME_BYTES` by default.
+   */
+  maxMessageBytes?: number;
   /** Text frames arrive as strings, binary frames as bytes. */
   onMessage(data: string | Uint8Array): void;
+  /** A frame over `maxMessageBytes`, refused undecoded; dropped silently when absent. */
+  onOversized?(kind: "text" | "binary"): void;
   /** Called once when the socket closes after it was open. */
   onClose(info: WsCloseInfo): void;
+  /**
+   * A handler above threw (`err` is never logged by this module). The socket is closed
+   * after it returns; a throw from here is dropped.
+   */
+  onFault?(err: unknown): void;
 }
 
 export interface WsClient {
@@ -173,14 +192,30 @@ export async function connectWs(
     );
   }
   ws.binaryType = "arraybuffer";
+  const maxMessage = options.maxMessageBytes ?? MAX_ENGINE_FRAME_BYTES;
+  let closedByUs = false;
+  const fault = (err: unknown) => {
+    try {
+      options.onFault?.(err);
+    } catch {
+      // The fault handler failed too: closing the socket below is all that is left.
+    }
+    drop(1000, "client fault");
+  };
   ws.onmessage = (e: MessageEvent) => {
-    if (typeof e.data === "string") options.onMessage(e.data);
-    else if (e.data instanceof ArrayBuffer) {
-      options.onMessage(new Uint8Array(e.data));
+    try {
+      if (typeof e.data === "string") {
+        if (e.data.length > maxMessage) options.onOversized?.("text");
+        else options.onMessage(e.data);
+      } else if (e.data instanceof ArrayBuffer) {
+        if (e.data.byteLength > maxMessage) options.onOversized?.("binary");
+        else options.onMessage(new Uint8Array(e.data));
+      }
+    } catch (err) {
+      fault(err);
     }
   };
 
-  let closedByUs = false;
   let openSeen = false;
   let closeResolve!: () => void;
   const closedPromise = new Promise<void>((r) => closeResolve = r);
@@ -230,18 +265,26 @@ export async function connectWs(
         return;
       }
       closeResolve();
-      options.onClose({ code: e.code, reason: e.reason, byPeer: !closedByUs });
+      try {
+        options.onClose({
+          code: e.code,
+          reason: e.reason,
+          byPeer: !closedByUs,
+        });
+      } catch (err) {
+        fault(err);
+      }
     };
   });
 
   const isOpen = () => ws.readyState === WebSocket.OPEN;
-  const drop = (code = 1000, reason = "") => {
+  function drop(code = 1000, reason = "") {
     if (ws.readyState === WebSocket.CLOSED) return;
     closedByUs = true;
     // A client may only send 1000 or an application code (3000–4999).
     const safe = code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000;
     if (ws.readyState !== WebSocket.CLOSING) ws.close(safe, reason);
-  };
+  }
   const waitClosed = async (timeoutMs: number): Promise<boolean> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const closed = await Promise.race([

@@ -1,10 +1,18 @@
 /**
  * A real HTTPS fake of the `vendor_c` signed-URL API on loopback (test certificate; the
  * test task trusts its CA through DENO_CERT). Records each request's URL and key header.
+ * Modes: `ok` (a URL on `host`), `error` (401), `garbage` (not wss), `foreign` (wss on
+ * another host), `huge` (a 1 MiB answer), `hold` (no answer until `release()`).
  */
 const FIXTURES = new URL("../../fixtures/tls/", import.meta.url);
 
-export type VendorCMode = "ok" | "error" | "garbage" | "hold";
+export type VendorCMode =
+  | "ok"
+  | "error"
+  | "garbage"
+  | "foreign"
+  | "huge"
+  | "hold";
 
 export interface VendorCApi {
   /** `https://localhost:PORT`, for `VENDOR_C_API_URL`. */
@@ -19,13 +27,22 @@ export interface VendorCApi {
   close(): Promise<void>;
 }
 
-/** The signed URL the fake mints for `agentId`. */
-export function fakeSignedUrl(agentId: string): string {
-  return `wss://localhost/v1/convai/conversation?agent_id=${agentId}&token=signed-${agentId}`;
+/** The conversation host of the default `VENDOR_C_URL` (lib/config.ts). */
+export const DEFAULT_VENDOR_C_HOST = "api.vendor-c.example";
+
+/** The signed URL the fake mints for `agentId`, on `host` (the configured endpoint's). */
+export function fakeSignedUrl(
+  agentId: string,
+  host = DEFAULT_VENDOR_C_HOST,
+): string {
+  return `wss://${host}/v1/convai/conversation?agent_id=${agentId}&token=signed-${agentId}`;
 }
 
 /** Starts the fake on 127.0.0.1, port chosen by the system. */
-export function startVendorCApi(mode: VendorCMode = "ok"): VendorCApi {
+export function startVendorCApi(
+  mode: VendorCMode = "ok",
+  host = DEFAULT_VENDOR_C_HOST,
+): VendorCApi {
   let waiters: (() => void)[] = [];
   let held: (() => void)[] = [];
   const api: VendorCApi = {
@@ -65,8 +82,19 @@ export function startVendorCApi(mode: VendorCMode = "ok"): VendorCApi {
     if (api.mode === "garbage") {
       return Response.json({ signed_url: "https://elsewhere.example/x" });
     }
+    if (api.mode === "foreign") {
+      return Response.json({
+        signed_url: fakeSignedUrl("x", "elsewhere.example"),
+      });
+    }
+    if (api.mode === "huge") {
+      return Response.json({
+        signed_url: fakeSignedUrl(url.searchParams.get("agent_id") ?? ""),
+        padding: "x".repeat(1024 * 1024),
+      });
+    }
     return Response.json({
-      signed_url: fakeSignedUrl(url.searchParams.get("agent_id") ?? ""),
+      signed_url: fakeSignedUrl(url.searchParams.get("agent_id") ?? "", host),
     });
   });
   api.origin = `https://localhost:${server.addr.port}`;

@@ -45,7 +45,7 @@ Deno.test("parseUrl() names the field, never the URL, when it cannot parse", () 
 Deno.test("errorText() cuts to 500 characters and falls back on no text", () => {
   assert.equal(errorText("x".repeat(600)).length, 500);
   assert.equal(errorText(""), "provider error");
-  assert.equal(errorText(42, "engine error"), "engine error");
+  assert.equal(errorText(undefined, "engine error"), "engine error");
   assert.equal(errorText("boom"), "boom");
 });
 

@@ -77,6 +77,58 @@ Deno.test("preflightProvider() mints the vendor_c signed URL with the key in a h
   }
 });
 
+Deno.test("preflightProvider() refuses a signed URL off VENDOR_C_URL without naming either host", async (t) => {
+  const host = "convai.private-deploy.example";
+  const api = startVendorCApi("foreign", host);
+  const app = await testApp({
+    VENDOR_C_API_URL: api.origin,
+    VENDOR_C_URL: `wss://${host}/v1/convai/conversation`,
+  });
+  const deps = app.app.deps;
+  const refused = (e: unknown) => {
+    rejectsWith("AVTR_PROVIDER_DOWNSTREAM_FAILED")(e);
+    const err = e as ApiError;
+    assert.doesNotMatch(err.message, /private-deploy|elsewhere/);
+    return true;
+  };
+  try {
+    await t.step("wss on another host → 502", async () => {
+      await assert.rejects(
+        preflightProvider(deps, CREDS, new AbortController().signal),
+        refused,
+      );
+    });
+    await t.step("an answer over 16 KiB → 502", async () => {
+      api.mode = "huge";
+      await assert.rejects(
+        preflightProvider(deps, CREDS, new AbortController().signal),
+        refused,
+      );
+    });
+    await t.step("a URL on the configured endpoint is used", async () => {
+      api.mode = "ok";
+      const out = await preflightProvider(
+        deps,
+        CREDS,
+        new AbortController().signal,
+      );
+      assert.equal(
+        out.type === "vendor_c" && out.signed_url,
+        fakeSignedUrl("agent 7&x", host),
+      );
+    });
+    await t.step("no log line names either host", () => {
+      assert.ok(app.log.lines.length > 0);
+      for (const line of app.log.lines) {
+        assert.doesNotMatch(line, /private-deploy|elsewhere/);
+      }
+    });
+  } finally {
+    await app.close();
+    await api.close();
+  }
+});
+
 Deno.test("preflightProvider() answers 503 when the provider is unreachable", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
