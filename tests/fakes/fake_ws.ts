@@ -50,6 +50,8 @@ export interface FakePeer {
   binary: Uint8Array[];
   closed: boolean;
   send(data: Json | Uint8Array): void;
+  /** Sends `data` as is: a text frame (any text, JSON or not) or a binary frame. */
+  sendRaw(data: string | Uint8Array): void;
   close(code?: number, reason?: string): void;
 }
 
@@ -96,6 +98,9 @@ export function startFakeWs(path: string, hooks: FakeHooks): FakeWs {
         socket.send(
           data instanceof Uint8Array ? data : JSON.stringify(data),
         );
+      },
+      sendRaw(data) {
+        if (socket.readyState === WebSocket.OPEN) socket.send(data);
       },
       close(code = 1000, reason = "") {
         if (socket.readyState === WebSocket.OPEN) socket.close(code, reason);

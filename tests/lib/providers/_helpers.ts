@@ -8,13 +8,17 @@ import type {
   EngineEvents,
   EngineFactory,
   ProviderCredentials,
+  ProviderType,
 } from "../../../lib/providers/port.ts";
+import { engineFactoryFor } from "../../../lib/providers/registry.ts";
 import {
+  providerDeps,
   type RecordedEvents,
   recordEvents,
   tone,
   type Waiter,
 } from "../../fakes/fake_ws.ts";
+import { startProviderKit } from "../../fakes/providers.ts";
 
 /** Starts `factory` for `credentials`; by default recording nothing, never aborted. */
 export function startEngine(
@@ -69,4 +73,51 @@ export async function expectTurnError(
     message: error.message,
   }]);
   assert.equal(events.closes.length, 0);
+}
+
+/** A ready connection to the fake of `type`, on a clock the test drives. */
+export async function readyEngine(
+  type: ProviderType,
+  opts: { events?: RecordedEvents } = {},
+) {
+  const kit = startProviderKit(type);
+  let t = 1_000_000;
+  const clock = { now: () => t, advance: (ms: number) => t += ms };
+  const deps = providerDeps({ endpoints: kit.endpoints, now: clock.now });
+  const events = opts.events ?? recordEvents();
+  const conn = await startEngine(
+    engineFactoryFor(deps, type),
+    kit.credentials,
+    {
+      events,
+      sessionId: `session:${type}`,
+    },
+  );
+  await events.waiter.until(() => events.ready.length > 0, "ready");
+  const peer = await kit.fake.peer();
+  let n = 0;
+  /** Sends the marker and waits for its transcript: every earlier frame was handled. */
+  const sync = async () => {
+    const text = `marker-${++n}`;
+    peer.send(kit.marker(text));
+    await events.waiter.until(
+      () => events.transcripts.some((x) => x.text === text),
+      text,
+    );
+  };
+  const invalid = () => conn.invalidFrames?.() ?? -1;
+  return {
+    kit,
+    deps,
+    clock,
+    events,
+    conn,
+    peer,
+    sync,
+    invalid,
+    async close() {
+      conn.close();
+      await kit.fake.close();
+    },
+  };
 }
