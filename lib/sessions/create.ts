@@ -108,7 +108,8 @@ export function resolveAvatar(
  * Refuses what the body's shape cannot tell but the deployment's config can: a
  * `vendor_c.signed_url` off the configured conversation endpoint (scheme, host, port,
  * path of `VENDOR_C_URL`) → 400 `AVTR_PROVIDER_MISCONFIGURED` with its `param`. The
- * adapter checks the same again at connect. The URL is never echoed (it holds a token).
+ * adapter checks the same again at connect. Neither the URL (it holds a token) nor the
+ * configured endpoint is echoed.
  */
 export function checkProviderTargets(
   deps: AppDeps,
@@ -121,10 +122,10 @@ export function checkProviderTargets(
     vendorCUrl(endpoint, { agent_id: "", signed_url: signedUrl });
   } catch (err) {
     if (!(err instanceof EngineStartError)) throw err;
-    const { host, pathname } = new URL(endpoint);
+    // The configured endpoint is deployment detail: the message does not name it.
     throw new ApiError(
       "AVTR_PROVIDER_MISCONFIGURED",
-      `provider_config.vendor_c.signed_url must be a wss:// URL on ${host}${pathname}`,
+      "provider_config.vendor_c.signed_url must be a wss:// URL on the provider's conversation endpoint",
       { param: "provider_config.vendor_c.signed_url" },
     );
   }

@@ -506,6 +506,7 @@ Deno.test("POST /v1/sessions checks a vendor_c signed_url against VENDOR_C_URL's
         "provider_config.vendor_c.signed_url",
       );
       assert.doesNotMatch(JSON.stringify(b), new RegExp(token));
+      assert.doesNotMatch(JSON.stringify(b), /convai\.internal|vendor-c/);
       assert.equal(app.app.deps.vault.size, 0);
       assert.equal(app.app.deps.renderSlots.inUse, 0);
     });
