@@ -7,10 +7,10 @@ import { z } from "zod";
 import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
 import {
   engineId,
-  errorMessage,
+  errorMessageWithFatal,
   MessageSet,
   sampleRate,
-  transcriptText,
+  transcriptMessage,
 } from "./frames.ts";
 import {
   type EngineFactory,
@@ -33,15 +33,8 @@ export const ECEP_MESSAGES = new MessageSet({
   }),
   "response.start": z.object({ response_id: engineId() }),
   "response.end": z.object({ response_id: engineId() }),
-  "transcript": z.object({
-    role: z.enum(["user", "agent"]),
-    text: transcriptText(),
-    final: z.boolean().default(true),
-  }),
-  "error": z.object({
-    message: errorMessage().optional(),
-    fatal: z.boolean().default(false),
-  }),
+  "transcript": transcriptMessage(),
+  "error": errorMessageWithFatal(),
 }, "invalid");
 
 /** Upgrade headers from `auth_headers`; a name or value HTTP refuses is a misconfiguration. */

@@ -38,6 +38,21 @@ export const errorMessage = () => z.string().max(MAX_ERROR_MESSAGE_LENGTH);
 /** A sample rate an engine announces. */
 export const sampleRate = () => z.int().min(8000).max(96_000);
 
+/** `{role, text, final}`: a transcript message of ECEP and of vendor_b. */
+export const transcriptMessage = () =>
+  z.object({
+    role: z.enum(["user", "agent"]),
+    text: transcriptText(),
+    final: z.boolean().default(true),
+  });
+
+/** `{message?, fatal}`: an error message of ECEP and of vendor_b. */
+export const errorMessageWithFatal = () =>
+  z.object({
+    message: errorMessage().optional(),
+    fatal: z.boolean().default(false),
+  });
+
 /** A message of a `MessageSet`: its `type` and its schema's output. */
 export type MessageOf<S extends Record<string, z.ZodType>> = {
   [K in keyof S & string]: { type: K } & z.output<S[K]>;

@@ -12,11 +12,11 @@ import { z } from "zod";
 import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
 import {
   engineId,
-  errorMessage,
+  errorMessageWithFatal,
   type Message,
   MessageSet,
   sampleRate,
-  transcriptText,
+  transcriptMessage,
 } from "./frames.ts";
 import type { EngineFactory, ProviderDeps } from "./port.ts";
 import { pcmToBytes } from "./resample.ts";
@@ -33,15 +33,8 @@ export const VENDOR_B_MESSAGES = new MessageSet({
   "response.start": z.object({ id: engineId() }),
   "audio": z.object({ audio: z.string() }),
   "response.end": z.object({ id: engineId() }),
-  "transcript": z.object({
-    role: z.enum(["user", "agent"]),
-    text: transcriptText(),
-    final: z.boolean().default(true),
-  }),
-  "error": z.object({
-    message: errorMessage().optional(),
-    fatal: z.boolean().default(false),
-  }),
+  "transcript": transcriptMessage(),
+  "error": errorMessageWithFatal(),
 }, "ignore");
 
 /** The vendor_b engine factory. */
