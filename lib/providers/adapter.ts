@@ -11,6 +11,7 @@
 import type { z } from "zod";
 import {
   base64Pcm,
+  ByteBudget,
   InvalidFrameCounter,
   type InvalidReason,
   type MessageOf,
@@ -120,6 +121,7 @@ export class EngineLink {
   #client: WsClient | null = null;
   readonly #audio: UserAudioGate;
   readonly #invalid: InvalidFrameCounter;
+  readonly #bytes: ByteBudget;
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   #faulted = false;
 
@@ -139,6 +141,7 @@ export class EngineLink {
     this.#resampler = new StreamResampler(userRate);
     const now = deps.now ?? Date.now;
     this.#invalid = new InvalidFrameCounter(now);
+    this.#bytes = new ByteBudget(now);
     this.#audio = new UserAudioGate(
       now,
       (reason) => this.#warn("user audio dropped", { reason }),
@@ -279,6 +282,9 @@ export class EngineLink {
     data: string | Uint8Array,
   ): void {
     if (this.#tracker.done) return;
+    if (!this.#bytes.take(data.length)) {
+      return this.invalid("over the byte rate");
+    }
     if (typeof data !== "string") {
       if (!wire.onAudio) return this.invalid("unexpected binary frame");
       if (data.length % 2 !== 0) return this.invalid("odd-length audio");

@@ -19,6 +19,15 @@ export const MAX_ENGINE_FRAME_BYTES = 256 * 1024;
 export const INVALID_FRAME_LIMIT = 50;
 /** …within any window of this many milliseconds. */
 export const INVALID_FRAME_WINDOW_MS = 10_000;
+/**
+ * Bytes of engine frames decoded per session per second, sustained (a token bucket of
+ * `ENGINE_BURST_BYTES`): far above any real engine (24 kHz audio is 48 KB/s; base64 in
+ * JSON 64 KB/s), so it only bounds the parsing one engine can make the process do.
+ * Frames over it are refused undecoded and count as invalid.
+ */
+export const ENGINE_BYTES_PER_SECOND = 8 * 1024 * 1024;
+/** The byte budget's burst: a whole long response sent at once fits. */
+export const ENGINE_BURST_BYTES = 32 * 1024 * 1024;
 /** At most one "invalid frame" log line per session per this many milliseconds. */
 export const INVALID_FRAME_LOG_INTERVAL_MS = 10_000;
 
@@ -72,7 +81,8 @@ export type InvalidReason =
   | "malformed message"
   | "unexpected binary frame"
   | "odd-length audio"
-  | "bad base64 audio";
+  | "bad base64 audio"
+  | "over the byte rate";
 
 export type Decoded<M> =
   | { ok: true; msg: M }
@@ -174,5 +184,30 @@ export class InvalidFrameCounter {
       this.#lastLog = t;
     } else this.#unlogged++;
     return { flood, log };
+  }
+}
+
+/**
+ * A session's frame byte budget: `ENGINE_BURST_BYTES`, refilled at
+ * `ENGINE_BYTES_PER_SECOND`; `take(n)` is false (nothing taken) when `n` exceeds it.
+ */
+export class ByteBudget {
+  #left = ENGINE_BURST_BYTES;
+  #at: number;
+
+  constructor(private readonly now: () => number) {
+    this.#at = now();
+  }
+
+  take(bytes: number): boolean {
+    const t = this.now();
+    this.#left = Math.min(
+      ENGINE_BURST_BYTES,
+      this.#left + Math.max(0, t - this.#at) * ENGINE_BYTES_PER_SECOND / 1000,
+    );
+    this.#at = t;
+    if (bytes > this.#left) return false;
+    this.#left -= bytes;
+    return true;
   }
 }

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  ENGINE_BURST_BYTES,
   INVALID_FRAME_LIMIT,
   INVALID_FRAME_WINDOW_MS,
   MAX_ENGINE_FRAME_BYTES,
@@ -163,6 +164,27 @@ Deno.test("external_engine: an odd-length audio frame is dropped whole; the stre
     assert.equal(e.invalid(), 1);
     // Exactly the one whole sample of the even frame: no byte carried over.
     assert.deepEqual(e.events.audio.map((a) => a.samples), [1]);
+  } finally {
+    await e.close();
+  }
+});
+
+Deno.test("external_engine: frames past the byte budget are refused undecoded and counted", async () => {
+  const e = await readyEngine("external_engine");
+  try {
+    e.peer.send({ type: "response.start", response_id: "r" });
+    const frame = new Uint8Array(MAX_ENGINE_FRAME_BYTES);
+    const fit = ENGINE_BURST_BYTES / MAX_ENGINE_FRAME_BYTES; // the clock stands still
+    for (let i = 0; i < fit + 2; i++) e.peer.sendRaw(frame);
+    await e.sync();
+    // The text frames before took a few bytes of the burst: one frame less fits.
+    assert.equal(e.events.audio.length, fit - 1);
+    assert.equal(e.invalid(), 3);
+    // Time refills it.
+    e.clock.advance(1000);
+    e.peer.sendRaw(frame);
+    await e.sync();
+    assert.equal(e.events.audio.length, fit);
   } finally {
     await e.close();
   }

@@ -2,6 +2,9 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import {
   base64Pcm,
+  ByteBudget,
+  ENGINE_BURST_BYTES,
+  ENGINE_BYTES_PER_SECOND,
   engineId,
   INVALID_FRAME_LIMIT,
   INVALID_FRAME_LOG_INTERVAL_MS,
@@ -98,4 +101,17 @@ Deno.test("InvalidFrameCounter floods past the limit within the window and logs 
   assert.equal(c.record().flood, true);
   assert.equal(c.total, 2 * INVALID_FRAME_LIMIT + 1);
   assert.ok(INVALID_FRAME_LOG_INTERVAL_MS <= INVALID_FRAME_WINDOW_MS);
+});
+
+Deno.test("ByteBudget allows a burst, then the sustained rate", () => {
+  let t = 0;
+  const b = new ByteBudget(() => t);
+  assert.equal(b.take(ENGINE_BURST_BYTES), true);
+  assert.equal(b.take(1), false);
+  t += 500;
+  assert.equal(b.take(ENGINE_BYTES_PER_SECOND / 2), true);
+  assert.equal(b.take(1), false);
+  t += 3_600_000;
+  assert.equal(b.take(ENGINE_BURST_BYTES + 1), false);
+  assert.equal(b.take(ENGINE_BURST_BYTES), true);
 });
