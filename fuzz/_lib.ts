@@ -147,7 +147,7 @@ export interface ServiceUnderTest {
   alive(): boolean;
   /** The child's process id while it runs. */
   pid(): number | null;
-  /** Restarts the child if it died (counting the death); resolves when it listens. */
+  /** Restarts the child if it died (counted as a death) or stopped answering; resolves when it listens. */
   ensureAlive(): Promise<void>;
   /** `GET /healthz` answers 200 within `ms`. */
   healthy(ms?: number): Promise<boolean>;
@@ -167,6 +167,7 @@ export async function startService(
   let running = false;
   let port = 0;
   let stopping = false;
+  let killedByUs = false;
   const svc: ServiceUnderTest = {
     base: "",
     wsBase: "",
@@ -175,7 +176,22 @@ export async function startService(
     alive: () => running,
     pid: () => running && child ? child.pid : null,
     async ensureAlive() {
-      if (!running) await spawn();
+      // A dying child may still count as running for a moment; ask it, not the flag.
+      if (running && await svc.healthy(3000)) return;
+      if (running && child) {
+        const proc = child;
+        const exited = await Promise.race([
+          proc.status.then(() => true),
+          new Promise<boolean>((r) => setTimeout(() => r(false), 2000)),
+        ]);
+        if (!exited) {
+          // Alive but not answering: a hang (the fuzzer counts it), not a death.
+          killedByUs = true;
+          proc.kill("SIGKILL");
+          await proc.status;
+        }
+      }
+      await spawn();
     },
     async healthy(ms = 5000) {
       try {
@@ -236,7 +252,8 @@ export async function startService(
     svc.wsBase = `ws://127.0.0.1:${port}`;
     proc.status.then(() => {
       running = false;
-      if (!stopping) svc.deaths++;
+      if (!stopping && !killedByUs) svc.deaths++;
+      killedByUs = false;
     });
   };
   await spawn();
