@@ -63,18 +63,26 @@ function expandV6(ip: string): number[] | null {
     addr = addr.slice(0, -v4[1].length) + "0:0";
   }
   const [head, rest] = addr.split("::");
+  if (addr.split("::").length > 2) return null;
   const parse = (s: string) =>
-    s ? s.split(":").map((h) => parseInt(h, 16)) : [];
+    s
+      ? s.split(":").map((h) =>
+        /^[0-9a-f]{1,4}$/.test(h) ? parseInt(h, 16) : NaN
+      )
+      : [];
   const h = parse(head);
   const r = rest !== undefined ? parse(rest) : [];
-  if ([...h, ...r].some((x) => Number.isNaN(x) || x < 0 || x > 0xffff)) {
-    return null;
-  }
+  if ([...h, ...r].some((x) => Number.isNaN(x))) return null;
   const fill = rest !== undefined ? 8 - h.length - r.length : 0;
   const groups = [...h, ...Array(Math.max(0, fill)).fill(0), ...r];
   if (groups.length !== 8) return null;
   if (tail.length) groups.splice(6, 2, ...tail);
   return groups;
+}
+
+/** The IPv4 address in the last 32 bits of `g`. */
+function embeddedV4(g: number[]): string {
+  return `${g[6] >> 8}.${g[6] & 255}.${g[7] >> 8}.${g[7] & 255}`;
 }
 
 function isPrivateV6(ip: string): boolean {
@@ -84,16 +92,23 @@ function isPrivateV6(ip: string): boolean {
   if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return true; // ::1
   // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible: judge the embedded IPv4.
   if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) {
-    const v4 = `${g[6] >> 8}.${g[6] & 255}.${g[7] >> 8}.${g[7] & 255}`;
-    return isPrivateV4(v4);
+    return isPrivateV4(embeddedV4(g));
   }
+  // SIIT ::ffff:0:0/96 (RFC 7915) translates to the embedded IPv4 address.
+  if (g.slice(0, 4).every((x) => x === 0) && g[4] === 0xffff && g[5] === 0) {
+    return true;
+  }
+  if (g[0] === 0x0100 && g.slice(1, 4).every((x) => x === 0)) return true; // 100::/64 discard
+  if (g[0] === 0x2001 && g[1] === 0) return true; // Teredo 2001::/32 tunnels to IPv4
   if ((g[0] & 0xfe00) === 0xfc00) return true; // fc00::/7 unique local
   if ((g[0] & 0xffc0) === 0xfec0) return true; // fec0::/10 site-local (deprecated)
   if (g[0] === 0x2002) return true; // 6to4 embeds an IPv4 address
   if ((g[0] & 0xffc0) === 0xfe80) return true; // fe80::/10 link-local
   if ((g[0] & 0xff00) === 0xff00) return true; // multicast
   if (g[0] === 0x2001 && g[1] === 0x0db8) return true; // documentation
-  if (g[0] === 0x0064 && g[1] === 0xff9b) return true; // NAT64 can reach private v4
+  // NAT64, well-known 64:ff9b::/96 and local-use 64:ff9b:1::/48 (RFC 8215): the
+  // translator reaches whatever IPv4 address is embedded, private ones included.
+  if (g[0] === 0x0064 && g[1] === 0xff9b) return true;
   return false;
 }
 

@@ -113,3 +113,48 @@ Deno.test("assertPublicTarget() checks scheme, credentials and every resolved ad
     clearTimeout(timer);
   });
 });
+
+Deno.test("isPrivateAddress() refuses the IPv6 ranges that translate or tunnel to IPv4, and discard", async (t) => {
+  const refused: [string, string][] = [
+    ["::ffff:0:7f00:1", "SIIT ::ffff:0:0/96 (127.0.0.1)"],
+    ["::ffff:0:808:808", "SIIT ::ffff:0:0/96 (even a public IPv4)"],
+    ["::ffff:0:10.0.0.1", "SIIT, dotted tail"],
+    ["2001::1", "Teredo 2001::/32"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo with a server and client"],
+    ["100::1", "discard 100::/64"],
+    ["100::ffff:ffff:ffff:ffff", "discard, top of the /64"],
+    ["64:ff9b::7f00:1", "NAT64 to loopback"],
+    ["64:ff9b::192.168.0.1", "NAT64, dotted tail"],
+    ["64:ff9b:1::a00:1", "local-use NAT64 64:ff9b:1::/48"],
+    ["2002:c0a8:101::1", "6to4 of 192.168.1.1"],
+    ["1::2::3", "two :: (malformed)"],
+    ["12g::1", "a group that is not hex"],
+  ];
+  for (const [ip, what] of refused) {
+    await t.step(
+      `${ip} (${what}) is refused`,
+      () => assert.equal(isPrivateAddress(ip), true),
+    );
+  }
+  for (const ip of ["2001:4860::8888", "101::1", "100:0:0:1::1"]) {
+    await t.step(
+      `${ip} is public`,
+      () => assert.equal(isPrivateAddress(ip), false),
+    );
+  }
+  await t.step(
+    "and assertPublicTarget() refuses a name resolving there",
+    async () => {
+      for (const ip of ["::ffff:0:a00:1", "2001::1", "100::1"]) {
+        await assert.rejects(
+          assertPublicTarget("wss://engine.example.com/v1", {
+            allowPrivate: false,
+            schemes: ["wss:"],
+            resolver: () => Promise.resolve([ip]),
+          }),
+          TargetRefusedError,
+        );
+      }
+    },
+  );
+});
