@@ -6,7 +6,11 @@ import {
   loadConfig,
 } from "./lib/config.ts";
 import { bundleMissing } from "./lib/console/bundle.ts";
-import { bufferedStdoutSink, createLogger } from "./lib/log.ts";
+import {
+  bufferedStdoutSink,
+  createLogger,
+  installLastResortHandlers,
+} from "./lib/log.ts";
 import { announceInstance } from "./lib/media/presence.ts";
 
 let config;
@@ -25,17 +29,11 @@ if (missing) {
   Deno.exit(1);
 }
 const sink = bufferedStdoutSink();
-// Last resort: a stray rejection is logged, never allowed to end every live session.
-globalThis.addEventListener("unhandledrejection", (ev) => {
-  ev.preventDefault();
-  const reason = ev.reason instanceof Error
-    ? ev.reason.message
-    : String(ev.reason);
-  console.error(
-    JSON.stringify({ level: "error", msg: "unhandled rejection", reason }),
-  );
-});
-const app = await createApp({ config, log: createLogger(sink) });
+const log = createLogger(sink);
+// Last resort: a stray rejection or throw is logged (redacted), never allowed to end
+// every live session.
+installLastResortHandlers(log);
+const app = await createApp({ config, log });
 const server = Deno.serve({
   port: config.port,
   onListen: ({ hostname, port }) => {

@@ -195,3 +195,60 @@ export function bufferedStdoutSink(
   };
   return Object.assign(sink, { flush });
 }
+
+/**
+ * A thrown or rejected value as log fields, touching nothing the value itself defines
+ * beyond an `Error`'s own name, message and stack (read inside a guard): never `String()`
+ * of an object, which runs its `toString` and may throw or leak.
+ */
+export function describeThrown(value: unknown): LogRecord {
+  try {
+    if (value instanceof Error) {
+      return {
+        name: typeof value.name === "string" ? value.name : "Error",
+        message: typeof value.message === "string" ? value.message : "",
+        stack: typeof value.stack === "string" ? value.stack : undefined,
+      };
+    }
+  } catch {
+    // A hostile getter: fall through to the type alone.
+  }
+  if (typeof value === "string") return { message: value };
+  if (
+    typeof value === "number" || typeof value === "boolean" || value === null ||
+    value === undefined
+  ) {
+    return { value: value === undefined ? "undefined" : value };
+  }
+  return { type: typeof value };
+}
+
+/**
+ * The process's last resort (main.ts): an unhandled rejection or an uncaught exception
+ * (an event handler's throw included) is written through `log`, redacted like every
+ * other line, and `preventDefault()` keeps the process, and every other tenant's live
+ * session, running. Returns a function that removes both listeners.
+ */
+export function installLastResortHandlers(
+  log: Logger,
+  target: EventTarget = globalThis,
+): () => void {
+  const onRejection = (ev: Event) => {
+    ev.preventDefault();
+    log.error("unhandled rejection", {
+      reason: describeThrown((ev as PromiseRejectionEvent).reason),
+    });
+  };
+  const onError = (ev: Event) => {
+    ev.preventDefault();
+    log.error("uncaught exception", {
+      error: describeThrown((ev as ErrorEvent).error),
+    });
+  };
+  target.addEventListener("unhandledrejection", onRejection);
+  target.addEventListener("error", onError);
+  return () => {
+    target.removeEventListener("unhandledrejection", onRejection);
+    target.removeEventListener("error", onError);
+  };
+}

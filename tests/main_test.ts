@@ -1,7 +1,8 @@
 /**
  * `main.ts` as its own process: it refuses to start without the console bundle (one
  * line on stderr, exit 1) and starts once `deno task build` made it, as on Deno Deploy;
- * its banner says where `doc_url` points (DECISIONS 3).
+ * its banner says where `doc_url` points (DECISIONS 3); a stray rejection or throw is
+ * logged redacted and the process lives on.
  */
 import assert from "node:assert/strict";
 import { ensureIslandsBuilt } from "../lib/console/bundle.ts";
@@ -190,4 +191,53 @@ Deno.test("the start banner says where doc_url points, and an https PUBLIC_URL m
       }
     },
   );
+});
+
+Deno.test("main.ts logs an unhandled rejection and an uncaught throw through the redacting logger, and lives on", async () => {
+  const secret =
+    "avk_01JLEAKLEAKLEAKLEAKLEAKLEA_leakedsecretvalue0123456789abcdefgh";
+  const dir = await Deno.makeTempDir();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "tests/fixtures/last_resort_child.ts"],
+    cwd: new URL("../", import.meta.url),
+    env: {
+      PORT: "0",
+      KV_PATH: `${dir}/kv.sqlite`,
+      ADMIN_API_KEY: TEST_ADMIN_KEY,
+      TOKEN_SECRET: TEST_TOKEN_SECRET,
+      LEAK_SECRET: secret,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  const deadline = Date.now() + 20_000;
+  try {
+    while (!out.includes("still alive") && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += value;
+    }
+    assert.ok(out.includes("still alive"), `the process died:\n${out}`);
+  } finally {
+    child.kill("SIGTERM");
+    await reader.cancel();
+    const { stderr } = await child.output().catch(() => ({ stderr: null }));
+    await Deno.remove(dir, { recursive: true });
+    const err = stderr ? new TextDecoder().decode(stderr) : "";
+    assert.equal(err.includes(secret.slice(4)), false, "stderr leaked");
+  }
+  assert.equal(out.includes(secret.slice(4)), false, out);
+  const records = out.split("\n").filter((l) => l.startsWith("{")).map((l) =>
+    JSON.parse(l)
+  );
+  const rejection = records.find((r) => r.msg === "unhandled rejection");
+  assert.ok(rejection, out);
+  assert.equal(rejection.level, "error");
+  assert.match(rejection.reason.message, /Bearer \[redacted\]/);
+  const thrown = records.filter((r) => r.msg === "uncaught exception");
+  assert.equal(thrown.length, 2, out);
+  assert.match(thrown[0].error.message, /token=\[redacted\]/);
+  assert.deepEqual(thrown[1].error, { type: "object" });
 });
