@@ -260,7 +260,7 @@ export function codeInfo(code: ErrorCode): CodeInfo {
 }
 
 export interface ApiErrorOptions {
-  /** JSON path of the one field at fault (400s only). */
+  /** JSON path of the one field at fault; kept on 400s only (DECISIONS 3). */
   param?: string;
   /** Seconds to wait; only kept for retryable codes, clamped to 1..3600. */
   retryAfter?: number;
@@ -281,8 +281,9 @@ export class ApiError extends Error {
     super(message, { cause: options.cause });
     this.name = "ApiError";
     this.code = code;
-    this.param = options.param;
     const info = ERROR_CODES[code] as CodeInfo;
+    // `param` is for the 400s about one field: no other status carries it.
+    if (info.status === 400) this.param = options.param;
     if (info.retryable) {
       this.retryAfter = clampRetryAfter(
         options.retryAfter ?? info.retryAfter ?? 5,

@@ -114,7 +114,6 @@ export async function beginIdempotent(
         throw new ApiError(
           "AVTR_IDEMPOTENCY_MISMATCH",
           "Idempotency-Key was already used with a different request body",
-          { param: "Idempotency-Key" },
         );
       }
       if (rec.state === "done" && rec.session_id) {
