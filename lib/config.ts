@@ -16,6 +16,8 @@ export interface Config {
   /** True when no `TOKEN_SECRET` was set and a per-process one was generated. */
   tokenSecretGenerated: boolean;
   rateLimitPerMinute: number;
+  /** Deadline (ms) for reading a whole REST request body. */
+  requestBodyTimeoutMs: number;
   maxConcurrentSessions: number;
   renderMaxSessions: number;
   startTimeoutMs: number;
@@ -246,6 +248,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     tokenSecret,
     tokenSecretGenerated,
     rateLimitPerMinute: int(env, "RATE_LIMIT_PER_MINUTE", 600, 1),
+    requestBodyTimeoutMs: int(env, "REQUEST_BODY_TIMEOUT_MS", 10_000, 1),
     maxConcurrentSessions: int(env, "MAX_CONCURRENT_SESSIONS", 20, 1),
     renderMaxSessions: int(env, "RENDER_MAX_SESSIONS", defaultRenderSlots(), 0),
     startTimeoutMs: int(env, "START_TIMEOUT_MS", 15000, 1),

@@ -1,6 +1,6 @@
 /**
- * Request bodies: reads a JSON object with a size bound, and turns zod issues into the
- * `AVTR_*` error of DECISIONS 3 with the field's JSON path in `param`.
+ * Request bodies: reads a JSON object with a size bound and a deadline, and turns zod
+ * issues into the `AVTR_*` error of DECISIONS 3 with the field's JSON path in `param`.
  */
 import type { z } from "zod";
 import { ApiError, type ErrorCode } from "./errors.ts";
@@ -8,12 +8,18 @@ import { ApiError, type ErrorCode } from "./errors.ts";
 /** The largest request body accepted (DECISIONS 3). */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+/** The default deadline for a whole body (`REQUEST_BODY_TIMEOUT_MS`). */
+export const BODY_TIMEOUT_MS = 10_000;
+
 /**
- * Reads the body as a JSON object. Throws 413 `AVTR_REQUEST_TOO_LARGE` past 64 KiB and
- * 400 `AVTR_REQUEST_INVALID` for a non-JSON content type, malformed JSON or a non-object.
+ * Reads the body as a JSON object within `timeoutMs` for the whole of it. Throws 413
+ * `AVTR_REQUEST_TOO_LARGE` past 64 KiB, 408 `AVTR_REQUEST_TIMEOUT` (with
+ * `Connection: close`) when it has not arrived in time, and 400 `AVTR_REQUEST_INVALID`
+ * for a non-JSON content type, a body that breaks off, malformed JSON or a non-object.
  */
 export async function readJsonObject(
   req: Request,
+  timeoutMs = BODY_TIMEOUT_MS,
 ): Promise<Record<string, unknown>> {
   const type = (req.headers.get("content-type") ?? "").split(";")[0].trim()
     .toLowerCase();
@@ -33,7 +39,7 @@ export async function readJsonObject(
       "Request body is larger than 64 KiB",
     );
   }
-  const bytes = await readBounded(req, MAX_BODY_BYTES);
+  const bytes = await readBounded(req, MAX_BODY_BYTES, timeoutMs);
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
@@ -52,23 +58,63 @@ export async function readJsonObject(
   return value as Record<string, unknown>;
 }
 
-async function readBounded(req: Request, max: number): Promise<Uint8Array> {
+/** The 408 of a body that did not arrive in time; the connection is not kept. */
+function bodyTimeout(): ApiError {
+  return new ApiError(
+    "AVTR_REQUEST_TIMEOUT",
+    "The request body did not arrive in time",
+    { headers: { connection: "close" } },
+  );
+}
+
+/**
+ * The body's bytes, at most `max` of them, all within `timeoutMs` (one deadline for the
+ * whole body, so a client trickling a byte at a time gains nothing). The reader is
+ * cancelled on every early exit.
+ */
+async function readBounded(
+  req: Request,
+  max: number,
+  timeoutMs: number,
+): Promise<Uint8Array> {
   if (!req.body) return new Uint8Array();
   const reader = req.body.getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(bodyTimeout()), timeoutMs);
+  });
+  // Awaited only through the race below; it may settle when no race is waiting.
+  expired.catch(() => {});
   const chunks: Uint8Array[] = [];
   let total = 0;
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel();
-      throw new ApiError(
-        "AVTR_REQUEST_TOO_LARGE",
-        "Request body is larger than 64 KiB",
-      );
+  try {
+    while (true) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await Promise.race([reader.read(), expired]);
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        throw new ApiError(
+          "AVTR_REQUEST_INVALID",
+          "The request body could not be read",
+        );
+      }
+      const { done, value } = chunk;
+      if (done) break;
+      total += value.byteLength;
+      if (total > max) {
+        throw new ApiError(
+          "AVTR_REQUEST_TOO_LARGE",
+          "Request body is larger than 64 KiB",
+        );
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+  } catch (err) {
+    reader.cancel().catch(() => {});
+    throw err;
+  } finally {
+    clearTimeout(timer);
   }
   const out = new Uint8Array(total);
   let off = 0;

@@ -140,6 +140,13 @@ export const ERROR_CODES = {
     title: "Request too large",
     doc: "The request body is larger than 64 KiB.",
   },
+  AVTR_REQUEST_TIMEOUT: {
+    status: 408,
+    retryable: false,
+    title: "Request body too slow",
+    doc:
+      "The request body did not arrive in full within the server's body deadline (`REQUEST_BODY_TIMEOUT_MS`, 10 s by default), counted from when the server started reading it. The connection is closed. Send the whole body promptly; a request that sends it at once never sees this.",
+  },
   AVTR_IDEMPOTENCY_MISMATCH: {
     status: 422,
     retryable: false,

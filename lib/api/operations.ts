@@ -90,6 +90,7 @@ const CREATE_ERRORS: readonly ErrorCode[] = [
   "AVTR_SFU_NOT_CONFIGURED",
   "AVTR_SESSION_CANCELLED",
   "AVTR_REQUEST_TOO_LARGE",
+  "AVTR_REQUEST_TIMEOUT",
   "AVTR_IDEMPOTENCY_MISMATCH",
   "AVTR_RATE_LIMIT_CONCURRENT_SESSIONS",
   "AVTR_RATE_LIMIT_PROVIDER_QUOTA",
@@ -211,7 +212,11 @@ export const API_OPERATIONS: readonly ApiOperation[] = [
       name: "ApiKeyCreateRequest",
       rules: apiKeyCreateRules,
     },
-    errors: ["AVTR_REQUEST_INVALID", "AVTR_REQUEST_TOO_LARGE"],
+    errors: [
+      "AVTR_REQUEST_INVALID",
+      "AVTR_REQUEST_TOO_LARGE",
+      "AVTR_REQUEST_TIMEOUT",
+    ],
   },
   {
     operationId: "revokeApiKey",

@@ -29,7 +29,10 @@ export async function handleCreate(ctx: Ctx): Promise<Response> {
   const idempotencyKey = parseIdempotencyKey(
     ctx.req.headers.get("idempotency-key"),
   );
-  const body = await readJsonObject(ctx.req);
+  const body = await readJsonObject(
+    ctx.req,
+    ctx.deps.config.requestBodyTimeoutMs,
+  );
   const { response, replayed } = await createSession(ctx.deps, {
     tenantId: principal.tenantId,
     body,

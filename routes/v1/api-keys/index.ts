@@ -17,7 +17,7 @@ export const handler = {
     const { principal } = await authenticate(ctx, "keys:admin");
     const input = parseOrThrow(
       apiKeyCreateSchema,
-      await readJsonObject(ctx.req),
+      await readJsonObject(ctx.req, ctx.deps.config.requestBodyTimeoutMs),
     );
     const { key, api_key } = await createApiKey(ctx.deps, principal, input);
     const body: ApiKeyCreated = {
