@@ -52,7 +52,11 @@ function isPrivateV4(ip: string): boolean {
   });
 }
 
-function expandV6(ip: string): number[] | null {
+/**
+ * The eight 16-bit groups of an IPv6 literal (brackets, zone and a dotted IPv4 tail
+ * allowed), or null when it is not one.
+ */
+export function ipv6Groups(ip: string): number[] | null {
   let addr = ip.toLowerCase().replace(/^\[|\]$/g, "").replace(/%.*$/, "");
   let tail: number[] = [];
   const v4 = addr.match(/(\d+\.\d+\.\d+\.\d+)$/);
@@ -86,7 +90,7 @@ function embeddedV4(g: number[]): string {
 }
 
 function isPrivateV6(ip: string): boolean {
-  const g = expandV6(ip);
+  const g = ipv6Groups(ip);
   if (!g) return true;
   if (g.every((x) => x === 0)) return true; // ::
   if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return true; // ::1

@@ -11,6 +11,13 @@ export class TestClock {
   }
 }
 
+/** A `TestClock` at the start of a rate-limit window (60 s), so a whole window lies ahead. */
+export function windowClock(): TestClock {
+  const t = new TestClock();
+  t.t = Math.floor(t.t / 60_000) * 60_000;
+  return t;
+}
+
 /** The admin credential every test app accepts. */
 export const TEST_ADMIN_KEY = "test-admin-key-0123456789abcdefghijklmnop";
 export const TEST_TOKEN_SECRET = "test-token-secret-0123456789abcdefghijklmnop";

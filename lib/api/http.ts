@@ -7,6 +7,7 @@
 import type { PresentedKey } from "../auth/api_keys.ts";
 import type { AppDeps } from "../deps.ts";
 import type { Principal } from "../auth/principal.ts";
+import type { RateLimiter } from "./rate_limit.ts";
 
 export type Method =
   | "GET"
@@ -26,6 +27,12 @@ export interface RequestState {
   principal?: Principal;
   /** The request's credential, read once (`requestCredential` in lib/auth/authenticate.ts). */
   credential?: RequestCredential;
+  /** The rate limiter counting this request (set by the `/v1/` middleware). */
+  rateLimiter?: RateLimiter;
+  /** Whether the request was counted against a window (lib/api/rate_limit.ts). */
+  rateCharged?: boolean;
+  /** Whether `authenticate` tried the credential (it may have failed). */
+  authTried?: boolean;
   /** Extra headers every response of this request carries (e.g. rate-limit headers). */
   headers: ResponseHeaders;
   /** Free slots for middleware of other surfaces (the console's session, CSRF token). */

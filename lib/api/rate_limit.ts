@@ -1,20 +1,29 @@
 /**
- * Request rate limits (DECISIONS 9, SPEC 8): a fixed 60-s window per subject (per
- * credential, or per client address when none was sent: `rateLimitSubject`), plus one window
- * per client address for failed authentications (`failedAuthSubject`), shared by every
- * instance through KV without a KV write per request. Each instance counts locally and
- * merges its counts into KV in batches (atomic `sum` on a per-window key), reading the
- * global totals back in the same flush. One instance is exact; several may overshoot by
- * at most what they admit between two merges.
+ * Request rate limits (DECISIONS 9, SPEC 8): a fixed 60-s window per subject
+ * (./rate_subjects.ts): per verified principal, else per client address (IPv6 by /64).
+ * Shared by every instance through KV without a KV write per request: each instance
+ * counts locally and merges its counts into KV in batches (atomic `sum` on a per-window
+ * key), reading back, in the same flush, the global totals of the subjects it merged
+ * (never every subject it ever saw). One instance is exact; several may overshoot by at
+ * most what they admit between two merges.
+ *
+ * The per-request rules are in ./rate_charge.ts: `chargeVerified` counts a verified
+ * principal (`authenticate` calls it); `chargeUnverified` counts everything
+ * else against its client address, whatever path it asked for. A credential that
+ * verifies is never counted against its address, so other clients' failures there
+ * cannot refuse it.
+ *
+ * The local maps are bounded: at most `maxAddresses` address windows and
+ * `maxPrincipals` principal windows a window; past that, new subjects of the kind share
+ * one overflow window (an attacker spraying addresses slows only unverified traffic).
  *
  * KV's `sum` keeps no expiry (a sum even clears the expiry of the key it adds to), so
  * the flush also sweeps the keys of windows older than the previous one.
  */
-import { createHash, type Hash } from "node:crypto";
-import { type PresentedKey, presentKey } from "../auth/api_keys.ts";
 import type { AppDeps } from "../deps.ts";
 import type { Logger } from "../log.ts";
 import { deriveKey } from "../auth/tokens.ts";
+import { addressGroup, isAddressSubject, SubjectMac } from "./rate_subjects.ts";
 
 /** Length of one rate-limit window. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
@@ -36,70 +45,16 @@ export function rateLimitKey(
 /** Label of the key derived from `TOKEN_SECRET` for rate-limit subjects. */
 const SUBJECT_KEY_LABEL = "rate-limit-subject";
 
-const SHA256_BLOCK = 64;
-
-/**
- * HMAC-SHA256 (RFC 2104) under one key, with the key's padded blocks hashed once: each
- * MAC then costs two copies of a hash state and two short hashes (~3 µs here), where
- * `createHmac` costs 6–9 µs, as it sets the key up on every call.
- */
-export class SubjectMac {
-  readonly #inner: Hash;
-  readonly #outer: Hash;
-
-  constructor(key: Uint8Array) {
-    const k = key.length > SHA256_BLOCK
-      ? new Uint8Array(createHash("sha256").update(key).digest())
-      : key;
-    const ipad = new Uint8Array(SHA256_BLOCK).fill(0x36);
-    const opad = new Uint8Array(SHA256_BLOCK).fill(0x5c);
-    k.forEach((b, i) => {
-      ipad[i] ^= b;
-      opad[i] ^= b;
-    });
-    this.#inner = createHash("sha256").update(ipad);
-    this.#outer = createHash("sha256").update(opad);
-  }
-
-  /** `kind:` + hex HMAC-SHA256 of `kind \0 value`. */
-  subject(kind: "a" | "c" | "f", value: string): string {
-    const inner = this.#inner.copy().update(kind + "\0" + value).digest();
-    return kind + ":" + this.#outer.copy().update(inner).digest("hex");
-  }
-}
-
-/**
- * The subject a request is counted against:
- *
- * - a key-shaped credential (`k:`): the key id and the first 22 characters (132 bits) of
- *   the SHA-256 of its secret, which authentication computes anyway (`key`). A key's
- *   secret is 256 random bits, so the hash gives nothing away, and KV holds the whole
- *   hash in the key's record already. Only who holds the secret can spend a key's
- *   window: a made-up secret under a known key id is a subject of its own;
- * - any other credential (`c:`): an HMAC-SHA256 under `mac`'s key (such a credential may
- *   be weak, as `ADMIN_API_KEY` can be, so no plain hash of it may reach KV);
- * - no credential: an HMAC of the client address (`a:`).
- *
- * Neither the credential nor the address is kept.
- */
-export function rateLimitSubject(
-  mac: SubjectMac,
-  credential: string | null,
-  remoteAddr: string,
-  key: PresentedKey | null = credential === null
-    ? null
-    : presentKey(credential),
-): string {
-  if (key !== null) return "k:" + key.keyId + ":" + key.secretHash.slice(0, 22);
-  return credential !== null
-    ? mac.subject("c", credential)
-    : mac.subject("a", remoteAddr);
-}
-
-/** The subject failed authentications from `remoteAddr` are counted against (`f:`). */
-export function failedAuthSubject(mac: SubjectMac, remoteAddr: string): string {
-  return mac.subject("f", remoteAddr);
-}
+/** Default bound on the address windows of one window (`maxAddresses`). */
+export const MAX_ADDRESS_SUBJECTS = 50_000;
+/** Default bound on the principal windows of one window (`maxPrincipals`). */
+export const MAX_PRINCIPAL_SUBJECTS = 50_000;
+/** The shared window of address subjects past the bound. */
+export const ADDRESS_OVERFLOW_SUBJECT = "a:overflow";
+/** The shared window of principal subjects past the bound. */
+export const PRINCIPAL_OVERFLOW_SUBJECT = "p:overflow";
+/** Client address → subject cache entries kept before the cache starts over. */
+const ADDRESS_CACHE_MAX = 10_000;
 
 /** The outcome of one request against its subject's window. */
 export interface RateLimitDecision {
@@ -131,8 +86,20 @@ export interface RateLimiterOptions {
   now: () => number;
   log?: Logger;
   windowMs?: number;
-  /** HMAC key of subjects (`subjectOf`), at least 32 bytes; random when omitted. */
+  /** HMAC key of address and IdP subjects, at least 32 bytes; random when omitted. */
   subjectKey?: Uint8Array;
+  /** Address windows kept per window before new addresses share one (50,000). */
+  maxAddresses?: number;
+  /** Principal windows kept per window before new principals share one (50,000). */
+  maxPrincipals?: number;
+}
+
+/** What one flush did, for tests and the operator's curiosity. */
+export interface FlushStats {
+  /** Subjects whose counts were merged (and read back). */
+  merged: number;
+  /** Keys read back from KV. */
+  readBack: number;
 }
 
 /** Local counters of one instance, merged into KV by `flush()`. */
@@ -143,12 +110,18 @@ export class RateLimiter {
   readonly #log?: Logger;
   readonly #windowMs: number;
   readonly #mac: SubjectMac;
+  readonly #maxAddresses: number;
+  readonly #maxPrincipals: number;
   readonly #entries = new Map<string, Entry>();
-  /** Client address → its failure subject, for addresses with failures counted here. */
-  readonly #failureSubjects = new Map<string, string>();
+  /** Entries of `#entries` that are address subjects (the rest are principals). */
+  #addresses = 0;
+  /** Client address → its subject (a cache: the group and its MAC cost ~4 µs). */
+  readonly #addressSubjects = new Map<string, string>();
   #running: Promise<void> | null = null;
   #sweptBelow = 0;
   #failing = false;
+  /** What the last completed flush did. */
+  lastFlush: FlushStats = { merged: 0, readBack: 0 };
 
   constructor(options: RateLimiterOptions) {
     this.limit = options.limit;
@@ -159,38 +132,34 @@ export class RateLimiter {
     this.#mac = new SubjectMac(
       options.subjectKey ?? crypto.getRandomValues(new Uint8Array(32)),
     );
+    this.#maxAddresses = options.maxAddresses ?? MAX_ADDRESS_SUBJECTS;
+    this.#maxPrincipals = options.maxPrincipals ?? MAX_PRINCIPAL_SUBJECTS;
   }
 
-  /** `rateLimitSubject` under this limiter's key. */
-  subjectOf(
-    credential: string | null,
-    remoteAddr: string,
-    key?: PresentedKey | null,
-  ): string {
-    return rateLimitSubject(this.#mac, credential, remoteAddr, key);
+  /** Subjects counted locally now (both kinds), for tests of the bound. */
+  get size(): number {
+    return this.#entries.size;
   }
 
   /**
-   * The refusal when `remoteAddr`'s failed-authentication window is spent, else null.
-   * Costs a map lookup (no MAC) for an address with no failure counted here; an
-   * address whose failures were all counted by other instances is seen once this
-   * instance counts one of its own and merges.
+   * The subject of a client address: a keyed MAC of its group (`addressGroup`: IPv4 as
+   * it is, IPv6 by /64), so no address reaches KV.
    */
-  failuresSpent(remoteAddr: string): RateLimitDecision | null {
-    const subject = this.#failureSubjects.get(remoteAddr);
-    if (subject === undefined) return null;
-    const d = this.peek(subject);
-    return d.allowed ? null : d;
+  addressSubject(remoteAddr: string): string {
+    let subject = this.#addressSubjects.get(remoteAddr);
+    if (subject === undefined) {
+      subject = this.#mac.subject("a", addressGroup(remoteAddr));
+      if (this.#addressSubjects.size >= ADDRESS_CACHE_MAX) {
+        this.#addressSubjects.clear();
+      }
+      this.#addressSubjects.set(remoteAddr, subject);
+    }
+    return subject;
   }
 
-  /** Counts one failed authentication from `remoteAddr` (`take` on its `f:` subject). */
-  countFailure(remoteAddr: string): RateLimitDecision {
-    let subject = this.#failureSubjects.get(remoteAddr);
-    if (subject === undefined) {
-      subject = failedAuthSubject(this.#mac, remoteAddr);
-      this.#failureSubjects.set(remoteAddr, subject);
-    }
-    return this.take(subject);
+  /** The subject of a verified IdP token: a keyed MAC of its `sub`. */
+  idpSubject(sub: string): string {
+    return this.#mac.subject("i", sub);
   }
 
   /**
@@ -200,7 +169,7 @@ export class RateLimiter {
   peek(subject: string): RateLimitDecision {
     const nowMs = this.#now();
     const window = Math.floor(nowMs / this.#windowMs);
-    const e = this.#entries.get(subject);
+    const e = this.#entries.get(this.#counted(subject, false));
     const used = e !== undefined && e.window === window
       ? e.global + e.inFlight + e.pending
       : 0;
@@ -211,15 +180,38 @@ export class RateLimiter {
   take(subject: string): RateLimitDecision {
     const nowMs = this.#now();
     const window = Math.floor(nowMs / this.#windowMs);
+    let counted = subject;
     let e = this.#entries.get(subject);
+    if (e === undefined) {
+      counted = this.#counted(subject, true);
+      e = this.#entries.get(counted);
+      if (e === undefined && isAddressSubject(counted)) this.#addresses++;
+    }
     if (e === undefined || e.window !== window) {
+      // A new entry for a new window: a running flush may still hold the old one.
       e = { window, global: 0, inFlight: 0, pending: 0 };
-      this.#entries.set(subject, e);
+      this.#entries.set(counted, e);
     }
     const used = e.global + e.inFlight + e.pending;
     if (used >= this.limit) return this.#decision(nowMs, window, used, false);
     e.pending++;
     return this.#decision(nowMs, window, used + 1, true);
+  }
+
+  /**
+   * The subject a request of `subject` is counted under: itself, or its kind's overflow
+   * subject when the bound of its kind is reached and it has no window yet.
+   */
+  #counted(subject: string, adding: boolean): string {
+    if (!adding && this.#entries.has(subject)) return subject;
+    if (isAddressSubject(subject)) {
+      return this.#addresses < this.#maxAddresses
+        ? subject
+        : ADDRESS_OVERFLOW_SUBJECT;
+    }
+    return this.#entries.size - this.#addresses < this.#maxPrincipals
+      ? subject
+      : PRINCIPAL_OVERFLOW_SUBJECT;
   }
 
   /** The decision once `used` requests of the window are counted. */
@@ -240,8 +232,8 @@ export class RateLimiter {
   }
 
   /**
-   * Merges local counts into KV and reads back the global totals of every subject seen
-   * in the current window. Runs after any flush already in progress.
+   * Merges local counts into KV and reads back the global totals of the subjects it
+   * merged. Runs after any flush already in progress.
    */
   async flush(): Promise<void> {
     while (this.#running) await this.#running;
@@ -259,10 +251,10 @@ export class RateLimiter {
   async #flushOnce(): Promise<void> {
     const window = Math.floor(this.#now() / this.#windowMs);
     const batch: [string, Entry, number][] = [];
-    const readBack: [string, Entry][] = [];
     for (const [subject, e] of this.#entries) {
       if (e.window < window) {
         this.#entries.delete(subject);
+        if (isAddressSubject(subject)) this.#addresses--;
         continue;
       }
       if (e.pending > 0) {
@@ -270,10 +262,6 @@ export class RateLimiter {
         e.pending = 0;
         batch.push([subject, e, e.inFlight]);
       }
-      readBack.push([subject, e]);
-    }
-    for (const [addr, subject] of this.#failureSubjects) {
-      if (!this.#entries.has(subject)) this.#failureSubjects.delete(addr);
     }
     try {
       for (let i = 0; i < batch.length; i += KV_MUTATIONS_MAX) {
@@ -288,7 +276,10 @@ export class RateLimiter {
           e.inFlight -= n;
         }
       }
-      await this.#readBack(readBack);
+      // Only the subjects merged now: a subject with no request here since the last
+      // flush decides nothing here, and reads the others' counts when it next does.
+      await this.#readBack(batch);
+      this.lastFlush = { merged: batch.length, readBack: batch.length };
       await this.#sweep(window);
       if (this.#failing) this.#log?.info("rate-limit merge recovered");
       this.#failing = false;
@@ -304,8 +295,8 @@ export class RateLimiter {
     }
   }
 
-  async #readBack(entries: [string, Entry][]): Promise<void> {
-    const chunks: [string, Entry][][] = [];
+  async #readBack(entries: [string, Entry, number][]): Promise<void> {
+    const chunks: [string, Entry, number][][] = [];
     for (let i = 0; i < entries.length; i += KV_GET_MANY_MAX) {
       chunks.push(entries.slice(i, i + KV_GET_MANY_MAX));
     }

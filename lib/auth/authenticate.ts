@@ -5,7 +5,8 @@
  * with concurrent requests' reads by lib/kv/batch.ts), and no request writes to KV
  * (DECISIONS 9): key use is counted in memory (lib/auth/api_key_usage.ts).
  * Key validity is never cached, so a revocation holds from the next request on, on every
- * instance.
+ * instance. A credential that verifies is counted against its principal's rate-limit
+ * window (lib/api/rate_limit.ts `chargeVerified`), never against its client address.
  */
 import { noteKeyUsed, startLastUsedFlusher } from "./api_key_usage.ts";
 import {
@@ -33,6 +34,8 @@ import {
   SCOPES,
 } from "./principal.ts";
 import { kvReadBatcher } from "../kv/batch.ts";
+import { chargeVerified } from "../api/rate_charge.ts";
+import { keySubject, OPERATOR_SUBJECT } from "../api/rate_subjects.ts";
 
 /** `kv.getMany` reads at most this many keys; one of them may be the credential's own. */
 export const MAX_PREFETCH = 9;
@@ -102,8 +105,9 @@ export interface AuthResult {
 
 /**
  * Authenticates the request and checks `scope`. Sets `ctx.state.principal`. Throws 401
- * (`AVTR_AUTH_MISSING_CREDENTIALS`, `AVTR_AUTH_INVALID_KEY`, `AVTR_AUTH_EXPIRED_TOKEN`) or
- * 403 (`AVTR_AUTH_MISSING_SCOPE`, `AVTR_AUTH_FORBIDDEN`, `AVTR_AUTH_IDP_ORG_UNMAPPED`).
+ * (`AVTR_AUTH_MISSING_CREDENTIALS`, `AVTR_AUTH_INVALID_KEY`, `AVTR_AUTH_EXPIRED_TOKEN`),
+ * 403 (`AVTR_AUTH_MISSING_SCOPE`, `AVTR_AUTH_FORBIDDEN`, `AVTR_AUTH_IDP_ORG_UNMAPPED`) or
+ * 429 (the principal's rate-limit window is spent).
  * The key record (or IdP org mapping) and the `prefetch` keys (at most `MAX_PREFETCH`)
  * are read in one `kv.getMany`; `entries` holds the prefetched ones, in order.
  */
@@ -117,6 +121,27 @@ export async function authenticate(
       `authenticate() prefetches at most ${MAX_PREFETCH} keys`,
     );
   }
+  const result = await verifyCredential(ctx, prefetch);
+  if (!result.principal.scopes.includes(scope)) {
+    throw new ApiError(
+      "AVTR_AUTH_MISSING_SCOPE",
+      `The credential lacks the ${scope} scope`,
+    );
+  }
+  return result;
+}
+
+/**
+ * Resolves the request's credential to its principal (no scope check), reading the
+ * `prefetch` keys in the same round trip, and counts the request against the verified
+ * principal's rate-limit window as soon as it is known (429 when spent). Sets
+ * `ctx.state.principal`, and `ctx.state.authTried` whatever the outcome.
+ */
+export async function verifyCredential(
+  ctx: Ctx,
+  prefetch: Deno.KvKey[] = [],
+): Promise<AuthResult> {
+  ctx.state.authTried = true;
   const { value: credential, key } = requestCredential(ctx);
   if (credential === null) {
     throw new ApiError(
@@ -133,11 +158,15 @@ export async function authenticate(
     safeEqual(credential, admin)
   ) {
     principal = { kind: "admin_key", tenantId: ADMIN_TENANT, scopes: SCOPES };
+    ctx.state.principal = principal;
+    chargeVerified(ctx, OPERATOR_SUBJECT);
     entries = prefetch.length > 0
       ? await kvReadBatcher(deps.readKv).getMany(prefetch)
       : [];
   } else if (deps.config.idp !== null && looksLikeJwt(credential)) {
     const token: IdpToken = await verifyIdpToken(deps, credential);
+    const limiter = ctx.state.rateLimiter;
+    if (limiter) chargeVerified(ctx, limiter.idpSubject(token.subject));
     if (token.orgId === null) {
       principal = idpPrincipal(token, null);
       entries = [];
@@ -158,16 +187,12 @@ export async function authenticate(
       ...prefetch,
     ]);
     principal = principalFromKeyEntry(got[0], key, deps.now());
+    ctx.state.principal = principal;
     noteKeyUsed(deps, key.keyId);
+    chargeVerified(ctx, keySubject(key.keyId));
     entries = got.slice(1);
   }
   ctx.state.principal = principal;
-  if (!principal.scopes.includes(scope)) {
-    throw new ApiError(
-      "AVTR_AUTH_MISSING_SCOPE",
-      `The credential lacks the ${scope} scope`,
-    );
-  }
   return { principal, entries };
 }
 

@@ -1,32 +1,29 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { createApp } from "../../../app.ts";
-import { presentKey } from "../../../lib/auth/api_keys.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import {
-  failedAuthSubject,
+  ADDRESS_OVERFLOW_SUBJECT,
+  PRINCIPAL_OVERFLOW_SUBJECT,
   RATE_LIMIT_WINDOW_MS,
   RateLimiter,
   rateLimiterOf,
   rateLimitKey,
-  rateLimitSubject,
-  SubjectMac,
 } from "../../../lib/api/rate_limit.ts";
+import {
+  addressGroup,
+  keySubject,
+  SubjectMac,
+} from "../../../lib/api/rate_subjects.ts";
 import {
   TEST_ADMIN_KEY,
   TEST_TOKEN_SECRET,
   TestClock,
+  windowClock,
 } from "../../_helpers.ts";
 
 function sha256Hex(s: string): string {
   return createHash("sha256").update(s).digest("hex");
-}
-
-/** A clock at the start of a window, so a whole window lies ahead. */
-function windowClock(): TestClock {
-  const t = new TestClock();
-  t.t = Math.floor(t.t / RATE_LIMIT_WINDOW_MS) * RATE_LIMIT_WINDOW_MS;
-  return t;
 }
 
 async function readTotal(
@@ -98,93 +95,6 @@ Deno.test("RateLimiter.take() counts each subject separately", async () => {
   }
 });
 
-Deno.test("rateLimitSubject() is an HMAC of the credential, else the address, never keeping either", () => {
-  const k1 = new Uint8Array(32).fill(1);
-  const m1 = new SubjectMac(k1);
-  const m2 = new SubjectMac(new Uint8Array(32).fill(2));
-  const key = "avk_live_secret_credential_value";
-  const s1 = rateLimitSubject(m1, key, "10.0.0.1");
-  assert.equal(
-    s1,
-    "c:" + createHmac("sha256", k1).update("c\0" + key).digest("hex"),
-    "HMAC-SHA256 (RFC 2104)",
-  );
-  assert.equal(s1, rateLimitSubject(m1, key, "10.0.0.2"));
-  assert.equal(s1, rateLimitSubject(m1, key, "10.0.0.2"), "repeatable");
-  assert.notEqual(s1, rateLimitSubject(m1, key + "x", "10.0.0.1"));
-  assert.notEqual(s1, rateLimitSubject(m2, key, "10.0.0.1"), "keyed");
-  assert.notEqual(s1, "c:" + sha256Hex("c\0" + key), "not a plain hash");
-  assert.match(s1, /^c:[0-9a-f]{64}$/);
-  const a = rateLimitSubject(m1, null, "10.0.0.1");
-  assert.match(a, /^a:[0-9a-f]{64}$/);
-  assert.notEqual(a, rateLimitSubject(m1, null, "10.0.0.2"));
-  assert.equal(a.includes("10.0.0.1"), false);
-  // A credential equal to an address is still a different subject.
-  assert.notEqual(rateLimitSubject(m1, "10.0.0.1", "x"), a);
-  const f = failedAuthSubject(m1, "10.0.0.1");
-  assert.match(f, /^f:[0-9a-f]{64}$/);
-  assert.notEqual(f.slice(2), a.slice(2));
-  assert.notEqual(f, failedAuthSubject(m1, "10.0.0.2"));
-  assert.notEqual(f, failedAuthSubject(m2, "10.0.0.1"));
-  // Keys longer than a SHA-256 block are hashed first, as RFC 2104 says.
-  const long = new Uint8Array(100).fill(9);
-  assert.equal(
-    new SubjectMac(long).subject("a", "x"),
-    "a:" + createHmac("sha256", long).update("a\0x").digest("hex"),
-  );
-});
-
-Deno.test("rateLimitSubject() of a key-shaped credential is its key id and a prefix of its secret's hash", () => {
-  const m1 = new SubjectMac(new Uint8Array(32).fill(1));
-  const m2 = new SubjectMac(new Uint8Array(32).fill(2));
-  const keyId = "01JAAAAAAAAAAAAAAAAAAAAAAA";
-  const secret = "s".repeat(43);
-  const plaintext = `avk_${keyId}_${secret}`;
-  const hash = createHash("sha256").update(secret).digest("base64url");
-  const s1 = rateLimitSubject(m1, plaintext, "10.0.0.1");
-  assert.equal(s1, `k:${keyId}:${hash.slice(0, 22)}`);
-  assert.equal(s1, rateLimitSubject(m1, plaintext, "10.0.0.2"), "any address");
-  assert.equal(s1, rateLimitSubject(m2, plaintext, "10.0.0.1"), "any instance");
-  assert.equal(s1.includes(secret), false);
-  // The key authentication already worked out gives the same subject, hashing nothing.
-  assert.equal(rateLimitSubject(m1, plaintext, "x", presentKey(plaintext)), s1);
-  // A made-up secret under the same key id cannot spend the key's window.
-  const guess = `avk_${keyId}_${"t".repeat(43)}`;
-  assert.notEqual(rateLimitSubject(m1, guess, "10.0.0.1"), s1);
-  // Not key-shaped (one character short): the keyed MAC of the credential.
-  const near = plaintext.slice(0, -1);
-  assert.equal(
-    rateLimitSubject(m1, near, "10.0.0.1"),
-    "c:" + createHmac("sha256", new Uint8Array(32).fill(1)).update("c\0" + near)
-      .digest("hex"),
-  );
-});
-
-Deno.test("RateLimiter counts failed authentications per address, and forgets them with their window", async () => {
-  const kv = await Deno.openKv(":memory:");
-  const clock = windowClock();
-  const rl = new RateLimiter({ kv, limit: 2, now: clock.now });
-  try {
-    assert.equal(rl.failuresSpent("10.0.0.1"), null);
-    assert.equal(rl.countFailure("10.0.0.1").remaining, 1);
-    assert.equal(rl.failuresSpent("10.0.0.1"), null);
-    assert.equal(rl.countFailure("10.0.0.1").remaining, 0);
-    const spent = rl.failuresSpent("10.0.0.1");
-    assert.equal(spent?.allowed, false);
-    assert.equal(spent?.remaining, 0);
-    assert.equal(rl.failuresSpent("10.0.0.2"), null, "per address");
-    assert.equal(rl.take(rl.subjectOf(null, "10.0.0.1")).allowed, true);
-    await rl.flush();
-    assert.notEqual(rl.failuresSpent("10.0.0.1"), null);
-    clock.advance(RATE_LIMIT_WINDOW_MS);
-    assert.equal(rl.failuresSpent("10.0.0.1"), null, "a new window");
-    await rl.flush();
-    assert.equal(rl.countFailure("10.0.0.1").remaining, 1);
-  } finally {
-    kv.close();
-  }
-});
-
 /** The subjects an app wrote to KV for one request with `credential`, after a merge. */
 async function storedSubjects(
   env: Record<string, string>,
@@ -230,7 +140,7 @@ Deno.test("rate-limit subjects in KV are keyed by TOKEN_SECRET: no offline guess
     );
     assert.equal(a.subjects.length, 1);
     assert.deepEqual(a.subjects, b.subjects);
-    assert.notEqual(a.subjects[0], "c:" + sha256Hex("c\0" + credential));
+    assert.notEqual(a.subjects[0], "a:" + sha256Hex("a\0unknown"));
     assert.equal(a.subjects[0].includes(credential), false);
     const c = await storedSubjects({ TOKEN_SECRET: other }, credential);
     assert.notEqual(
@@ -297,7 +207,10 @@ Deno.test("RateLimiter instances on one KV file share the window after a flush",
     assert.equal(b.take("s").remaining, 2);
     await b.flush();
     await a.flush();
-    assert.equal(a.take("s").remaining, 1);
+    // a counted nothing since its merge, so it read nothing back: it admits on its own
+    // view (the overshoot DECISIONS 9 bounds) and reads the total with its next merge.
+    assert.equal(a.take("s").remaining, 3);
+    await a.flush();
     assert.equal(a.take("s").remaining, 0);
     assert.equal(a.take("s").allowed, false);
   } finally {
@@ -368,10 +281,141 @@ Deno.test("startRateLimiter() merges once more when the app closes", async () =>
       await (await app.handler(new Request("http://localhost/v1/nope"))).body
         ?.cancel();
     }
-    const subject = rateLimiterOf(app.deps).subjectOf(null, "unknown");
+    const subject = rateLimiterOf(app.deps).addressSubject("unknown");
     await app.close();
     assert.throws(() => rateLimiterOf(app.deps));
     assert.equal(await readTotal(kv, clock, subject), 3);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("SubjectMac is HMAC-SHA256 (RFC 2104) of kind and value, keyed", () => {
+  const k1 = new Uint8Array(32).fill(1);
+  const m1 = new SubjectMac(k1);
+  const s1 = m1.subject("a", "10.0.0.1");
+  assert.equal(
+    s1,
+    "a:" + createHmac("sha256", k1).update("a\0" + "10.0.0.1").digest("hex"),
+  );
+  assert.notEqual(
+    s1,
+    new SubjectMac(new Uint8Array(32).fill(2)).subject("a", "10.0.0.1"),
+  );
+  assert.notEqual(s1.slice(2), m1.subject("i", "10.0.0.1").slice(2));
+  // Keys longer than a SHA-256 block are hashed first, as RFC 2104 says.
+  const long = new Uint8Array(100).fill(9);
+  assert.equal(
+    new SubjectMac(long).subject("a", "x"),
+    "a:" + createHmac("sha256", long).update("a\0x").digest("hex"),
+  );
+});
+
+Deno.test("addressGroup(): IPv4 as it is, IPv6 by /64, IPv4-mapped as IPv4", () => {
+  const cases: [string, string][] = [
+    ["192.0.2.1", "192.0.2.1"],
+    ["unknown", "unknown"],
+    ["2001:db8:1:2::1", "2001:db8:1:2::/64"],
+    ["2001:0db8:0001:0002:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"],
+    ["[2001:db8:1:2::5]", "2001:db8:1:2::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["::1", "0:0:0:0::/64"],
+    ["::ffff:192.0.2.1", "192.0.2.1"],
+    ["::ffff:c000:201", "192.0.2.1"],
+  ];
+  for (const [addr, group] of cases) {
+    assert.equal(addressGroup(addr), group, addr);
+  }
+  const rl = new RateLimiter({
+    kv: {} as Deno.Kv,
+    limit: 1,
+    now: () => 0,
+    subjectKey: new Uint8Array(32),
+  });
+  assert.equal(
+    rl.addressSubject("2001:db8:1:2::1"),
+    rl.addressSubject("2001:db8:1:2::9"),
+  );
+  assert.notEqual(
+    rl.addressSubject("2001:db8:1:2::1"),
+    rl.addressSubject("2001:db8:1:3::1"),
+  );
+  assert.match(rl.addressSubject("192.0.2.1"), /^a:[0-9a-f]{64}$/);
+});
+
+/** A real `:memory:` KV whose `getMany` calls and keys read are counted. */
+function countingKv(inner: Deno.Kv): { kv: Deno.Kv; keysRead: () => number } {
+  let keys = 0;
+  const kv = new Proxy(inner, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop === "getMany") {
+        return (list: Deno.KvKey[], ...rest: unknown[]) => {
+          keys += list.length;
+          return value.apply(target, [list, ...rest]);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  return { kv, keysRead: () => keys };
+}
+
+Deno.test("RateLimiter.flush() reads back only the subjects it merged, not every subject it saw", async () => {
+  const inner = await Deno.openKv(":memory:");
+  const { kv, keysRead } = countingKv(inner);
+  const clock = windowClock();
+  const rl = new RateLimiter({ kv, limit: 10, now: clock.now });
+  try {
+    for (let i = 0; i < 50; i++) rl.take(keySubject(`k${i}`));
+    await rl.flush();
+    assert.equal(keysRead(), 50);
+    assert.deepEqual(rl.lastFlush, { merged: 50, readBack: 50 });
+    rl.take(keySubject("k7"));
+    await rl.flush();
+    assert.equal(keysRead(), 51, "one subject changed, one key read");
+    assert.deepEqual(rl.lastFlush, { merged: 1, readBack: 1 });
+    await rl.flush();
+    assert.equal(keysRead(), 51, "nothing changed, nothing read");
+    assert.equal(rl.take(keySubject("k7")).remaining, 7, "its count was kept");
+  } finally {
+    inner.close();
+  }
+});
+
+Deno.test("RateLimiter keeps its maps bounded: past the bound, new subjects share their kind's overflow window", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const rl = new RateLimiter({
+    kv,
+    limit: 5,
+    now: clock.now,
+    maxAddresses: 10,
+    maxPrincipals: 4,
+  });
+  try {
+    for (let i = 0; i < 1000; i++) {
+      rl.take(rl.addressSubject(`10.0.${i >> 8}.${i & 255}`));
+    }
+    assert.equal(rl.size, 11, "10 addresses and the overflow window");
+    // The 990 addresses past the bound shared one window: it is spent.
+    assert.equal(rl.take(rl.addressSubject("10.9.9.9")).allowed, false);
+    assert.equal(rl.peek(ADDRESS_OVERFLOW_SUBJECT).allowed, false);
+    // Addresses counted before the bound keep their own windows.
+    assert.equal(rl.take(rl.addressSubject("10.0.0.1")).remaining, 3);
+    // Principals are bounded apart, so a flood of addresses cannot crowd them out.
+    for (let i = 0; i < 4; i++) {
+      assert.equal(rl.take(keySubject(`k${i}`)).remaining, 4);
+    }
+    assert.equal(rl.take(keySubject("k4")).remaining, 4);
+    assert.equal(rl.peek(PRINCIPAL_OVERFLOW_SUBJECT).remaining, 4);
+    assert.equal(rl.size, 16);
+    // A new window's flush forgets the old windows.
+    clock.advance(RATE_LIMIT_WINDOW_MS);
+    await rl.flush();
+    assert.equal(rl.size, 0);
+    assert.equal(rl.take(rl.addressSubject("10.9.9.9")).remaining, 4);
   } finally {
     kv.close();
   }

@@ -4,6 +4,8 @@ import { holderSocketUrl, relaySocket } from "../../../../lib/media/relay.ts";
 import { mediaHubOf } from "../../../../lib/media/service.ts";
 import { isTerminal, readSession } from "../../../../lib/sessions.ts";
 import { verifyMediaToken } from "../../../../lib/auth/tokens.ts";
+import { chargeVerified } from "../../../../lib/api/rate_charge.ts";
+import { mediaSubject } from "../../../../lib/api/rate_subjects.ts";
 
 /**
  * The media WebSocket (SPEC 4.6, DECISIONS 6): every token fault is answered with HTTP 401
@@ -23,6 +25,8 @@ export const handler = {
           : "The media token is not valid for this session",
       );
     }
+    // A verified token counts against its session's window, never its address's.
+    chargeVerified(ctx, mediaSubject(sessionId));
     if ((ctx.req.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") {
       throw new ApiError(
         "AVTR_REQUEST_INVALID",
