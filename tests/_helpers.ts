@@ -60,6 +60,21 @@ export async function testApp(
   };
 }
 
+/** A create body of an `external_engine` session on `url` (nothing connects at create). */
+export function engineCreateBody(
+  url = "wss://engine.example.com/v1",
+): Record<string, unknown> {
+  return {
+    provider_type: "external_engine",
+    provider_config: {
+      external_engine: {
+        url,
+        auth_headers: { authorization: "Bearer engine-secret" },
+      },
+    },
+  };
+}
+
 /** Headers for a JSON request authenticated with `key`. */
 export function authJson(
   key: string,

@@ -8,6 +8,7 @@ import type { PresentedKey } from "../auth/api_keys.ts";
 import type { AppDeps } from "../deps.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { RateLimiter } from "./rate_limit.ts";
+import { ApiError } from "./errors.ts";
 
 export type Method =
   | "GET"
@@ -493,5 +494,25 @@ function copyMissing(
   }
   if (more !== undefined) {
     for (const k in more) if (!target.has(k)) target.set(k, more[k]);
+  }
+}
+
+/**
+ * `Deno.upgradeWebSocket`, with a request that is no valid upgrade (no or a bad
+ * `Sec-WebSocket-Key`, another `Sec-WebSocket-Version`) answered 400
+ * `AVTR_REQUEST_INVALID` rather than with the `TypeError` Deno throws (a 500).
+ */
+export function upgradeWebSocket(
+  req: Request,
+  options?: Deno.UpgradeWebSocketOptions,
+): Deno.WebSocketUpgrade {
+  try {
+    return Deno.upgradeWebSocket(req, options);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    throw new ApiError(
+      "AVTR_REQUEST_INVALID",
+      "This endpoint takes a WebSocket upgrade",
+    );
   }
 }

@@ -9,6 +9,7 @@ import { memoryLogger } from "../../../lib/log.ts";
 import { rateLimiterOf } from "../../../lib/api/rate_limit.ts";
 import {
   authJson,
+  engineCreateBody,
   TEST_ADMIN_KEY,
   TEST_TOKEN_SECRET,
   testApp,
@@ -275,15 +276,7 @@ Deno.test("a valid media token is counted against its session, not against a spe
     const created = await callFrom(app.app, "192.0.2.200", "/v1/sessions", {
       method: "POST",
       headers: authJson(TEST_ADMIN_KEY),
-      body: JSON.stringify({
-        provider_type: "external_engine",
-        provider_config: {
-          external_engine: {
-            url: "wss://engine.example.com/v1",
-            auth_headers: { authorization: "Bearer engine-secret" },
-          },
-        },
-      }),
+      body: JSON.stringify(engineCreateBody()),
     });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const id = created.body.session_id as string;

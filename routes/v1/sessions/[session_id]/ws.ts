@@ -1,5 +1,5 @@
 import { ApiError } from "../../../../lib/api/errors.ts";
-import type { Ctx } from "../../../../lib/api/http.ts";
+import { type Ctx, upgradeWebSocket } from "../../../../lib/api/http.ts";
 import { holderSocketUrl, relaySocket } from "../../../../lib/media/relay.ts";
 import { mediaHubOf } from "../../../../lib/media/service.ts";
 import { isTerminal, readSession } from "../../../../lib/sessions.ts";
@@ -45,7 +45,7 @@ export const handler = {
         token!,
       );
       if (upstream) {
-        const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
+        const { socket, response } = upgradeWebSocket(ctx.req, {
           idleTimeout: 60,
         });
         relaySocket(ctx.deps, socket, upstream, sessionId);
@@ -53,7 +53,7 @@ export const handler = {
       }
       // The holder is gone: the hub answers with the fatal invalid_session.
     }
-    const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
+    const { socket, response } = upgradeWebSocket(ctx.req, {
       idleTimeout: 60,
     });
     void mediaHubOf(ctx.deps).accept(socket, session);
