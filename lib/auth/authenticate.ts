@@ -6,7 +6,7 @@
  * (DECISIONS 9): key use is counted in memory (lib/auth/api_key_usage.ts).
  * Key validity is never cached, so a revocation holds from the next request on, on every
  * instance. A credential that verifies is counted against its principal's rate-limit
- * window (lib/api/rate_limit.ts `chargeVerified`), never against its client address.
+ * window (lib/api/rate_charge.ts `chargeVerified`), never against its client address.
  */
 import { noteKeyUsed, startLastUsedFlusher } from "./api_key_usage.ts";
 import {
