@@ -1,16 +1,16 @@
 /**
  * The built-in renderer: draws the avatar in-process at a fixed frame rate, paced by the
- * wall clock, and encodes each attached stream with its own ffmpeg (./encoder.ts). The
- * render loop runs from `open` to `stop`, taking one frame's worth of agent audio per
- * tick (silence when none is queued), so the mouth and the audio track stay in step and
- * a stream's timestamps have no holes. What the encoder sends back is read by
- * ./segments.ts.
+ * wall clock, and encodes it with one ffmpeg per session (./stream.ts), started at
+ * `open` (warm before the socket asks) and kept across attaches: a takeover gets the
+ * cached init segment and the current GOP at once, never a new encoder. The render loop
+ * runs from `open` to `stop`, taking one frame's worth of agent audio per tick (silence
+ * when none is queued), so the mouth and the audio track stay in step and a stream's
+ * timestamps have no holes; with no viewer attached, frames are not encoded.
  */
 import { findAvatar, findBackground } from "../avatars.ts";
 import type { AvatarDef, BackgroundDef } from "../avatars.ts";
 import type { Logger } from "../log.ts";
 import { drawAvatar, type Frame } from "./draw.ts";
-import { Encoder } from "./encoder.ts";
 import { ffmpegPath } from "./ffmpeg.ts";
 import { planTicks, realClock, type RenderClock } from "./pacing.ts";
 import {
@@ -22,13 +22,7 @@ import {
   type RenderStats,
 } from "./port.ts";
 export { planTicks, realClock, type RenderClock } from "./pacing.ts";
-import {
-  type AudioTrack,
-  readInit,
-  segmentProblem,
-  settleDelivered,
-  type WaitingPush,
-} from "./segments.ts";
+import { EncoderStream } from "./stream.ts";
 import {
   analyzeVoice,
   AudioQueue,
@@ -49,19 +43,6 @@ export interface BuiltinOptions {
   maxCatchUpFrames?: number;
 }
 
-interface Stream {
-  sink: RenderSink;
-  encoder: Encoder;
-  /** Samples written to this stream's audio track. */
-  samples: number;
-  audioTrack: AudioTrack | null;
-  videoTrackId: number;
-  /** Whether the first segment's layout was checked (tfhd flags, keyframe). */
-  checked: boolean;
-  /** Pushed audio waiting to show up in a segment: stream sample position, push time. */
-  waiting: WaitingPush[];
-}
-
 const MAX_MARKS = 256;
 
 class BuiltinSession implements RenderSession {
@@ -72,7 +53,8 @@ class BuiltinSession implements RenderSession {
   #timer: unknown;
   #closed = false;
   #stopping: Promise<{ clean: boolean }> | null = null;
-  #stream: Stream | null = null;
+  /** The session's encoder run; replaced only after it failed. */
+  #run: EncoderStream | null = null;
   #retiring = new Set<Promise<unknown>>();
   #last: Uint8Array | null = null;
   #frame: Frame;
@@ -103,7 +85,13 @@ class BuiltinSession implements RenderSession {
     };
     this.#seed = Math.floor(Math.random() * 1e6);
     this.#t0 = opts.clock.now();
+    this.#startRun();
     this.#tick();
+  }
+
+  /** Whether an encoder runs (false when the warm start at open failed). */
+  get running(): boolean {
+    return this.#run !== null;
   }
 
   get segmentsRendered(): number {
@@ -124,39 +112,41 @@ class BuiltinSession implements RenderSession {
       sink.onError(new Error("render session stopped"));
       return;
     }
-    this.#endStream();
-    const stream: Stream = {
-      sink,
-      encoder: null as unknown as Encoder,
-      samples: 0,
-      audioTrack: null,
-      videoTrackId: 0,
-      checked: false,
-      waiting: [],
-    };
+    const run = this.#run ?? this.#startRun();
+    if (!run) {
+      sink.onError(new Error("render encoder failed to start"));
+      return;
+    }
+    run.attach(sink);
+  }
+
+  detach(): void {
+    this.#run?.detach();
+  }
+
+  /** Spawns the session's encoder; null (logged) when ffmpeg cannot start. */
+  #startRun(): EncoderStream | null {
     try {
-      stream.encoder = new Encoder({
+      this.#run = new EncoderStream({
         ffmpeg: this.ffmpeg,
         width: this.opts.width,
         height: this.opts.height,
         fps: this.opts.fps,
         sampleRate: STREAM_RATE,
-      }, {
-        onInit: (bytes) => this.#onInit(stream, bytes),
-        onSegment: (bytes) => this.#onSegment(stream, bytes),
-        onFailure: (err) => this.#failStream(stream, err),
+        log: this.log,
+        now: () => this.opts.clock.now(),
+        latency: this.#latency,
+        onDelivered: () => this.#segments++,
+        onFailure: (run) => {
+          if (this.#run === run) this.#run = null;
+          this.#retire(run);
+        },
       });
     } catch (err) {
       this.log.error("render encoder failed to start", { err });
-      sink.onError(new Error("render encoder failed to start"));
-      return;
+      this.#run = null;
     }
-    this.#stream = stream;
-    this.#last = null;
-  }
-
-  detach(): void {
-    this.#endStream();
+    return this.#run;
   }
 
   pushAudio(pcm: Int16Array, sampleRate: number): void {
@@ -188,11 +178,11 @@ class BuiltinSession implements RenderSession {
     if (this.#timer !== undefined) this.opts.clock.clearTimer(this.#timer);
     this.#timer = undefined;
     let clean = true;
-    const stream = this.#stream;
-    if (stream) {
-      const r = await stream.encoder.stop(options);
+    const run = this.#run;
+    if (run) {
+      const r = await run.stop(options);
       clean = r.clean;
-      this.#stream = null;
+      this.#run = null;
     }
     await Promise.all([...this.#retiring]);
     this.#queue.clear();
@@ -200,78 +190,10 @@ class BuiltinSession implements RenderSession {
     return { clean };
   }
 
-  #endStream(): void {
-    const stream = this.#stream;
-    if (!stream) return;
-    this.#stream = null;
-    this.#retire(stream.encoder);
-  }
-
-  #retire(encoder: Encoder): void {
-    const p = encoder.stop({ graceful: false, timeoutMs: 0 });
+  #retire(run: EncoderStream): void {
+    const p = run.stop({ graceful: false, timeoutMs: 0 });
     this.#retiring.add(p);
     void p.finally(() => this.#retiring.delete(p));
-  }
-
-  #failStream(stream: Stream, err: Error): void {
-    if (this.#stream !== stream) return;
-    this.#stream = null;
-    this.#retire(stream.encoder);
-    this.log.warn("render stream failed", { err });
-    try {
-      stream.sink.onError(err);
-    } catch (e) {
-      this.log.error("render sink failed", { err: e });
-    }
-  }
-
-  #onInit(stream: Stream, bytes: Uint8Array): void {
-    if (this.#stream !== stream) return;
-    let mime: string;
-    try {
-      const init = readInit(bytes);
-      stream.videoTrackId = init.videoTrackId;
-      if (init.audioTrack) stream.audioTrack = init.audioTrack;
-      mime = init.mime;
-    } catch (err) {
-      this.#failStream(
-        stream,
-        err instanceof Error ? err : new Error(String(err)),
-      );
-      return;
-    }
-    try {
-      stream.sink.onInit(mime, bytes);
-    } catch (err) {
-      this.log.error("render sink failed", { err });
-    }
-  }
-
-  #onSegment(stream: Stream, bytes: Uint8Array): void {
-    if (this.#stream !== stream) return;
-    if (!stream.checked) {
-      stream.checked = true;
-      const problem = segmentProblem(bytes, stream.videoTrackId);
-      if (problem) {
-        this.#failStream(stream, new Error(problem));
-        return;
-      }
-    }
-    this.#segments++;
-    if (stream.waiting.length > 0 && stream.audioTrack) {
-      settleDelivered(
-        bytes,
-        stream.audioTrack,
-        stream.waiting,
-        this.#latency,
-        () => this.opts.clock.now(),
-      );
-    }
-    try {
-      stream.sink.onSegment(bytes);
-    } catch (err) {
-      this.log.error("render sink failed", { err });
-    }
   }
 
   #tick = (): void => {
@@ -298,15 +220,14 @@ class BuiltinSession implements RenderSession {
     const mouth = this.#mouth.next(analyzeVoice(samples));
     const t = this.#produced / this.opts.fps;
     this.#produced++;
-    const stream = this.#stream;
-    // Marks of audio taken now move to the stream (or are dropped with no stream).
+    // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.
+    const run = this.#run?.watched ? this.#run : null;
+    // Marks of audio taken now move to the run (or are dropped with no viewer).
     while (this.#marks.length > 0 && this.#marks[0].idx < head + real) {
       const m = this.#marks.shift()!;
-      if (m.idx >= head && stream && stream.waiting.length < MAX_MARKS) {
-        stream.waiting.push({ pos: stream.samples + (m.idx - head), at: m.at });
-      }
+      if (m.idx >= head && run) run.mark(run.samples + (m.idx - head), m.at);
     }
-    if (!stream) return;
+    if (!run) return;
     if (draw || this.#last === null) {
       this.#frame.data = new Uint8Array(
         this.opts.width * this.opts.height * 3 / 2,
@@ -326,12 +247,8 @@ class BuiltinSession implements RenderSession {
       samples.byteOffset,
       samples.byteLength,
     );
-    stream.samples += samples.length;
-    if (!stream.encoder.write(this.#last, audio)) {
-      this.#failStream(
-        stream,
-        new Error("render encoder fell behind real time"),
-      );
+    if (!run.write(this.#last, audio)) {
+      run.fail(new Error("render encoder fell behind real time"));
     }
   }
 }
@@ -391,6 +308,10 @@ export function createBuiltinRenderer(
         deps.log,
         () => open.delete(session),
       );
+      if (!session.running) {
+        await session.stop({ graceful: false, timeoutMs: 0 });
+        throw new RenderStartError("failed", "the encoder failed to start");
+      }
       open.add(session);
       return session;
     },

@@ -3,7 +3,7 @@
  * segment's tracks and MIME type, whether the first media segment suits MediaSource,
  * and which pushes of agent audio a segment delivered (for the audio-latency stats).
  */
-import { parseFragment, parseInit } from "./mp4.ts";
+import { type InitTrack, parseFragment, parseInit } from "./mp4.ts";
 import { STREAM_RATE } from "./voice.ts";
 
 /** The audio track of a stream's init segment. */
@@ -29,7 +29,12 @@ const AAC_DELAY = 1024;
  */
 export function readInit(
   bytes: Uint8Array,
-): { mime: string; videoTrackId: number; audioTrack: AudioTrack | null } {
+): {
+  mime: string;
+  videoTrackId: number;
+  audioTrack: AudioTrack | null;
+  tracks: InitTrack[];
+} {
   const info = parseInit(bytes);
   if (!info.hasMvex) throw new Error("init segment without mvex");
   const audio = info.tracks.find((t) => t.kind === "audio");
@@ -39,6 +44,7 @@ export function readInit(
     audioTrack: audio
       ? { id: audio.trackId, timescale: audio.timescale }
       : null,
+    tracks: info.tracks,
   };
 }
 

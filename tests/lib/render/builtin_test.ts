@@ -122,27 +122,69 @@ Deno.test("builtin renderer streams", async (t) => {
   );
 
   await t.step(
-    "a takeover attach restarts timestamps at 0 with a new init",
+    "a takeover attach reuses the encoder: new init, the GOP at once, timestamps from 0 on a keyframe",
     async () => {
       const { backend, clock } = renderer();
       const session = await backend.open(OPEN);
       const first = new RecordingSink();
       session.attach(first);
       run(clock, 600);
-      await first.until(() => first.segments.length >= 5);
+      await first.until(() => first.segments.length >= 8);
       const firstPid = onlyEncoder();
       const second = new RecordingSink();
       session.attach(second);
+      // At once, before any new frame: the init and the fragments since the last
+      // keyframe (frame 0 of 25; 8 or more fragments out so far).
+      assert.equal(second.inits.length, 1);
+      assert.ok(second.segments.length >= 1, "the current GOP at once");
+      assert.equal(second.inits[0].mime, first.inits[0].mime);
       const firstCount = first.segments.length;
       run(clock, 1200);
-      await second.until(() => second.segments.length >= 20);
-      assert.equal(second.inits.length, 1);
-      assert.equal(first.segments.length, firstCount);
+      await second.until(() => second.segments.length >= 30);
+      assert.equal(
+        first.segments.length,
+        firstCount,
+        "the old sink gets nothing",
+      );
       assert.deepEqual(first.errors, []);
+      assert.deepEqual(second.errors, []);
       const lines = timelines(second.inits[0].init, second.segments);
-      for (const [, list] of lines) assert.equal(list[0].start, 0);
+      for (const [, list] of lines) {
+        assert.ok(list[0].start < 1024, `starts near 0: ${list[0].start}`);
+        for (let i = 1; i < list.length; i++) {
+          assert.equal(list[i].start, list[i - 1].start + list[i - 1].duration);
+        }
+      }
+      assert.equal(lines.get(1)![0].start, 0);
       assert.equal(lines.get(1)![0].sync, true);
-      assert.equal(pidExists(firstPid), false);
+      // One encoder for the session, still the first one.
+      assert.equal(onlyEncoder(), firstPid);
+      assert.equal(pidExists(firstPid), true);
+      await session.stop({ graceful: false, timeoutMs: 0 });
+      noEncoders();
+    },
+  );
+
+  await t.step(
+    "a takeover past the first GOP starts on the last keyframe, rebased to 0",
+    async () => {
+      const { backend, clock } = renderer();
+      const session = await backend.open(OPEN);
+      const first = new RecordingSink();
+      session.attach(first);
+      run(clock, 1600); // 40 frames: the last keyframe is frame 25
+      await first.until(() => first.segments.length >= 30);
+      const pid = onlyEncoder();
+      const later = new RecordingSink();
+      session.attach(later);
+      run(clock, 400);
+      await later.until(() => later.segments.length >= 15);
+      const lines = timelines(later.inits[0].init, later.segments);
+      assert.equal(lines.get(1)![0].start, 0);
+      assert.equal(lines.get(1)![0].sync, true);
+      const audio = [...lines.keys()].find((k) => k !== 1)!;
+      assert.ok(lines.get(audio)![0].start < 2048, "audio starts near 0 too");
+      assert.equal(onlyEncoder(), pid);
       await session.stop({ graceful: false, timeoutMs: 0 });
       noEncoders();
     },
@@ -262,10 +304,12 @@ Deno.test("builtin renderer process hygiene", async (t) => {
     },
   );
 
-  await t.step("a failing encoder start reports to the sink", async () => {
-    const { session, sink } = await attached({ ffmpeg: "/nonexistent/ffmpeg" });
-    assert.equal(sink.errors.length, 1);
-    await session.stop({ graceful: true, timeoutMs: 1000 });
+  await t.step("an encoder that cannot start fails open()", async () => {
+    const { backend } = renderer({ ffmpeg: "/nonexistent/ffmpeg" });
+    await assert.rejects(
+      backend.open(OPEN),
+      (e: unknown) => e instanceof RenderStartError && e.kind === "failed",
+    );
     noEncoders();
   });
 
@@ -286,16 +330,25 @@ Deno.test("builtin renderer process hygiene", async (t) => {
     noEncoders();
   });
 
-  await t.step("detach() ends the stream and its process", async () => {
-    const { clock, session, sink } = await attached();
-    run(clock, 200);
-    await sink.until(() => sink.inits.length === 1);
-    const pid = onlyEncoder();
-    session.detach();
-    await session.stop({ graceful: true, timeoutMs: 1000 });
-    assert.equal(pidExists(pid), false);
-    noEncoders();
-  });
+  await t.step(
+    "detach() keeps the encoder for the next attach; stop() ends it",
+    async () => {
+      const { clock, session, sink } = await attached();
+      run(clock, 200);
+      await sink.until(() => sink.inits.length === 1);
+      const pid = onlyEncoder();
+      session.detach();
+      run(clock, 400);
+      const again = new RecordingSink();
+      session.attach(again);
+      run(clock, 400);
+      await again.until(() => again.segments.length >= 5);
+      assert.equal(onlyEncoder(), pid);
+      await session.stop({ graceful: true, timeoutMs: 1000 });
+      assert.equal(pidExists(pid), false);
+      noEncoders();
+    },
+  );
 });
 
 Deno.test("builtin renderer in real time delivers a stream MediaSource can play", async () => {
