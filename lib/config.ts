@@ -20,6 +20,8 @@ export interface Config {
   requestBodyTimeoutMs: number;
   maxConcurrentSessions: number;
   renderMaxSessions: number;
+  /** Seconds a render slot reserved at create waits for the session's media socket. */
+  renderReservationS: number;
   startTimeoutMs: number;
   endCleanupTimeoutMs: number;
   sessionConnectTimeoutS: number;
@@ -251,6 +253,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     requestBodyTimeoutMs: int(env, "REQUEST_BODY_TIMEOUT_MS", 10_000, 1),
     maxConcurrentSessions: int(env, "MAX_CONCURRENT_SESSIONS", 20, 1),
     renderMaxSessions: int(env, "RENDER_MAX_SESSIONS", defaultRenderSlots(), 0),
+    renderReservationS: int(env, "RENDER_RESERVATION_S", 30, 1),
     startTimeoutMs: int(env, "START_TIMEOUT_MS", 15000, 1),
     endCleanupTimeoutMs: int(env, "END_CLEANUP_TIMEOUT_MS", 10000, 1),
     sessionConnectTimeoutS: int(env, "SESSION_CONNECT_TIMEOUT_S", 900, 1),

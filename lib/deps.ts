@@ -7,7 +7,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { idleRuntime, type SessionRuntime } from "./runtime.ts";
 import { openKv, openReadKv } from "./kv/store.ts";
 import { CredentialVault } from "./vault.ts";
-import { RenderSlots } from "./render_slots.ts";
+import { RenderSlots } from "./render/slots.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
@@ -48,7 +48,7 @@ export interface AppDeps {
   runtime: SessionRuntime;
   /** Per-session provider credentials, in memory only (lib/vault.ts). */
   vault: CredentialVault;
-  /** This instance's render slots (lib/render_slots.ts). */
+  /** This instance's render slots (lib/render/slots.ts). */
   renderSlots: RenderSlots;
 }
 
@@ -79,7 +79,10 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
     sessionHooks: { inCommit: [], afterCommit: [] },
     runtime: idleRuntime,
     vault: new CredentialVault(),
-    renderSlots: new RenderSlots(config.renderMaxSessions),
+    renderSlots: new RenderSlots(config.renderMaxSessions, {
+      reservationMs: config.renderReservationS * 1000,
+      now,
+    }),
   };
 }
 

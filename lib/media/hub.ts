@@ -20,6 +20,9 @@ import {
   type SessionRecord,
 } from "../sessions.ts";
 import { kvTry } from "../kv/store.ts";
+import { ApiError } from "../api/errors.ts";
+import { TokenBucket } from "./bucket.ts";
+import { contain, type FailureSource } from "./contain.ts";
 import { LiveSession } from "./live.ts";
 import { presenceKey } from "./presence.ts";
 
@@ -27,6 +30,13 @@ import { presenceKey } from "./presence.ts";
 export const HUB_POLL_MS = 250;
 /** Close code for a socket refused after the upgrade (ended, failed or unknown session). */
 export const CLOSE_INVALID_SESSION = 4001;
+
+/**
+ * Sockets that may reconnect to or take over one live session at once, and how many more
+ * it may per minute (a token bucket); past it the upgrade is refused with 429.
+ */
+export const TAKEOVER_BURST = 5;
+export const TAKEOVERS_PER_MINUTE = 10;
 
 export const endRequestKey = (id: string) => ["end_requests", id] as const;
 export const endResultKey = (id: string) => ["end_results", id] as const;
@@ -55,15 +65,95 @@ export class MediaHub implements SessionRuntime {
   private timer: ReturnType<typeof setInterval> | undefined;
   private polling = false;
   private handlingEnd = new Set<string>();
+  private takeovers = new Map<string, TokenBucket>();
 
   constructor(readonly deps: AppDeps, readonly options: MediaHubOptions) {}
 
   start(): void {
     this.deps.sessionHooks.afterCommit.push((_before, after) => {
       const rec = after as SessionRecord;
-      if (isTerminal(rec.status)) void this.release(rec.session_id, rec.status);
+      if (isTerminal(rec.status)) this.releaseSoon(rec.session_id, rec.status);
     });
-    this.timer = setInterval(() => void this.poll(), HUB_POLL_MS);
+    this.timer = setInterval(
+      contain(
+        this.deps.log,
+        "hub",
+        "media hub poll",
+        () => {},
+        () => this.poll(),
+      ),
+      HUB_POLL_MS,
+    );
+  }
+
+  /** `release`, contained: a failure is logged, never an unhandled rejection. */
+  private releaseSoon(id: string, status: string): void {
+    contain(
+      this.deps.log,
+      "hub",
+      "release of a live session",
+      () => {},
+      () => this.release(id, status),
+    )();
+  }
+
+  /**
+   * Checks, before the upgrade, that a media socket for `session` (held here) may open:
+   * a reconnect or takeover of a live session takes a token of its bucket (none left →
+   * 429 `AVTR_RATE_LIMIT_EXCEEDED`); a `created` session's socket turns its render lease
+   * into a hold, or takes a free slot when the lease lapsed (none free → 503
+   * `AVTR_RENDER_CAPACITY`; the session stays `created`).
+   */
+  admitSocket(session: SessionRecord): void {
+    const id = session.session_id;
+    if (this.live.has(id)) {
+      let bucket = this.takeovers.get(id);
+      if (!bucket) {
+        bucket = new TokenBucket(
+          TAKEOVER_BURST,
+          TAKEOVERS_PER_MINUTE / 60,
+          this.deps.now,
+        );
+        this.takeovers.set(id, bucket);
+      }
+      if (!bucket.take()) {
+        throw new ApiError(
+          "AVTR_RATE_LIMIT_EXCEEDED",
+          "Too many reconnects to this session; wait before connecting again",
+          { retryAfter: bucket.waitSeconds() },
+        );
+      }
+      return;
+    }
+    if (
+      session.status === "created" &&
+      !this.deps.renderSlots.connect(id, session.tenant_id)
+    ) {
+      throw new ApiError(
+        "AVTR_RENDER_CAPACITY",
+        "No render capacity is free for this session right now",
+        { retryAfter: this.deps.renderSlots.retryAfterS() },
+      );
+    }
+  }
+
+  /** `accept`, contained: whatever throws closes this socket (1011) and fails nothing else. */
+  acceptSocket(ws: WebSocket, session: SessionRecord): void {
+    contain(
+      this.deps.log,
+      "hub",
+      "media socket accept",
+      () => {
+        try {
+          ws.close(1011, "internal error");
+        } catch { /* already closing */ }
+        const live = this.live.get(session.session_id);
+        if (live && live.socket === ws) {
+          void this.liveFailed(session.session_id, "internal error", "hub");
+        }
+      },
+      () => this.accept(ws, session),
+    )();
   }
 
   async close(): Promise<void> {
@@ -107,7 +197,8 @@ export class MediaHub implements SessionRuntime {
     live = new LiveSession(this.deps, id);
     this.live.set(id, live);
     live.onDetached = () => void this.markPresence(id, false);
-    live.onFailed = (reason) => void this.liveFailed(id, reason);
+    live.onFailed = (reason, source) =>
+      void this.liveFailed(id, reason, source);
     live.attach(ws, session.status);
     await this.markPresence(id, true);
     await this.activate(live, session);
@@ -240,9 +331,18 @@ export class MediaHub implements SessionRuntime {
   }
 
   /** A failure that ends a live session (engine, or renderer for good): end it with a warning. */
-  private async liveFailed(id: string, reason: string): Promise<void> {
+  private async liveFailed(
+    id: string,
+    reason: string,
+    source: FailureSource,
+  ): Promise<void> {
     const live = this.live.get(id);
     if (!live || live.closed) return;
+    this.deps.log.warn("live session failed", {
+      session_id: id,
+      source,
+      reason,
+    });
     const session = await readSession(this.deps, id).catch(() => null);
     if (session?.status === "activating") {
       await this.fail(live, reason);
@@ -263,6 +363,7 @@ export class MediaHub implements SessionRuntime {
   private async release(id: string, status: string): Promise<void> {
     this.deps.vault.zero(id);
     this.deps.renderSlots.release(id);
+    this.takeovers.delete(id);
     const live = this.live.get(id);
     if (!live) return;
     this.live.delete(id);
@@ -362,9 +463,15 @@ export class MediaHub implements SessionRuntime {
           // A missing record is a create still committing, never a finished session
           // (terminal records are kept for 7 days).
           if (session && isTerminal(session.status)) {
-            void this.release(id, session.status);
+            this.releaseSoon(id, session.status);
           } else if (request && !this.handlingEnd.has(id)) {
-            void this.answerEndRequest(id, request);
+            contain(
+              this.deps.log,
+              "hub",
+              "end request",
+              () => {},
+              () => this.answerEndRequest(id, request),
+            )();
           }
         });
       }

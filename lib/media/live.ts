@@ -6,10 +6,17 @@ import type { AppDeps } from "../deps.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink } from "../render/port.ts";
 import { parseFragment, parseInit } from "../render/mp4.ts";
+import { TokenBucket } from "./bucket.ts";
+import { bindSocket, containAll, type FailureSource } from "./contain.ts";
 import {
+  type ClientMessage,
   CLOSE_TAKEN_OVER,
+  CLOSE_TOO_BIG,
   DEFAULT_BROWSER_SAMPLE_RATE,
+  isOversize,
+  MAX_OVERSIZE_FRAMES,
   parseClientMessage,
+  pcmBytes,
   pcmFromBytes,
   type ServerMessage,
   type SocketErrorCode,
@@ -21,12 +28,34 @@ export const MAX_SOCKET_BUFFERED_BYTES = 1024 * 1024;
 /** Stream failures a minute after which the session ends instead of restarting. */
 export const MAX_STREAM_RESTARTS = 3;
 
+/** Text frames a socket may send per second, and at once (ping, text, interrupt…). */
+export const TEXT_FRAMES_PER_S = 20;
+export const TEXT_FRAMES_BURST = 60;
+/** Microphone audio a socket may send, in seconds of audio per second, and at once. */
+export const MIC_AUDIO_SPEED = 2;
+export const MIC_AUDIO_BURST_S = 4;
+/** `invalid_message` errors sent back per second, and at once; the rest are only counted. */
+export const ERRORS_PER_S = 5;
+export const ERRORS_BURST = 20;
+
 /** Counters of one live session, for logs, the end result and tests. */
 export interface LiveStats {
   segmentsSent: number;
   segmentsDropped: number;
   framesReceived: number;
   invalidMessages: number;
+  /** Frames over 64 KiB, refused unread. */
+  oversizeFrames: number;
+  /** Text frames and microphone audio dropped by the per-socket rate gates. */
+  framesThrottled: number;
+}
+
+/** The per-socket gates of one browser socket (a takeover starts fresh ones). */
+interface SocketGates {
+  oversize: number;
+  text: TokenBucket;
+  mic: TokenBucket;
+  errors: TokenBucket;
 }
 
 export interface LiveSessionParts {
@@ -48,14 +77,19 @@ export class LiveSession {
     segmentsDropped: 0,
     framesReceived: 0,
     invalidMessages: 0,
+    oversizeFrames: 0,
+    framesThrottled: 0,
   };
   /** Set once the current socket got its init segment. */
   initSent = false;
   onInitSent: (() => void) | null = null;
   /** Called when the last socket goes away (not on takeover). */
   onDetached: (() => void) | null = null;
-  /** Called on an engine failure (or a renderer failing for good) that ends the session. */
-  onFailed: ((reason: string) => void) | null = null;
+  /**
+   * Called on a failure that ends the session: the engine's, the renderer's for good,
+   * or a handler of this session that threw (contained, see ./contain.ts).
+   */
+  onFailed: ((reason: string, source: FailureSource) => void) | null = null;
   /** When the current socket's stream failed and restarted, newest last (bounded). */
   private restarts: number[] = [];
   closed = false;
@@ -71,8 +105,31 @@ export class LiveSession {
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {}
 
-  /** Engine callbacks, bound to this session. */
+  /** A contained handler threw: the session ends as a failure of its source. */
+  private readonly contained = (source: FailureSource): void => {
+    const what = source === "provider"
+      ? "conversation engine"
+      : source === "render"
+      ? "renderer"
+      : "media socket";
+    this.onFailed?.(`internal error handling the ${what}`, source);
+  };
+
+  /**
+   * Engine callbacks, bound to this session. Each is contained: a throw in one ends
+   * this session as a provider failure.
+   */
   engineEvents(onReady: (rate: number) => void): EngineEvents {
+    return containAll(
+      this.deps.log,
+      "provider",
+      "engine event",
+      this.contained,
+      this.rawEngineEvents(onReady),
+    );
+  }
+
+  private rawEngineEvents(onReady: (rate: number) => void): EngineEvents {
     return {
       onReady: ({ agentSampleRate }) => onReady(agentSampleRate),
       onResponseStart: (responseId) => {
@@ -128,7 +185,7 @@ export class LiveSession {
         });
         this.sendError(code, false);
         if (fatal) {
-          this.onFailed?.(`conversation engine failed (${code})`);
+          this.onFailed?.("conversation engine failed", "provider");
         }
       },
       onBargeIn: () => this.cutAvatar(),
@@ -138,7 +195,7 @@ export class LiveSession {
             session_id: this.sessionId,
             reason,
           });
-          this.onFailed?.("conversation engine disconnected");
+          this.onFailed?.("conversation engine disconnected", "provider");
         }
       },
     };
@@ -166,8 +223,18 @@ export class LiveSession {
     }
   }
 
-  /** The renderer's sink for the current socket. */
+  /** The renderer's sink for the current socket; a throw in it ends the session as a render failure. */
   private sinkFor(ws: WebSocket): RenderSink {
+    return containAll(
+      this.deps.log,
+      "render",
+      "render sink",
+      this.contained,
+      this.rawSink(ws),
+    );
+  }
+
+  private rawSink(ws: WebSocket): RenderSink {
     return {
       onInit: (mime, init) => {
         if (this.socket !== ws) return;
@@ -229,7 +296,7 @@ export class LiveSession {
     this.restarts = this.restarts.filter((t) => now - t < 60_000);
     this.restarts.push(now);
     if (this.restarts.length > MAX_STREAM_RESTARTS) {
-      this.onFailed?.("the renderer failed repeatedly");
+      this.onFailed?.("the renderer failed repeatedly", "render");
       return;
     }
     this.initSent = false;
@@ -265,14 +332,25 @@ export class LiveSession {
       } catch { /* already closing */ }
     }
     ws.binaryType = "arraybuffer";
-    ws.onmessage = (ev) => this.onMessage(ev.data);
-    ws.onclose = () => {
-      if (this.socket === ws) {
-        this.socket = null;
-        this.render?.detach();
-        this.onDetached?.();
-      }
+    const now = () => this.deps.now();
+    const gates: SocketGates = {
+      oversize: 0,
+      text: new TokenBucket(TEXT_FRAMES_BURST, TEXT_FRAMES_PER_S, now),
+      mic: new TokenBucket(MIC_AUDIO_BURST_S, MIC_AUDIO_SPEED, now),
+      errors: new TokenBucket(ERRORS_BURST, ERRORS_PER_S, now),
     };
+    bindSocket(ws, this.deps.log, "media socket", "socket", this.contained, {
+      message: (ev) => this.onFrame(ws, gates, ev.data),
+      close: () => {
+        if (this.socket === ws) {
+          this.socket = null;
+          this.render?.detach();
+          this.onDetached?.();
+        }
+      },
+      // An error is followed by close, which does the work.
+      error: () => {},
+    });
     sendJson(ws, { type: "session.state", status });
     if (this.render) this.render.attach(this.sinkFor(ws));
   }
@@ -283,20 +361,60 @@ export class LiveSession {
     if (this.socket) render.attach(this.sinkFor(this.socket));
   }
 
-  private onMessage(data: unknown): void {
-    if (data instanceof ArrayBuffer) {
-      this.stats.framesReceived++;
-      if (data.byteLength < 2) return;
-      this.engine?.sendUserAudio(pcmFromBytes(data), this.browserRate);
+  /**
+   * One browser frame, in this order: size (over 64 KiB → refused unread; past
+   * `MAX_OVERSIZE_FRAMES` → close 1009), the socket's rate gate, then the schema (text)
+   * or the PCM check (binary). Frames of a socket that was taken over are ignored.
+   */
+  private onFrame(ws: WebSocket, gates: SocketGates, data: unknown): void {
+    if (this.socket !== ws || this.closed) return;
+    this.stats.framesReceived++;
+    if (isOversize(data)) {
+      this.stats.oversizeFrames++;
+      if (++gates.oversize > MAX_OVERSIZE_FRAMES) {
+        this.deps.log.warn("media socket closed for oversize frames", {
+          session_id: this.sessionId,
+        });
+        try {
+          ws.close(CLOSE_TOO_BIG, "frame too big");
+        } catch { /* already closing */ }
+        return;
+      }
+      this.refuse(gates);
       return;
     }
-    if (typeof data !== "string") return;
-    const msg = parseClientMessage(data);
-    if (!msg) {
-      this.stats.invalidMessages++;
-      this.sendError("invalid_message", false);
+    if (typeof data === "string") {
+      if (!gates.text.take()) {
+        this.stats.framesThrottled++;
+        this.refuse(gates);
+        return;
+      }
+      const msg = parseClientMessage(data);
+      if (msg) this.onMessage(msg);
+      else this.refuse(gates);
       return;
     }
+    const bytes = pcmBytes(data as ArrayBuffer);
+    if (!bytes) {
+      this.refuse(gates);
+      return;
+    }
+    const seconds = bytes.byteLength / 2 / this.browserRate;
+    if (!gates.mic.take(seconds)) {
+      // Faster than real time allows: dropped quietly (a mic never gets here).
+      this.stats.framesThrottled++;
+      return;
+    }
+    this.engine?.sendUserAudio(pcmFromBytes(bytes), this.browserRate);
+  }
+
+  /** Answers an unusable frame with the non-fatal `invalid_message` (rate-bounded). */
+  private refuse(gates: SocketGates): void {
+    this.stats.invalidMessages++;
+    if (gates.errors.take()) this.sendError("invalid_message", false);
+  }
+
+  private onMessage(msg: ClientMessage): void {
     switch (msg.type) {
       case "ping":
         this.send({ type: "pong" });

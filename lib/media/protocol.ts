@@ -25,6 +25,52 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
 
 export type ClientMessage = z.infer<typeof clientMessageSchema>;
 
+/** Largest browser frame (binary or text) the server processes, in bytes (DECISIONS 6). */
+export const MAX_FRAME_BYTES = 64 * 1024;
+
+/**
+ * Whether a browser frame is over `MAX_FRAME_BYTES` (text counted in UTF-8). Checked
+ * first, before any rate gate, parsing or decoding; anything neither text nor binary
+ * counts as over (nothing else can be used either).
+ */
+export function isOversize(data: unknown): boolean {
+  if (typeof data === "string") {
+    // The UTF-16 length bounds the UTF-8 size from below and a third of it from above:
+    // the exact size is only counted for frames that could be over.
+    if (data.length > MAX_FRAME_BYTES) return true;
+    return data.length * 3 > MAX_FRAME_BYTES &&
+      utf8Length(data) > MAX_FRAME_BYTES;
+  }
+  if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) {
+    return data.byteLength > MAX_FRAME_BYTES;
+  }
+  return true;
+}
+
+/** A binary frame's bytes when it is usable PCM16LE (non-empty, even length), else null. */
+export function pcmBytes(data: ArrayBuffer | Uint8Array): Uint8Array | null {
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  return bytes.byteLength === 0 || bytes.byteLength % 2 !== 0 ? null : bytes;
+}
+
+/** Size of `s` in UTF-8, without encoding it (a lone surrogate counts as U+FFFD, 3 bytes). */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (
+      c >= 0xd800 && c <= 0xdbff && i + 1 < s.length &&
+      (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    ) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
 /** Parses one text frame; null when it is not a message the server can use. */
 export function parseClientMessage(text: string): ClientMessage | null {
   let value: unknown;
@@ -65,6 +111,10 @@ export type ServerMessage =
 
 /** Close code for a socket replaced by a newer one for the same session. */
 export const CLOSE_TAKEN_OVER = 4000;
+/** Close code for a socket that kept sending frames over `MAX_FRAME_BYTES` (RFC 6455 1009). */
+export const CLOSE_TOO_BIG = 1009;
+/** Oversize frames one socket may send; the next one closes it with 1009. */
+export const MAX_OVERSIZE_FRAMES = 2;
 
 /** Decodes a binary frame of PCM16LE mono into samples (a trailing odd byte is dropped). */
 export function pcmFromBytes(data: ArrayBuffer | Uint8Array): Int16Array {

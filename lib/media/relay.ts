@@ -6,6 +6,8 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
+import { bindSocket } from "./contain.ts";
+import { CLOSE_TOO_BIG, isOversize, MAX_OVERSIZE_FRAMES } from "./protocol.ts";
 import {
   INSTANCE_STALE_MS,
   instanceKey,
@@ -14,8 +16,11 @@ import {
 
 /** Bytes the browser side may have queued before the relay gives up on it (1013). */
 export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
-/** Browser frames held while the upstream socket opens. */
-const MAX_PENDING_FRAMES = 256;
+/**
+ * Bytes of browser frames held while the upstream socket opens (frames are at most
+ * 64 KiB each); past it, frames are dropped until the upstream is open.
+ */
+export const RELAY_MAX_PENDING_BYTES = 256 * 1024;
 
 /** The holder's media socket URL for `sessionId`, or null when it is not reachable. */
 export async function holderSocketUrl(
@@ -75,46 +80,87 @@ export function relaySocket(
   const open = openRelays(deps);
   open.add(finish);
 
-  browser.onmessage = (ev) => {
-    const data = ev.data as string | ArrayBuffer;
-    if (upstream.readyState === WebSocket.OPEN) upstream.send(data);
-    else if (pending.length < MAX_PENDING_FRAMES) pending.push(data);
-  };
-  upstream.onopen = () => {
-    upstreamOpened = true;
-    for (const data of pending.splice(0)) upstream.send(data);
-  };
-  upstream.onmessage = (ev) => {
-    if (browser.readyState !== WebSocket.OPEN) return;
-    if (browser.bufferedAmount > RELAY_MAX_BUFFERED_BYTES) {
-      // A browser this far behind gets a fresh start by reconnecting (takeover).
-      deps.log.warn("relayed media socket too slow", { session_id: sessionId });
-      finish(1013, "too slow");
-      return;
-    }
-    browser.send(ev.data as string | ArrayBuffer);
-  };
+  let pendingBytes = 0;
+  let oversize = 0;
   let upstreamOpened = false;
-  upstream.onclose = (ev) => {
-    if (!upstreamOpened && browser.readyState === WebSocket.OPEN) {
-      // The holder cannot be reached: only it can run the session (credentials in its
-      // memory), so for this browser the session is over.
-      browser.send(
-        JSON.stringify({ type: "error", code: "invalid_session", fatal: true }),
-      );
-      finish(4001, "invalid session");
-      return;
-    }
-    finish(ev.code, ev.reason);
-  };
-  upstream.onerror = () => {
-    if (upstream.readyState !== WebSocket.OPEN) {
-      deps.log.warn("media relay could not reach the holder", {
-        session_id: sessionId,
-      });
-    }
-  };
-  browser.onclose = (ev) => finish(ev.code, ev.reason);
+  const log = deps.log;
+  const broken = () => finish(1011, "relay error");
+  bindSocket(browser, log, "relayed media socket", "relay", broken, {
+    message: (ev) => {
+      const data = ev.data as unknown;
+      // The same first rule as the holder's (DECISIONS 6): over 64 KiB is refused unread.
+      if (isOversize(data)) {
+        if (++oversize > MAX_OVERSIZE_FRAMES) {
+          finish(CLOSE_TOO_BIG, "frame too big");
+          return;
+        }
+        if (browser.readyState === WebSocket.OPEN) {
+          browser.send(
+            JSON.stringify({
+              type: "error",
+              code: "invalid_message",
+              fatal: false,
+            }),
+          );
+        }
+        return;
+      }
+      const frame = data as string | ArrayBuffer;
+      if (upstream.readyState === WebSocket.OPEN) {
+        upstream.send(frame);
+        return;
+      }
+      const size = typeof frame === "string"
+        ? frame.length * 3
+        : frame.byteLength;
+      if (pendingBytes + size <= RELAY_MAX_PENDING_BYTES) {
+        pending.push(frame);
+        pendingBytes += size;
+      }
+    },
+    close: (ev) => finish(ev.code, ev.reason),
+    error: () => {},
+  });
+  bindSocket(upstream, log, "relay upstream", "relay", broken, {
+    open: () => {
+      upstreamOpened = true;
+      for (const data of pending.splice(0)) upstream.send(data);
+      pendingBytes = 0;
+    },
+    message: (ev) => {
+      if (browser.readyState !== WebSocket.OPEN) return;
+      if (browser.bufferedAmount > RELAY_MAX_BUFFERED_BYTES) {
+        // A browser this far behind gets a fresh start by reconnecting (takeover).
+        log.warn("relayed media socket too slow", { session_id: sessionId });
+        finish(1013, "too slow");
+        return;
+      }
+      browser.send(ev.data as string | ArrayBuffer);
+    },
+    close: (ev) => {
+      if (!upstreamOpened && browser.readyState === WebSocket.OPEN) {
+        // The holder cannot be reached: only it can run the session (credentials in
+        // its memory), so for this browser the session is over.
+        browser.send(
+          JSON.stringify({
+            type: "error",
+            code: "invalid_session",
+            fatal: true,
+          }),
+        );
+        finish(4001, "invalid session");
+        return;
+      }
+      finish(ev.code, ev.reason);
+    },
+    error: () => {
+      if (upstream.readyState !== WebSocket.OPEN) {
+        log.warn("media relay could not reach the holder", {
+          session_id: sessionId,
+        });
+      }
+    },
+  });
 }
 
 const relays = new WeakMap<

@@ -1,38 +1,127 @@
 /**
- * Render capacity of this instance (DECISIONS 1, `RENDER_MAX_SESSIONS`): a slot is
- * reserved per session at create and released when the session turns terminal. The
- * slots are in-process because the renderer runs on the instance owning the session.
+ * Render capacity of this instance (DECISIONS 1, `RENDER_MAX_SESSIONS`). Create reserves
+ * a slot for its session as a lease of `RENDER_RESERVATION_S`; the session's first media
+ * socket turns the lease into a hold that lasts until the session turns terminal. A lease
+ * whose session has no socket by its expiry is released (the session stays `created`);
+ * its socket takes a slot again when it opens, if one is free. One tenant's leases never
+ * hold more than half of the slots (at least one), so its unconnected sessions cannot
+ * starve the others. Expiry is computed on the injected clock whenever the slots are
+ * read, so no timer is needed. The slots are in-process: the renderer runs on the
+ * instance that owns the session.
  */
+
+interface Slot {
+  tenantId: string;
+  /** Epoch ms at which an unconnected lease lapses; null once a socket holds it. */
+  expiresAt: number | null;
+}
+
+/** Why a reservation was refused. */
+export type ReserveRefusal = "full" | "tenant_share";
+
+export interface RenderSlotsOptions {
+  /** Lease of a reservation without a media socket, in ms. */
+  reservationMs: number;
+  /** The clock (epoch ms). */
+  now: () => number;
+}
+
 export class RenderSlots {
-  #held = new Set<string>();
+  #slots = new Map<string, Slot>();
+  readonly #reservationMs: number;
+  readonly #now: () => number;
 
-  constructor(readonly max: number) {}
+  constructor(
+    readonly max: number,
+    options: RenderSlotsOptions = { reservationMs: 30_000, now: Date.now },
+  ) {
+    this.#reservationMs = options.reservationMs;
+    this.#now = options.now;
+  }
 
-  /** Reserves a slot for `sessionId`; false when none is free. Idempotent per session. */
-  tryReserve(sessionId: string): boolean {
-    if (this.#held.has(sessionId)) return true;
-    if (this.#held.size >= this.max) return false;
-    this.#held.add(sessionId);
+  /** Unconnected leases one tenant may hold: half of the slots, at least one. */
+  get tenantShare(): number {
+    return Math.max(1, Math.floor(this.max / 2));
+  }
+
+  /** Drops the leases that lapsed. */
+  #sweep(): void {
+    const now = this.#now();
+    for (const [id, slot] of this.#slots) {
+      if (slot.expiresAt !== null && slot.expiresAt <= now) {
+        this.#slots.delete(id);
+      }
+    }
+  }
+
+  /**
+   * Reserves a lease for `sessionId` of `tenantId` (at create). Null when it holds one;
+   * else why not: `full` (no slot free) or `tenant_share` (the tenant's unconnected leases
+   * already hold its share). Idempotent per session.
+   */
+  reserve(sessionId: string, tenantId: string): ReserveRefusal | null {
+    this.#sweep();
+    if (this.#slots.has(sessionId)) return null;
+    if (this.#slots.size >= this.max) return "full";
+    let leases = 0;
+    for (const slot of this.#slots.values()) {
+      if (slot.tenantId === tenantId && slot.expiresAt !== null) leases++;
+    }
+    if (leases >= this.tenantShare) return "tenant_share";
+    this.#slots.set(sessionId, {
+      tenantId,
+      expiresAt: this.#now() + this.#reservationMs,
+    });
+    return null;
+  }
+
+  /**
+   * A media socket for `sessionId` opened: its lease becomes a hold (no expiry), or, when
+   * the lease lapsed, a free slot is taken. False when it has none and none is free.
+   */
+  connect(sessionId: string, tenantId: string): boolean {
+    this.#sweep();
+    const slot = this.#slots.get(sessionId);
+    if (slot) {
+      slot.expiresAt = null;
+      return true;
+    }
+    if (this.#slots.size >= this.max) return false;
+    this.#slots.set(sessionId, { tenantId, expiresAt: null });
     return true;
   }
 
   /** Frees the slot of `sessionId`; false when it held none. */
   release(sessionId: string): boolean {
-    return this.#held.delete(sessionId);
+    return this.#slots.delete(sessionId);
   }
 
-  /** Whether `sessionId` holds a slot. */
+  /** Whether `sessionId` holds a slot (a lease that has not lapsed, or a hold). */
   has(sessionId: string): boolean {
-    return this.#held.has(sessionId);
+    this.#sweep();
+    return this.#slots.has(sessionId);
+  }
+
+  /** The sessions holding a slot. */
+  ids(): string[] {
+    this.#sweep();
+    return [...this.#slots.keys()];
   }
 
   /** Slots in use. */
-  /** The sessions holding a slot. */
-  ids(): string[] {
-    return [...this.#held];
+  get inUse(): number {
+    this.#sweep();
+    return this.#slots.size;
   }
 
-  get inUse(): number {
-    return this.#held.size;
+  /** Seconds until a lease lapses at the earliest (a `retry_after` hint), at least 1. */
+  retryAfterS(): number {
+    this.#sweep();
+    let first = Infinity;
+    for (const slot of this.#slots.values()) {
+      if (slot.expiresAt !== null) first = Math.min(first, slot.expiresAt);
+    }
+    if (first === Infinity) return 15;
+    return Math.max(1, Math.ceil((first - this.#now()) / 1000));
   }
 }

@@ -212,10 +212,14 @@ export async function createSession(
       settings.value as TenantSettings | null,
     );
     if (counterValue(counter) >= limit) throw concurrencyError(limit);
-    if (!deps.renderSlots.tryReserve(sessionId)) {
+    const refused = deps.renderSlots.reserve(sessionId, request.tenantId);
+    if (refused) {
       throw new ApiError(
         "AVTR_RENDER_CAPACITY",
-        "No render capacity is free right now",
+        refused === "full"
+          ? "No render capacity is free right now"
+          : "Your tenant's sessions not yet connected hold their share of the render capacity; connect or end them first",
+        { retryAfter: deps.renderSlots.retryAfterS() },
       );
     }
     const creds = await withStartTimeout(

@@ -85,7 +85,10 @@ Deno.test("reapOnce() ends an active session at SESSION_MAX_DURATION_S, closing 
 
 Deno.test("reapOnce() is safe with two instances on one store: each session moves once", async () => {
   const clock = new TestClock(Date.now());
-  const s = await liveStack({ SESSION_CONNECT_TIMEOUT_S: "60" }, { clock });
+  const s = await liveStack({
+    SESSION_CONNECT_TIMEOUT_S: "60",
+    RENDER_MAX_SESSIONS: "8",
+  }, { clock });
   const other = await createApp({
     deps: undefined,
     kv: s.t.app.deps.kv,
@@ -124,7 +127,10 @@ Deno.test("reapOnce() is safe with two instances on one store: each session move
 
 Deno.test("a session failed by another instance frees the owner's credentials and render slot", async () => {
   const clock = new TestClock(Date.now());
-  const s = await liveStack({ SESSION_CONNECT_TIMEOUT_S: "60" }, { clock });
+  const s = await liveStack({
+    SESSION_CONNECT_TIMEOUT_S: "60",
+    RENDER_MAX_SESSIONS: "8",
+  }, { clock });
   const other = await createApp({
     kv: s.t.app.deps.kv,
     now: clock.now,

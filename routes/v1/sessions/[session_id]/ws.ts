@@ -10,7 +10,9 @@ import { mediaSubject } from "../../../../lib/api/rate_subjects.ts";
 /**
  * The media WebSocket (SPEC 4.6, DECISIONS 6): every token fault is answered with HTTP 401
  * and a flat error body before the upgrade. A socket for a session another instance
- * holds is relayed to that instance.
+ * holds is relayed to that instance. A reconnect past the session's takeover rate (429) and
+ * a socket for a `created` session without a free render slot (503) are refused before
+ * the upgrade too.
  */
 export const handler = {
   async GET(ctx: Ctx): Promise<Response> {
@@ -53,10 +55,15 @@ export const handler = {
       }
       // The holder is gone: the hub answers with the fatal invalid_session.
     }
+    const hub = mediaHubOf(ctx.deps);
+    if (session.owner === ctx.deps.instanceId && !isTerminal(session.status)) {
+      // Takeover rate and render capacity are answered before the upgrade.
+      hub.admitSocket(session);
+    }
     const { socket, response } = upgradeWebSocket(ctx.req, {
       idleTimeout: 60,
     });
-    void mediaHubOf(ctx.deps).accept(socket, session);
+    hub.acceptSocket(socket, session);
     return response;
   },
 };

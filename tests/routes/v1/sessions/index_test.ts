@@ -714,16 +714,50 @@ Deno.test("POST /v1/sessions answers 503 AVTR_RENDER_CAPACITY when no render slo
   const app = await sessionApp({ RENDER_MAX_SESSIONS: "2" });
   try {
     await createOk(app);
-    await createOk(app);
-    await assertError(
-      await postCreate(app, validBody()),
+    await createOk(app, validBody(), await tenantKey(app.app.deps, "t2"));
+    const body = await assertError(
+      await postCreate(app, validBody(), {
+        key: await tenantKey(app.app.deps, "t3"),
+      }),
       "AVTR_RENDER_CAPACITY",
     );
+    assert.ok(body.retry_after! >= 1 && body.retry_after! <= 30);
     assert.equal(app.app.deps.vault.size, 2);
     const entries = await Array.fromAsync(
       app.app.deps.kv.list({ prefix: ["sessions"] }),
     );
     assert.equal(entries.length, 2);
+  } finally {
+    await app.close();
+  }
+});
+
+Deno.test("render reservations: one tenant's unconnected sessions hold half of the slots at most, and lapse after RENDER_RESERVATION_S", async () => {
+  const clock = new TestClock();
+  const app = await sessionApp({ RENDER_MAX_SESSIONS: "4" }, { clock });
+  const deps = app.app.deps;
+  try {
+    const mine = [await createOk(app), await createOk(app)];
+    // The issue's four requests: the third and fourth are refused for this tenant …
+    for (let i = 0; i < 2; i++) {
+      await assertError(
+        await postCreate(app, validBody()),
+        "AVTR_RENDER_CAPACITY",
+      );
+    }
+    // … while another tenant still creates.
+    const other = await tenantKey(deps, "other");
+    await createOk(app, validBody(), other);
+    assert.equal(deps.renderSlots.inUse, 3);
+    // 30 s without a media socket: the leases lapse, the sessions stay created.
+    clock.advance(30_000);
+    assert.equal(deps.renderSlots.inUse, 0);
+    for (const id of mine) {
+      assert.equal((await readSession(deps, id))!.status, "created");
+    }
+    await createOk(app);
+    await createOk(app);
+    assert.equal(deps.renderSlots.inUse, 2);
   } finally {
     await app.close();
   }
