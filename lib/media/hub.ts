@@ -270,10 +270,15 @@ export class MediaHub implements SessionRuntime {
         events: live.engineEvents(() => markReady()),
         signal: ac.signal,
       }),
+      // The avatar streams as soon as the renderer is up, without waiting for the
+      // engine: the idle avatar's first frames reach the socket while it connects.
       this.options.render.open({
         sessionId: id,
         avatarId: session.avatar_id,
         bgId: session.bg_id,
+      }).then((render) => {
+        if (!live.closed) live.startRendering(render);
+        return render;
       }),
     ]);
     // Whatever starts after the session gave up (timeout, end) is stopped at once.
@@ -289,7 +294,6 @@ export class MediaHub implements SessionRuntime {
     try {
       const [engineR, renderR] = await Promise.race([starting, aborted]);
       if (engineR.status === "fulfilled") live.engine = engineR.value;
-      if (renderR.status === "fulfilled") live.startRendering(renderR.value);
       if (engineR.status === "rejected") throw engineR.reason;
       if (renderR.status === "rejected") throw renderR.reason;
       await Promise.race([Promise.all([ready, initSent]), aborted]);

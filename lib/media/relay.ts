@@ -40,9 +40,12 @@ export async function holderSocketUrl(
   }`;
 }
 
+/** Close codes a server may send as they are (the rest, e.g. 1005/1006, become 1011). */
+const SENDABLE = new Set([1000, 1001, 1008, 1009, 1011, 1013]);
+
 /** A close code a socket may be closed with from script. */
 function passableCode(code: number): number {
-  return code === 1000 || (code >= 3000 && code <= 4999) ? code : 1011;
+  return SENDABLE.has(code) || (code >= 3000 && code <= 4999) ? code : 1011;
 }
 
 function safeClose(ws: WebSocket, code: number, reason = ""): void {

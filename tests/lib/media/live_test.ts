@@ -6,6 +6,8 @@ import {
   MAX_SOCKET_BUFFERED_BYTES,
 } from "../../../lib/media/live.ts";
 import type { RenderSession, RenderSink } from "../../../lib/render/port.ts";
+import type { EngineConnection } from "../../../lib/providers/port.ts";
+import { MAX_FRAME_BYTES } from "../../../lib/media/protocol.ts";
 import type { Json } from "./_live.ts";
 
 function box(type: string, ...payload: Uint8Array[]): Uint8Array {
@@ -69,9 +71,14 @@ class SlowSocket {
   onmessage: ((e: MessageEvent) => void) | null = null;
   onclose: (() => void) | null = null;
   send(data: string | Uint8Array) {
+    if (this.sendThrows) throw this.sendThrows;
     this.sent.push(data);
   }
-  close() {
+  closeCode: number | null = null;
+  /** When set, `send` throws it (a socket broken in an unexpected way). */
+  sendThrows: Error | null = null;
+  close(code?: number) {
+    this.closeCode = code ?? 1005;
     this.readyState = 3;
   }
   get binary(): Uint8Array[] {
@@ -281,4 +288,121 @@ Deno.test("LiveSession ends the turn of a response that never ended when the nex
     assert.equal(json().length, msgs.length, "old responses end nothing");
     events.onResponseEnd("r2000");
     assert.deepEqual(json().at(-1), { type: "turn.end", turn_id: "turn_2000" });
+  }));
+
+/** An engine connection that records what the browser sent it. */
+function recordingEngine(): EngineConnection & {
+  audio: number[];
+  texts: string[];
+} {
+  const audio: number[] = [];
+  const texts: string[] = [];
+  return {
+    audio,
+    texts,
+    sendUserAudio: (pcm) => audio.push(pcm.length),
+    sendText: (text) => texts.push(text),
+    interrupt: () => {},
+    end: () => Promise.resolve(true),
+    close: () => {},
+  };
+}
+
+function frame(ws: SlowSocket, data: string | ArrayBuffer): void {
+  ws.onmessage!(new MessageEvent("message", { data }));
+}
+
+const invalidCount = (ws: SlowSocket) =>
+  ws.json.filter((m) => m.type === "error" && m.code === "invalid_message")
+    .length;
+
+Deno.test("LiveSession refuses frames over 64 KiB unread, then closes the socket with 1009", () =>
+  withLiveSession((live, ws) => {
+    const engine = recordingEngine();
+    live.engine = engine;
+    frame(ws, new ArrayBuffer(MAX_FRAME_BYTES)); // exactly 64 KiB: fine
+    assert.deepEqual(engine.audio, [MAX_FRAME_BYTES / 2]);
+    frame(ws, new ArrayBuffer(MAX_FRAME_BYTES + 2));
+    const text = JSON.stringify({ type: "text", text: "é".repeat(33_000) });
+    assert.ok(text.length < MAX_FRAME_BYTES, "over in UTF-8 only");
+    frame(ws, text);
+    assert.deepEqual(engine.audio, [MAX_FRAME_BYTES / 2], "never decoded");
+    assert.deepEqual(engine.texts, [], "never parsed");
+    assert.equal(invalidCount(ws), 2);
+    assert.equal(ws.closeCode, null, "two are refused, the socket lives");
+    assert.equal(live.stats.oversizeFrames, 2);
+    frame(ws, new ArrayBuffer(1024 * 1024));
+    assert.equal(ws.closeCode, 1009, "the third closes it");
+    assert.equal(invalidCount(ws), 2);
+  }));
+
+Deno.test("LiveSession parses every frame by its schema: wrong types, odd PCM and absurd rates are invalid_message", () =>
+  withLiveSession((live, ws) => {
+    const engine = recordingEngine();
+    live.engine = engine;
+    const bad = [
+      { type: "text", text: { toString: 0 } },
+      { type: "text", text: ["a"] },
+      { type: "text", text: "" },
+      { type: "audio.config", sample_rate: "24000" },
+      { type: "audio.config", sample_rate: 1e9 },
+      { type: "audio.config", sample_rate: 44100.5 },
+      { type: { toString: 0 } },
+      { type: "nope" },
+      [],
+      null,
+    ];
+    for (const m of bad) frame(ws, JSON.stringify(m));
+    frame(ws, "{not json");
+    frame(ws, new ArrayBuffer(3)); // odd-length PCM
+    frame(ws, new ArrayBuffer(0));
+    assert.equal(invalidCount(ws), bad.length + 3);
+    assert.deepEqual(engine.texts, []);
+    assert.deepEqual(engine.audio, []);
+    frame(ws, JSON.stringify({ type: "audio.config", sample_rate: 8000 }));
+    frame(ws, JSON.stringify({ type: "text", text: "fine", extra: 1 }));
+    frame(ws, new ArrayBuffer(320));
+    assert.deepEqual(engine.texts, ["fine"]);
+    assert.deepEqual(engine.audio, [160]);
+  }));
+
+Deno.test("LiveSession gates floods per socket: text frames and faster-than-real-time audio", () =>
+  withLiveSession((live, ws) => {
+    const engine = recordingEngine();
+    live.engine = engine;
+    for (let i = 0; i < 500; i++) frame(ws, JSON.stringify({ type: "ping" }));
+    const pongs = ws.json.filter((m) => m.type === "pong").length;
+    assert.ok(pongs <= 60, `pongs bounded by the burst: ${pongs}`);
+    assert.ok(invalidCount(ws) <= 20, "errors sent back are bounded too");
+    // 24 kHz default: 4 s of audio at once pass, then the rest is dropped.
+    for (let i = 0; i < 100; i++) frame(ws, new ArrayBuffer(48_000)); // 1 s each
+    assert.equal(engine.audio.length, 4);
+    assert.ok(live.stats.framesThrottled >= 96 + 440);
+  }));
+
+Deno.test("LiveSession contains throws: engine → provider, renderer → render, socket → socket; nothing escapes", () =>
+  withLiveSession((live, ws) => {
+    const failures: Array<[string, string]> = [];
+    live.onFailed = (reason, source) => failures.push([source, reason]);
+    const render = capturingRender();
+    render.pushAudio = () => {
+      throw new Error("boom in the renderer's push");
+    };
+    live.startRendering(render);
+    const events = live.engineEvents(() => {});
+    events.onAgentAudio(new Int16Array(10), 24000);
+    assert.deepEqual(failures.at(-1)?.[0], "provider");
+
+    const engine = recordingEngine();
+    engine.sendText = () => {
+      throw new Error("boom in the engine's send");
+    };
+    live.engine = engine;
+    frame(ws, JSON.stringify({ type: "text", text: "hi" }));
+    assert.deepEqual(failures.at(-1)?.[0], "socket");
+
+    ws.sendThrows = new Error("boom in the socket's send");
+    render.sink().onInit("video/mp4", new Uint8Array([1]));
+    assert.deepEqual(failures.at(-1)?.[0], "render");
+    assert.equal(failures.length, 3);
   }));

@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import type { AppDeps } from "../../../lib/deps.ts";
+import { memoryLogger } from "../../../lib/log.ts";
+import {
+  RELAY_MAX_PENDING_BYTES,
+  relaySocket,
+} from "../../../lib/media/relay.ts";
+import { Browser } from "./_live.ts";
+import { poll } from "../render/_helpers.ts";
+
+/** A holder stand-in that answers its upgrade after `delayMs` and records frame sizes. */
+function slowHolder(delayMs: number) {
+  const sizes: number[] = [];
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    async (req) => {
+      await new Promise((r) => setTimeout(r, delayMs));
+      const { socket, response } = Deno.upgradeWebSocket(req);
+      socket.binaryType = "arraybuffer";
+      socket.onmessage = (e) =>
+        sizes.push(
+          typeof e.data === "string"
+            ? e.data.length
+            : (e.data as ArrayBuffer).byteLength,
+        );
+      return response;
+    },
+  );
+  return { sizes, server, url: `ws://127.0.0.1:${server.addr.port}/` };
+}
+
+/** A front instance that relays every socket to `upstream`. */
+function front(upstream: string) {
+  const deps = { log: memoryLogger(), onClose: [] } as unknown as AppDeps;
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    (req) => {
+      const { socket, response } = Deno.upgradeWebSocket(req);
+      relaySocket(deps, socket, upstream, "session:relay");
+      return response;
+    },
+  );
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  return { deps, server, base };
+}
+
+async function withRelay(
+  delayMs: number,
+  fn: (b: Browser, holder: ReturnType<typeof slowHolder>) => Promise<void>,
+): Promise<void> {
+  const holder = slowHolder(delayMs);
+  const f = front(holder.url);
+  const b = new Browser(new WebSocket(`${f.base.replace("http", "ws")}/`));
+  try {
+    await b.opened;
+    await fn(b, holder);
+  } finally {
+    b.close();
+    for (const hook of f.deps.onClose) await hook();
+    await f.server.shutdown();
+    await holder.server.shutdown();
+  }
+}
+
+Deno.test("relay holds at most RELAY_MAX_PENDING_BYTES while the holder connects", async () => {
+  await withRelay(400, async (b, holder) => {
+    for (let i = 0; i < 10; i++) b.send(new Uint8Array(60 * 1024));
+    await new Promise((r) => setTimeout(r, 700));
+    b.send(new Uint8Array(100));
+    await poll(() => holder.sizes.includes(100));
+    const held = holder.sizes.filter((n) => n === 60 * 1024);
+    assert.ok(
+      held.length * 60 * 1024 <= RELAY_MAX_PENDING_BYTES,
+      `${held.length} frames held`,
+    );
+    assert.ok(held.length >= 1);
+  });
+});
+
+Deno.test("relay refuses frames over 64 KiB before passing them on; the third closes 1009", async () => {
+  await withRelay(0, async (b, holder) => {
+    b.send(new Uint8Array(10));
+    await poll(() => holder.sizes.length === 1);
+    b.send(new Uint8Array(64 * 1024 + 1));
+    b.send("x".repeat(70_000));
+    await b.until(
+      () =>
+        b.json.filter((m) => m.code === "invalid_message").length === 2 ||
+        undefined,
+      "two invalid_message",
+    );
+    b.send(new Uint8Array(200_000));
+    assert.equal(await b.closed(), 1009);
+    assert.deepEqual(holder.sizes, [10], "nothing oversize went through");
+  });
+});
