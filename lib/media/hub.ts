@@ -20,32 +20,21 @@ import {
   type SessionRecord,
 } from "../sessions.ts";
 import { kvTry } from "../kv/store.ts";
-import { ApiError } from "../api/errors.ts";
-import { TokenBucket } from "./bucket.ts";
+import { SocketAdmission } from "./admission.ts";
 import { contain, type FailureSource } from "./contain.ts";
+import {
+  answerEndRequest,
+  type EndRequest,
+  endRequestKey,
+  HUB_POLL_MS,
+  requestRemoteEnd,
+} from "./end_requests.ts";
 import { LiveSession } from "./live.ts";
 import { presenceKey } from "./presence.ts";
 
-/** How often the holder looks for end requests and for its sessions ended elsewhere. */
-export const HUB_POLL_MS = 250;
+export { HUB_POLL_MS };
 /** Close code for a socket refused after the upgrade (ended, failed or unknown session). */
 export const CLOSE_INVALID_SESSION = 4001;
-
-/**
- * Sockets that may reconnect to or take over one live session at once, and how many more
- * it may per minute (a token bucket); past it the upgrade is refused with 429.
- */
-export const TAKEOVER_BURST = 5;
-export const TAKEOVERS_PER_MINUTE = 10;
-
-export const endRequestKey = (id: string) => ["end_requests", id] as const;
-export const endResultKey = (id: string) => ["end_results", id] as const;
-
-interface EndRequest {
-  force: boolean;
-  timeout_ms: number;
-  at: number;
-}
 
 export interface MediaHubOptions {
   engineFactoryFor: (type: SessionRecord["provider_type"]) => EngineFactory;
@@ -65,9 +54,11 @@ export class MediaHub implements SessionRuntime {
   private timer: ReturnType<typeof setInterval> | undefined;
   private polling = false;
   private handlingEnd = new Set<string>();
-  private takeovers = new Map<string, TokenBucket>();
+  private readonly admission: SocketAdmission;
 
-  constructor(readonly deps: AppDeps, readonly options: MediaHubOptions) {}
+  constructor(readonly deps: AppDeps, readonly options: MediaHubOptions) {
+    this.admission = new SocketAdmission(deps);
+  }
 
   start(): void {
     this.deps.sessionHooks.afterCommit.push((_before, after) => {
@@ -97,44 +88,9 @@ export class MediaHub implements SessionRuntime {
     )();
   }
 
-  /**
-   * Checks, before the upgrade, that a media socket for `session` (held here) may open:
-   * a reconnect or takeover of a live session takes a token of its bucket (none left →
-   * 429 `AVTR_RATE_LIMIT_EXCEEDED`); a `created` session's socket turns its render lease
-   * into a hold, or takes a free slot when the lease lapsed (none free → 503
-   * `AVTR_RENDER_CAPACITY`; the session stays `created`).
-   */
+  /** Checks, before the upgrade, that a socket for `session` may open (./admission.ts). */
   admitSocket(session: SessionRecord): void {
-    const id = session.session_id;
-    if (this.live.has(id)) {
-      let bucket = this.takeovers.get(id);
-      if (!bucket) {
-        bucket = new TokenBucket(
-          TAKEOVER_BURST,
-          TAKEOVERS_PER_MINUTE / 60,
-          this.deps.now,
-        );
-        this.takeovers.set(id, bucket);
-      }
-      if (!bucket.take()) {
-        throw new ApiError(
-          "AVTR_RATE_LIMIT_EXCEEDED",
-          "Too many reconnects to this session; wait before connecting again",
-          { retryAfter: bucket.waitSeconds() },
-        );
-      }
-      return;
-    }
-    if (
-      session.status === "created" &&
-      !this.deps.renderSlots.connect(id, session.tenant_id)
-    ) {
-      throw new ApiError(
-        "AVTR_RENDER_CAPACITY",
-        "No render capacity is free for this session right now",
-        { retryAfter: this.deps.renderSlots.retryAfterS() },
-      );
-    }
+    this.admission.admit(session, this.live.has(session.session_id));
   }
 
   /** `accept`, contained: whatever throws closes this socket (1011) and fails nothing else. */
@@ -197,8 +153,14 @@ export class MediaHub implements SessionRuntime {
     live = new LiveSession(this.deps, id);
     this.live.set(id, live);
     live.onDetached = () => void this.markPresence(id, false);
-    live.onFailed = (reason, source) =>
-      void this.liveFailed(id, reason, source);
+    live.onFailed = contain(
+      this.deps.log,
+      "hub",
+      "live session failure",
+      () => {},
+      (reason: string, source: FailureSource) =>
+        this.liveFailed(id, reason, source),
+    );
     live.attach(ws, session.status);
     await this.markPresence(id, true);
     await this.activate(live, session);
@@ -282,15 +244,21 @@ export class MediaHub implements SessionRuntime {
       }),
     ]);
     // Whatever starts after the session gave up (timeout, end) is stopped at once.
-    void starting.then(([engineR, renderR]) => {
-      if (!live.closed) return;
-      if (engineR.status === "fulfilled") engineR.value.close();
-      if (renderR.status === "fulfilled") {
-        void renderR.value.stop({ graceful: false, timeoutMs: 0 }).catch(() =>
-          undefined
-        );
-      }
-    });
+    void starting.then(
+      contain(
+        deps.log,
+        "hub",
+        "late start cleanup",
+        () => {},
+        ([engineR, renderR]) => {
+          if (!live.closed) return;
+          if (engineR.status === "fulfilled") engineR.value.close();
+          if (renderR.status === "fulfilled") {
+            return renderR.value.stop({ graceful: false, timeoutMs: 0 });
+          }
+        },
+      ),
+    );
     try {
       const [engineR, renderR] = await Promise.race([starting, aborted]);
       if (engineR.status === "fulfilled") live.engine = engineR.value;
@@ -367,7 +335,7 @@ export class MediaHub implements SessionRuntime {
   private async release(id: string, status: string): Promise<void> {
     this.deps.vault.zero(id);
     this.deps.renderSlots.release(id);
-    this.takeovers.delete(id);
+    this.admission.forget(id);
     const live = this.live.get(id);
     if (!live) return;
     this.live.delete(id);
@@ -401,41 +369,7 @@ export class MediaHub implements SessionRuntime {
     if (!session || session.owner === this.deps.instanceId) {
       return { chunksRendered: 0 };
     }
-    return await this.endRemote(id, options);
-  }
-
-  private async endRemote(
-    id: string,
-    options: EndLiveOptions,
-  ): Promise<EndLiveResult> {
-    const kv = this.deps.kv;
-    const request: EndRequest = {
-      force: options.force,
-      timeout_ms: options.timeoutMs,
-      at: this.deps.now(),
-    };
-    await kvTry(
-      kv.set(endRequestKey(id), request, {
-        expireIn: options.timeoutMs + 60_000,
-      }),
-    );
-    const deadline = performance.now() + options.timeoutMs + 2 * HUB_POLL_MS +
-      500;
-    while (performance.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      const res = await kvTry(kv.get<EndLiveResult>(endResultKey(id)));
-      if (res.value) {
-        await kvTry(kv.delete(endResultKey(id))).catch(() => undefined);
-        return res.value;
-      }
-    }
-    await kvTry(kv.delete(endRequestKey(id))).catch(() => undefined);
-    return {
-      warning: `the instance holding the live media did not answer within ${
-        Math.round(options.timeoutMs / 1000)
-      } s`,
-      chunksRendered: 0,
-    };
+    return await requestRemoteEnd(this.deps, id, options);
   }
 
   /**
@@ -494,21 +428,7 @@ export class MediaHub implements SessionRuntime {
     if (!live) return;
     this.handlingEnd.add(id);
     try {
-      await kvTry(this.deps.kv.delete(endRequestKey(id)));
-      const problems = await live.teardown(request.force, request.timeout_ms);
-      const result: EndLiveResult = {
-        warning: problems.length ? problems.join("; ") : undefined,
-        chunksRendered: live.stats.segmentsSent,
-      };
-      if (result.warning === undefined) delete result.warning;
-      await kvTry(
-        this.deps.kv.set(endResultKey(id), result, { expireIn: 60_000 }),
-      );
-    } catch (err) {
-      this.deps.log.error("could not answer end request", {
-        session_id: id,
-        err,
-      });
+      await answerEndRequest(this.deps, id, request, live);
     } finally {
       this.handlingEnd.delete(id);
     }

@@ -5,38 +5,21 @@
 import type { AppDeps } from "../deps.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink } from "../render/port.ts";
-import { parseFragment, parseInit } from "../render/mp4.ts";
-import { TokenBucket } from "./bucket.ts";
 import { bindSocket, containAll, type FailureSource } from "./contain.ts";
+import { Downlink, sendJson } from "./downlink.ts";
+import { FrameGate } from "./gate.ts";
 import {
   type ClientMessage,
   CLOSE_TAKEN_OVER,
   CLOSE_TOO_BIG,
   DEFAULT_BROWSER_SAMPLE_RATE,
-  isOversize,
-  MAX_OVERSIZE_FRAMES,
-  parseClientMessage,
-  pcmBytes,
   pcmFromBytes,
   type ServerMessage,
   type SocketErrorCode,
 } from "./protocol.ts";
 
-/** Bytes a browser socket may have queued before media segments are dropped. */
-export const MAX_SOCKET_BUFFERED_BYTES = 1024 * 1024;
-
 /** Stream failures a minute after which the session ends instead of restarting. */
 export const MAX_STREAM_RESTARTS = 3;
-
-/** Text frames a socket may send per second, and at once (ping, text, interrupt…). */
-export const TEXT_FRAMES_PER_S = 20;
-export const TEXT_FRAMES_BURST = 60;
-/** Microphone audio a socket may send, in seconds of audio per second, and at once. */
-export const MIC_AUDIO_SPEED = 2;
-export const MIC_AUDIO_BURST_S = 4;
-/** `invalid_message` errors sent back per second, and at once; the rest are only counted. */
-export const ERRORS_PER_S = 5;
-export const ERRORS_BURST = 20;
 
 /** Counters of one live session, for logs, the end result and tests. */
 export interface LiveStats {
@@ -50,22 +33,9 @@ export interface LiveStats {
   framesThrottled: number;
 }
 
-/** The per-socket gates of one browser socket (a takeover starts fresh ones). */
-interface SocketGates {
-  oversize: number;
-  text: TokenBucket;
-  mic: TokenBucket;
-  errors: TokenBucket;
-}
-
 export interface LiveSessionParts {
   engine: EngineConnection;
   render: RenderSession;
-}
-
-/** Send-side of one browser socket: JSON and binary frames, never throwing. */
-function sendJson(ws: WebSocket, msg: ServerMessage): void {
-  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
 }
 
 export class LiveSession {
@@ -80,8 +50,6 @@ export class LiveSession {
     oversizeFrames: 0,
     framesThrottled: 0,
   };
-  /** Set once the current socket got its init segment. */
-  initSent = false;
   onInitSent: (() => void) | null = null;
   /** Called when the last socket goes away (not on takeover). */
   onDetached: (() => void) | null = null;
@@ -95,9 +63,6 @@ export class LiveSession {
   closed = false;
 
   private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
-  private waitKeyframe = false;
-  /** trex default sample flags of the current stream, by track id. */
-  private trexDefaults = new Map<number, number>();
   private turnSeq = 0;
   private userTurn: string | null = null;
   private avatarTurns = new Map<string, string>();
@@ -235,44 +200,15 @@ export class LiveSession {
   }
 
   private rawSink(ws: WebSocket): RenderSink {
+    const link = new Downlink(ws, this.stats);
     return {
       onInit: (mime, init) => {
         if (this.socket !== ws) return;
-        sendJson(ws, { type: "media.init", mime });
-        if (ws.readyState === WebSocket.OPEN) ws.send(init);
-        try {
-          this.trexDefaults = new Map(
-            parseInit(init).tracks.map((
-              t,
-            ) => [t.trackId, t.defaultSampleFlags]),
-          );
-        } catch {
-          this.trexDefaults = new Map();
-        }
-        this.waitKeyframe = false;
-        this.initSent = true;
+        link.init(mime, init);
         this.onInitSent?.();
       },
       onSegment: (segment) => {
-        if (
-          this.socket !== ws || ws.readyState !== WebSocket.OPEN ||
-          !this.initSent
-        ) return;
-        if (this.waitKeyframe) {
-          if (!this.startsWithKeyframe(segment)) {
-            this.stats.segmentsDropped++;
-            return;
-          }
-          this.waitKeyframe = false;
-        }
-        if (ws.bufferedAmount > MAX_SOCKET_BUFFERED_BYTES) {
-          // A slow browser: drop rather than queue without bound, and resume on a keyframe.
-          this.stats.segmentsDropped++;
-          this.waitKeyframe = true;
-          return;
-        }
-        ws.send(segment);
-        this.stats.segmentsSent++;
+        if (this.socket === ws) link.segment(segment);
       },
       onError: (err) => {
         this.deps.log.error("render error", {
@@ -299,18 +235,7 @@ export class LiveSession {
       this.onFailed?.("the renderer failed repeatedly", "render");
       return;
     }
-    this.initSent = false;
     this.render.attach(this.sinkFor(ws));
-  }
-
-  /** Whether every track of `segment` starts on a sync sample (video: a keyframe). */
-  private startsWithKeyframe(segment: Uint8Array): boolean {
-    try {
-      const { tracks } = parseFragment(segment, this.trexDefaults);
-      return tracks.length > 0 && tracks.every((t) => t.firstSampleSync);
-    } catch {
-      return false;
-    }
   }
 
   /**
@@ -320,7 +245,6 @@ export class LiveSession {
   attach(ws: WebSocket, status: string): void {
     const old = this.socket;
     this.socket = ws;
-    this.initSent = false;
     if (old && old !== ws) {
       sendJson(old, {
         type: "error",
@@ -332,15 +256,9 @@ export class LiveSession {
       } catch { /* already closing */ }
     }
     ws.binaryType = "arraybuffer";
-    const now = () => this.deps.now();
-    const gates: SocketGates = {
-      oversize: 0,
-      text: new TokenBucket(TEXT_FRAMES_BURST, TEXT_FRAMES_PER_S, now),
-      mic: new TokenBucket(MIC_AUDIO_BURST_S, MIC_AUDIO_SPEED, now),
-      errors: new TokenBucket(ERRORS_BURST, ERRORS_PER_S, now),
-    };
+    const gate = new FrameGate(() => this.deps.now());
     bindSocket(ws, this.deps.log, "media socket", "socket", this.contained, {
-      message: (ev) => this.onFrame(ws, gates, ev.data),
+      message: (ev) => this.onFrame(ws, gate, ev.data),
       close: () => {
         if (this.socket === ws) {
           this.socket = null;
@@ -361,57 +279,39 @@ export class LiveSession {
     if (this.socket) render.attach(this.sinkFor(this.socket));
   }
 
-  /**
-   * One browser frame, in this order: size (over 64 KiB → refused unread; past
-   * `MAX_OVERSIZE_FRAMES` → close 1009), the socket's rate gate, then the schema (text)
-   * or the PCM check (binary). Frames of a socket that was taken over are ignored.
-   */
-  private onFrame(ws: WebSocket, gates: SocketGates, data: unknown): void {
+  /** One browser frame, judged by the socket's gate (./gate.ts) before any use. */
+  private onFrame(ws: WebSocket, gate: FrameGate, data: unknown): void {
     if (this.socket !== ws || this.closed) return;
     this.stats.framesReceived++;
-    if (isOversize(data)) {
-      this.stats.oversizeFrames++;
-      if (++gates.oversize > MAX_OVERSIZE_FRAMES) {
+    const verdict = gate.check(data, this.browserRate);
+    switch (verdict.kind) {
+      case "message":
+        this.onMessage(verdict.message);
+        return;
+      case "audio":
+        this.engine?.sendUserAudio(
+          pcmFromBytes(verdict.bytes),
+          this.browserRate,
+        );
+        return;
+      case "drop":
+        this.stats.framesThrottled++;
+        return;
+      case "refuse":
+        this.stats.invalidMessages++;
+        if (verdict.oversize) this.stats.oversizeFrames++;
+        if (verdict.throttled) this.stats.framesThrottled++;
+        if (verdict.answer) this.sendError("invalid_message", false);
+        return;
+      case "close":
+        this.stats.oversizeFrames++;
         this.deps.log.warn("media socket closed for oversize frames", {
           session_id: this.sessionId,
         });
         try {
           ws.close(CLOSE_TOO_BIG, "frame too big");
         } catch { /* already closing */ }
-        return;
-      }
-      this.refuse(gates);
-      return;
     }
-    if (typeof data === "string") {
-      if (!gates.text.take()) {
-        this.stats.framesThrottled++;
-        this.refuse(gates);
-        return;
-      }
-      const msg = parseClientMessage(data);
-      if (msg) this.onMessage(msg);
-      else this.refuse(gates);
-      return;
-    }
-    const bytes = pcmBytes(data as ArrayBuffer);
-    if (!bytes) {
-      this.refuse(gates);
-      return;
-    }
-    const seconds = bytes.byteLength / 2 / this.browserRate;
-    if (!gates.mic.take(seconds)) {
-      // Faster than real time allows: dropped quietly (a mic never gets here).
-      this.stats.framesThrottled++;
-      return;
-    }
-    this.engine?.sendUserAudio(pcmFromBytes(bytes), this.browserRate);
-  }
-
-  /** Answers an unusable frame with the non-fatal `invalid_message` (rate-bounded). */
-  private refuse(gates: SocketGates): void {
-    this.stats.invalidMessages++;
-    if (gates.errors.take()) this.sendError("invalid_message", false);
   }
 
   private onMessage(msg: ClientMessage): void {

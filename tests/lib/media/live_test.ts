@@ -1,10 +1,8 @@
 import { memoryLogger } from "../../../lib/log.ts";
 import assert from "node:assert/strict";
 import { closeDeps, createDeps } from "../../../lib/deps.ts";
-import {
-  LiveSession,
-  MAX_SOCKET_BUFFERED_BYTES,
-} from "../../../lib/media/live.ts";
+import { LiveSession } from "../../../lib/media/live.ts";
+import { MAX_SOCKET_BUFFERED_BYTES } from "../../../lib/media/downlink.ts";
 import type { RenderSession, RenderSink } from "../../../lib/render/port.ts";
 import type { EngineConnection } from "../../../lib/providers/port.ts";
 import { MAX_FRAME_BYTES } from "../../../lib/media/protocol.ts";

@@ -15,7 +15,7 @@ import {
 import { createApiKey } from "../../../../../lib/auth/api_keys.ts";
 import { liveEncoderPids } from "../../../../../lib/render/encoder.ts";
 import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
-import { TAKEOVER_BURST } from "../../../../../lib/media/hub.ts";
+import { TAKEOVER_BURST } from "../../../../../lib/media/admission.ts";
 
 const UPGRADE = {
   upgrade: "websocket",

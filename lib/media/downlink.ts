@@ -1,0 +1,81 @@
+/**
+ * What goes down one browser socket from one render stream: `media.init` and the init
+ * segment, then media segments as they come, never queued without bound — past
+ * `MAX_SOCKET_BUFFERED_BYTES` segments are dropped (counted) and sending resumes at the
+ * next one that starts on a keyframe, so the decoder never gets a fragment it cannot use.
+ */
+import { parseFragment, parseInit } from "../render/mp4.ts";
+import type { ServerMessage } from "./protocol.ts";
+
+/** Bytes a browser socket may have queued before media segments are dropped. */
+export const MAX_SOCKET_BUFFERED_BYTES = 1024 * 1024;
+
+/** The counters a downlink keeps (the live session's). */
+export interface DownlinkStats {
+  segmentsSent: number;
+  segmentsDropped: number;
+}
+
+/** Sends a JSON message when the socket is open; never throws for a closed one. */
+export function sendJson(ws: WebSocket, msg: ServerMessage): void {
+  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+}
+
+export class Downlink {
+  /** Set once this stream's init segment went out. */
+  initSent = false;
+  #waitKeyframe = false;
+  /** trex default sample flags of the stream, by track id. */
+  #trexDefaults = new Map<number, number>();
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly stats: DownlinkStats,
+  ) {}
+
+  /** Sends `media.init` and the init segment. */
+  init(mime: string, init: Uint8Array): void {
+    sendJson(this.ws, { type: "media.init", mime });
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(init);
+    try {
+      this.#trexDefaults = new Map(
+        parseInit(init).tracks.map((t) => [t.trackId, t.defaultSampleFlags]),
+      );
+    } catch {
+      this.#trexDefaults = new Map();
+    }
+    this.#waitKeyframe = false;
+    this.initSent = true;
+  }
+
+  /** Sends one media segment, or drops it for a slow browser (counted). */
+  segment(segment: Uint8Array): void {
+    const ws = this.ws;
+    if (ws.readyState !== WebSocket.OPEN || !this.initSent) return;
+    if (this.#waitKeyframe) {
+      if (!this.#startsWithKeyframe(segment)) {
+        this.stats.segmentsDropped++;
+        return;
+      }
+      this.#waitKeyframe = false;
+    }
+    if (ws.bufferedAmount > MAX_SOCKET_BUFFERED_BYTES) {
+      // A slow browser: drop rather than queue without bound, and resume on a keyframe.
+      this.stats.segmentsDropped++;
+      this.#waitKeyframe = true;
+      return;
+    }
+    ws.send(segment);
+    this.stats.segmentsSent++;
+  }
+
+  /** Whether every track of `segment` starts on a sync sample (video: a keyframe). */
+  #startsWithKeyframe(segment: Uint8Array): boolean {
+    try {
+      const { tracks } = parseFragment(segment, this.#trexDefaults);
+      return tracks.length > 0 && tracks.every((t) => t.firstSampleSync);
+    } catch {
+      return false;
+    }
+  }
+}
