@@ -124,8 +124,15 @@ export class MediaHub implements SessionRuntime {
 
   /** Takes a freshly upgraded browser socket for `session`. */
   async accept(ws: WebSocket, session: SessionRecord): Promise<void> {
-    if (!await opened(ws)) return;
     const id = session.session_id;
+    if (!await opened(ws)) {
+      // Admitted but never opened: the slot it took goes back (the session stays
+      // `created`), so aborted upgrades cannot hold render capacity.
+      if (session.status === "created" && !this.live.has(id)) {
+        this.deps.renderSlots.release(id);
+      }
+      return;
+    }
     if (isTerminal(session.status) || session.owner !== this.deps.instanceId) {
       // Only the instance holding the credentials can run the session (docs/operations.md).
       if (

@@ -16,6 +16,8 @@ import { createApiKey } from "../../../../../lib/auth/api_keys.ts";
 import { liveEncoderPids } from "../../../../../lib/render/encoder.ts";
 import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
 import { TAKEOVER_BURST } from "../../../../../lib/media/admission.ts";
+import { mediaHubOf } from "../../../../../lib/media/service.ts";
+import { readSession } from "../../../../../lib/sessions.ts";
 
 const UPGRADE = {
   upgrade: "websocket",
@@ -161,4 +163,29 @@ Deno.test("a socket whose render reservation lapsed takes a slot when it opens, 
     assert.equal(deps.renderSlots.has(c.session_id), true, "held while live");
     b.close();
   }, { clock, env: { RENDER_MAX_SESSIONS: "2" }, noFfmpegLeft: true });
+});
+
+Deno.test("a socket admitted but never opened gives its render slot back; the session stays created", async () => {
+  const clock = new TestClock(Date.now());
+  await withLiveStack(async (s) => {
+    const deps = s.t.app.deps;
+    const c = await createSession(s);
+    const session = (await readSession(deps, c.session_id))!;
+    const hub = mediaHubOf(deps);
+    hub.admitSocket(session); // the lease becomes a hold
+    clock.advance(60_000);
+    assert.equal(deps.renderSlots.has(c.session_id), true, "held");
+    // An upgrade whose socket closes before it opens (the client went away).
+    const aborted = Object.assign(new EventTarget(), {
+      readyState: WebSocket.CONNECTING,
+      close() {},
+    }) as unknown as WebSocket;
+    hub.acceptSocket(aborted, session);
+    aborted.dispatchEvent(new CloseEvent("close", { code: 1006 }));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(deps.renderSlots.has(c.session_id), false);
+    assert.equal((await statusOf(s, c.session_id)).status, "created");
+    const b = await connectActive(s, c.session_id, c.client_token, 2);
+    b.close();
+  }, { clock, noFfmpegLeft: true });
 });
