@@ -87,3 +87,15 @@ Deno.test("doc_url's base: DOCS_BASE_URL, else an https PUBLIC_URL + /docs, else
     ["https://docs.example.org", false],
   );
 });
+
+Deno.test("loadConfig() reads RENDER_RESERVATION_S: 30 s by default, at least 1", () => {
+  assert.equal(loadConfig({}).renderReservationS, 30);
+  assert.equal(loadConfig({ RENDER_RESERVATION_S: "5" }).renderReservationS, 5);
+  for (const bad of ["0", "-1", "1.5", "soon"]) {
+    assert.throws(
+      () => loadConfig({ RENDER_RESERVATION_S: bad }),
+      (err) =>
+        err instanceof ConfigError && /RENDER_RESERVATION_S/.test(err.message),
+    );
+  }
+});
