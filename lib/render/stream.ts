@@ -158,8 +158,10 @@ export class EncoderStream {
     this.o.log.warn("render stream failed", { err });
     const viewer = this.#viewer;
     this.#viewer = null;
-    if (viewer) this.#call("error", () => viewer.sink.onError(err));
+    // The session forgets this run first, so a sink that re-attaches from its onError
+    // gets a new encoder, not this dead one.
     this.o.onFailure(this, err);
+    if (viewer) this.#call("error", () => viewer.sink.onError(err));
   }
 
   /** The viewer's sink failing is its own business: logged, never the encoder's. */

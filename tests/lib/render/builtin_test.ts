@@ -304,6 +304,31 @@ Deno.test("builtin renderer process hygiene", async (t) => {
     },
   );
 
+  await t.step(
+    "a sink that re-attaches from its onError (as the media plane does) gets a new encoder",
+    async () => {
+      const { backend, clock } = renderer();
+      const session = await backend.open(OPEN);
+      const again = new RecordingSink();
+      const first = new RecordingSink();
+      first.onError = (err: Error) => {
+        RecordingSink.prototype.onError.call(first, err);
+        session.attach(again);
+      };
+      session.attach(first);
+      run(clock, 200);
+      await first.until(() => first.inits.length === 1);
+      const pid = onlyEncoder();
+      Deno.kill(pid, "SIGKILL");
+      await first.until(() => first.errors.length === 1);
+      run(clock, 400);
+      await again.until(() => again.segments.length >= 3);
+      assert.notEqual(onlyEncoder(), pid);
+      await session.stop({ graceful: false, timeoutMs: 0 });
+      noEncoders();
+    },
+  );
+
   await t.step("an encoder that cannot start fails open()", async () => {
     const { backend } = renderer({ ffmpeg: "/nonexistent/ffmpeg" });
     await assert.rejects(
