@@ -12,7 +12,7 @@ import {
   statusOf,
   withLiveStack,
 } from "../../../../lib/media/_live.ts";
-import { createApiKey } from "../../../../../lib/auth/api_keys.ts";
+import { tenantKey } from "../_helpers.ts";
 import { liveEncoderPids } from "../../../../../lib/render/encoder.ts";
 import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
 import { TAKEOVER_BURST } from "../../../../../lib/media/admission.ts";
@@ -132,10 +132,7 @@ Deno.test("a socket whose render reservation lapsed takes a slot when it opens, 
     assert.equal(deps.renderSlots.inUse, 0);
     // Two other tenants take both slots.
     for (const tenant of ["t2", "t3"]) {
-      const { api_key } = await createApiKey(deps, {
-        tenant_id: tenant,
-        scopes: ["sessions:write"],
-      });
+      const api_key = await tenantKey(deps, tenant, ["sessions:write"]);
       const res = await s.t.request("/v1/sessions", {
         method: "POST",
         headers: {
