@@ -93,6 +93,18 @@ export class MediaHub implements SessionRuntime {
     this.admission.admit(session, this.live.has(session.session_id));
   }
 
+  /**
+   * A socket admitted by `admitSocket` that never opened (the upgrade failed, or the
+   * client went away first): the render slot it took goes back and the session stays
+   * `created`, so aborted upgrades cannot hold render capacity.
+   */
+  notOpened(session: SessionRecord): void {
+    const id = session.session_id;
+    if (session.status === "created" && !this.live.has(id)) {
+      this.deps.renderSlots.release(id);
+    }
+  }
+
   /** `accept`, contained: whatever throws closes this socket (1011) and fails nothing else. */
   acceptSocket(ws: WebSocket, session: SessionRecord): void {
     contain(
@@ -126,11 +138,7 @@ export class MediaHub implements SessionRuntime {
   async accept(ws: WebSocket, session: SessionRecord): Promise<void> {
     const id = session.session_id;
     if (!await opened(ws)) {
-      // Admitted but never opened: the slot it took goes back (the session stays
-      // `created`), so aborted upgrades cannot hold render capacity.
-      if (session.status === "created" && !this.live.has(id)) {
-        this.deps.renderSlots.release(id);
-      }
+      this.notOpened(session);
       return;
     }
     if (isTerminal(session.status) || session.owner !== this.deps.instanceId) {

@@ -60,9 +60,14 @@ export const handler = {
       // Takeover rate and render capacity are answered before the upgrade.
       hub.admitSocket(session);
     }
-    const { socket, response } = upgradeWebSocket(ctx.req, {
-      idleTimeout: 60,
-    });
+    let upgrade: Deno.WebSocketUpgrade;
+    try {
+      upgrade = upgradeWebSocket(ctx.req, { idleTimeout: 60 });
+    } catch (err) {
+      hub.notOpened(session);
+      throw err;
+    }
+    const { socket, response } = upgrade;
     hub.acceptSocket(socket, session);
     return response;
   },

@@ -186,3 +186,29 @@ Deno.test("a socket admitted but never opened gives its render slot back; the se
     b.close();
   }, { clock, noFfmpegLeft: true });
 });
+
+Deno.test("an upgrade refused for a bad handshake holds no render slot", async () => {
+  await withLiveStack(async (s) => {
+    const deps = s.t.app.deps;
+    const c = await createSession(s);
+    const res = await s.t.request(
+      `/v1/sessions/${encodeURIComponent(c.session_id)}/ws?token=${
+        encodeURIComponent(c.client_token)
+      }`,
+      // No Sec-WebSocket-Key: Deno refuses the upgrade (400 from the app).
+      {
+        headers: {
+          upgrade: "websocket",
+          connection: "Upgrade",
+          "sec-websocket-version": "13",
+        },
+      },
+    );
+    assert.equal(res.status, 400);
+    await res.body?.cancel();
+    assert.equal(deps.renderSlots.has(c.session_id), false);
+    assert.equal((await statusOf(s, c.session_id)).status, "created");
+    const b = await connectActive(s, c.session_id, c.client_token, 2);
+    b.close();
+  }, { noFfmpegLeft: true });
+});
