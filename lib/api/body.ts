@@ -39,7 +39,7 @@ export async function readJsonObject(
       "Request body is larger than 64 KiB",
     );
   }
-  const bytes = await readBounded(req, MAX_BODY_BYTES, timeoutMs);
+  const bytes = await readBodyBytes(req, MAX_BODY_BYTES, timeoutMs);
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
@@ -70,9 +70,10 @@ function bodyTimeout(): ApiError {
 /**
  * The body's bytes, at most `max` of them, all within `timeoutMs` (one deadline for the
  * whole body, so a client trickling a byte at a time gains nothing). The reader is
- * cancelled on every early exit.
+ * cancelled on every early exit. Throws the `ApiError`s of `readJsonObject`: 413 past
+ * `max`, 408 past the deadline, 400 for a body that breaks off.
  */
-async function readBounded(
+export async function readBodyBytes(
   req: Request,
   max: number,
   timeoutMs: number,
@@ -105,7 +106,7 @@ async function readBounded(
       if (total > max) {
         throw new ApiError(
           "AVTR_REQUEST_TOO_LARGE",
-          "Request body is larger than 64 KiB",
+          `Request body is larger than ${max / 1024} KiB`,
         );
       }
       chunks.push(value);

@@ -3,6 +3,8 @@
  * and the security headers every `/admin` response carries.
  */
 import { timingSafeEqual } from "node:crypto";
+import { BODY_TIMEOUT_MS, readBodyBytes } from "../api/body.ts";
+import { ApiError } from "../api/errors.ts";
 import type { Ctx } from "../api/http.ts";
 
 /** The console session cookie (Path=/admin). */
@@ -146,36 +148,56 @@ export function tokensEqual(a: string, b: string): boolean {
   return timingSafeEqual(ab, bb);
 }
 
-export class FormTooLarge extends Error {}
+/** A form body the console refuses: the page to answer with. */
+export class FormRefused extends Error {
+  constructor(
+    readonly status: 400 | 408 | 413,
+    readonly title: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
 
 /**
- * Reads an `application/x-www-form-urlencoded` body of at most 64 KiB. Other content
- * types read as an empty form (the CSRF check then refuses the request).
+ * Reads an `application/x-www-form-urlencoded` body of at most 64 KiB within
+ * `timeoutMs` for the whole of it (the REST bodies' bound, so a trickled sign-in cannot
+ * hold a handler). Other content types read as an empty form (the CSRF check then
+ * refuses the request). Throws `FormRefused`.
  */
-export async function readForm(req: Request): Promise<URLSearchParams> {
+export async function readForm(
+  req: Request,
+  timeoutMs = BODY_TIMEOUT_MS,
+): Promise<URLSearchParams> {
   const type = (req.headers.get("content-type") ?? "").split(";")[0].trim()
     .toLowerCase();
   if (type !== "application/x-www-form-urlencoded" || !req.body) {
     return new URLSearchParams();
   }
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > MAX_FORM_BYTES) {
-      await reader.cancel();
-      throw new FormTooLarge("form body too large");
+  let bytes: Uint8Array;
+  try {
+    bytes = await readBodyBytes(req, MAX_FORM_BYTES, timeoutMs);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    if (err.code === "AVTR_REQUEST_TOO_LARGE") {
+      throw new FormRefused(
+        413,
+        "Form too large",
+        "The form sent more than 64 KiB.",
+      );
     }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    bytes.set(c, off);
-    off += c.length;
+    if (err.code === "AVTR_REQUEST_TIMEOUT") {
+      throw new FormRefused(
+        408,
+        "Form too slow",
+        "The form did not arrive in time.",
+      );
+    }
+    throw new FormRefused(
+      400,
+      "Form unreadable",
+      "The form could not be read.",
+    );
   }
   return new URLSearchParams(new TextDecoder().decode(bytes));
 }

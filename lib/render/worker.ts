@@ -131,7 +131,14 @@ export function createRenderWorker(options: WorkerOptions): {
     if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return fail(400, "invalid", "expected a WebSocket upgrade");
     }
-    const { socket, response } = Deno.upgradeWebSocket(req);
+    let upgrade: Deno.WebSocketUpgrade;
+    try {
+      upgrade = Deno.upgradeWebSocket(req);
+    } catch {
+      // No or a bad Sec-WebSocket-Key / -Version: a client error, not a 500.
+      return fail(400, "invalid", "not a valid WebSocket upgrade");
+    }
+    const { socket, response } = upgrade;
     socket.binaryType = "arraybuffer";
     socket.onopen = () => {
       const old = entry.socket;

@@ -5,7 +5,7 @@
  */
 import {
   clearSessionCookie,
-  FormTooLarge,
+  FormRefused,
   originAllowed,
   readCookie,
   readForm,
@@ -50,15 +50,13 @@ async function guard(ctx: Ctx): Promise<Response> {
       );
     }
     try {
-      state.form = await readForm(ctx.req);
+      state.form = await readForm(
+        ctx.req,
+        ctx.deps.config.requestBodyTimeoutMs,
+      );
     } catch (err) {
-      if (err instanceof FormTooLarge) {
-        return errorPage(
-          ctx,
-          413,
-          "Form too large",
-          "The form sent more than 64 KiB.",
-        );
+      if (err instanceof FormRefused) {
+        return errorPage(ctx, err.status, err.title, err.message);
       }
       throw err;
     }

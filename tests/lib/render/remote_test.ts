@@ -293,3 +293,33 @@ Deno.test("createRenderBackend() picks the backend from config", async (t) => {
     await assert.rejects(backend.open(OPEN), isStartError("misconfigured"));
   });
 });
+
+Deno.test("render worker answers 400, not 500, to a stream request that is no valid upgrade", async () => {
+  const worker = startWorker();
+  try {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const opened = await fetch(`${worker.url}/v1/render/sessions`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({
+        session_id: OPEN.sessionId,
+        avatar_id: OPEN.avatarId,
+        bg_id: OPEN.bgId,
+      }),
+    });
+    assert.equal(opened.status, 201);
+    const { id } = await opened.json();
+    // `upgrade: websocket` without Sec-WebSocket-Key: Deno's upgrade throws a TypeError.
+    const res = await fetch(`${worker.url}/v1/render/sessions/${id}/stream`, {
+      headers: { ...auth, upgrade: "websocket", connection: "upgrade" },
+    });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error, "invalid");
+    await fetch(`${worker.url}/v1/render/sessions/${id}`, {
+      method: "DELETE",
+      headers: auth,
+    }).then((r) => r.body?.cancel());
+  } finally {
+    await worker.close();
+  }
+});
