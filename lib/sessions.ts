@@ -12,6 +12,7 @@ export {
   type ListSessionsOptions,
   MAX_COMMIT_ATTEMPTS,
   type MoveOptions,
+  type MoveReason,
   type MoveResult,
   moveSession,
   readSession,
@@ -23,8 +24,14 @@ export {
   tenantOpenSessionsKey,
   TERMINAL_RETENTION_MS,
   TERMINAL_STATUSES,
+  type TerminalStatus,
   type TimelineEntry,
 } from "./sessions/store.ts";
+export {
+  tenantUsage,
+  type UsageBucket,
+  type UsageTotal,
+} from "./sessions/usage.ts";
 export {
   createSession,
   type CreateSessionRequest,
@@ -44,4 +51,4 @@ export {
   toSessionResponse,
   toStatusResponse,
 } from "./sessions/views.ts";
-export type { SessionStatus, Transport } from "./api/schemas.ts";
+export type { EndReason, SessionStatus, Transport } from "./api/schemas.ts";

@@ -176,6 +176,7 @@ Deno.test("a WebSocket upgrade (101) through the real server carries X-Request-I
     const moved = await moveSession(app.app.deps, session_id, {
       from: ["created"],
       to: "failed",
+      reason: "start_failed",
     });
     assert.equal(moved.ok, true);
     const head = await rawHead(

@@ -24,6 +24,24 @@ export const SESSION_STATUSES = [
 ] as const;
 export type SessionStatus = typeof SESSION_STATUSES[number];
 
+/**
+ * Why a session reached its terminal state (DECISIONS 4), recorded in the same commit
+ * as the move.
+ */
+export const END_REASONS = [
+  "requested",
+  "forced",
+  "connect_timeout",
+  "start_failed",
+  "idle_timeout",
+  "max_duration",
+  "provider_ended",
+  "provider_failed",
+  "render_failed",
+  "instance_lost",
+] as const;
+export type EndReason = typeof END_REASONS[number];
+
 export const TRANSPORTS = ["auto", "webrtc_sfu", "websocket_fmp4"] as const;
 export type Transport = typeof TRANSPORTS[number];
 
@@ -297,6 +315,18 @@ export const sessionStatusResponseSchema = z.strictObject({
   created_at: epochMs.optional(),
   started_at: epochMs.optional(),
   ended_at: epochMs.optional(),
+  end_reason: z.enum(END_REASONS).optional().describe(
+    "Why the session ended; present once it is terminal (ended, ended_with_warnings, failed).",
+  ),
+  warning: z.string().optional().describe(
+    "What went wrong; present exactly when status is ended_with_warnings.",
+  ),
+  duration_s: z.number().min(0).optional().describe(
+    "Seconds the session was active (not counting ending); present when it ended from active.",
+  ),
+  chunks_rendered: z.int().min(0).optional().describe(
+    "Media segments sent to browsers; present when it ended from active.",
+  ),
 });
 export type SessionStatusResponse = z.output<
   typeof sessionStatusResponseSchema

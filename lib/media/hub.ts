@@ -20,6 +20,7 @@ import {
   type SessionRecord,
 } from "../sessions.ts";
 import { kvTry } from "../kv/store.ts";
+import type { EndReason } from "../api/schemas.ts";
 import { SocketAdmission } from "./admission.ts";
 import { contain, type FailureSource } from "./contain.ts";
 import {
@@ -63,7 +64,9 @@ export class MediaHub implements SessionRuntime {
   start(): void {
     this.deps.sessionHooks.afterCommit.push((_before, after) => {
       const rec = after as SessionRecord;
-      if (isTerminal(rec.status)) this.releaseSoon(rec.session_id, rec.status);
+      if (isTerminal(rec.status)) {
+        this.releaseSoon(rec.session_id, rec.status, rec.end_reason);
+      }
     });
     this.timer = setInterval(
       contain(
@@ -78,13 +81,13 @@ export class MediaHub implements SessionRuntime {
   }
 
   /** `release`, contained: a failure is logged, never an unhandled rejection. */
-  private releaseSoon(id: string, status: string): void {
+  private releaseSoon(id: string, status: string, reason?: EndReason): void {
     contain(
       this.deps.log,
       "hub",
       "release of a live session",
       () => {},
-      () => this.release(id, status),
+      () => this.release(id, status, reason),
     )();
   }
 
@@ -117,7 +120,12 @@ export class MediaHub implements SessionRuntime {
         } catch { /* already closing */ }
         const live = this.live.get(session.session_id);
         if (live && live.socket === ws) {
-          void this.liveFailed(session.session_id, "internal error", "hub");
+          void this.liveFailed(
+            session.session_id,
+            "internal error",
+            "hub",
+            "instance_lost",
+          );
         }
       },
       () => this.accept(ws, session),
@@ -173,8 +181,8 @@ export class MediaHub implements SessionRuntime {
       "hub",
       "live session failure",
       () => {},
-      (reason: string, source: FailureSource) =>
-        this.liveFailed(id, reason, source),
+      (why: string, source: FailureSource, reason: EndReason) =>
+        this.liveFailed(id, why, source, reason),
     );
     live.attach(ws, session.status);
     await this.markPresence(id, true);
@@ -205,7 +213,7 @@ export class MediaHub implements SessionRuntime {
     const deps = this.deps;
     if (session.status !== "created") {
       // Active or activating without a live object here: this process lost it (restart).
-      await this.fail(live, "live media state was lost");
+      await this.fail(live, "live media state was lost", "instance_lost");
       return;
     }
     const moved = await moveSession(deps, id, {
@@ -302,40 +310,57 @@ export class MediaHub implements SessionRuntime {
     }
   }
 
-  private async fail(live: LiveSession, reason: string): Promise<void> {
+  private async fail(
+    live: LiveSession,
+    why: string,
+    reason: EndReason = "start_failed",
+  ): Promise<void> {
     await live.abort();
     const moved = await moveSession(this.deps, live.sessionId, {
       from: ["created", "activating"],
       to: "failed",
+      reason,
     }).catch(() => null);
     this.deps.log.info("session failed", {
       session_id: live.sessionId,
-      reason,
+      reason: why,
+      end_reason: reason,
     });
     if (!moved?.ok) {
-      await this.release(live.sessionId, moved?.session?.status ?? "failed");
+      await this.release(
+        live.sessionId,
+        moved?.session?.status ?? "failed",
+        moved?.session?.end_reason,
+      );
     }
   }
 
-  /** A failure that ends a live session (engine, or renderer for good): end it with a warning. */
+  /**
+   * Something ended a live session (the engine, the renderer, a contained throw):
+   * before `active` it failed to start; once `active` it ends for `reason`, with `why`
+   * as the warning unless the engine ended the conversation normally.
+   */
   private async liveFailed(
     id: string,
-    reason: string,
+    why: string,
     source: FailureSource,
+    reason: EndReason,
   ): Promise<void> {
     const live = this.live.get(id);
     if (!live || live.closed) return;
     this.deps.log.warn("live session failed", {
       session_id: id,
       source,
-      reason,
+      reason: why,
+      end_reason: reason,
     });
     const session = await readSession(this.deps, id).catch(() => null);
     if (session?.status === "activating") {
-      await this.fail(live, reason);
+      await this.fail(live, why);
       return;
     }
-    await endWithWarning(this.deps, id, reason).catch((err) =>
+    const warning = reason === "provider_ended" ? undefined : why;
+    await endWithWarning(this.deps, id, reason, warning).catch((err) =>
       this.deps.log.error("could not end session after a live failure", {
         session_id: id,
         err,
@@ -347,7 +372,11 @@ export class MediaHub implements SessionRuntime {
    * Frees everything this instance holds for a session that turned terminal, here or
    * on another instance: its credentials, its render slot and its live side.
    */
-  private async release(id: string, status: string): Promise<void> {
+  private async release(
+    id: string,
+    status: string,
+    reason?: EndReason,
+  ): Promise<void> {
     this.deps.vault.zero(id);
     this.deps.renderSlots.release(id);
     this.admission.forget(id);
@@ -363,9 +392,9 @@ export class MediaHub implements SessionRuntime {
     if (!live.closed) await live.abort();
     if (status === "failed") {
       live.sendError("invalid_session", true);
-      live.finish("failed");
+      live.finish("failed", reason);
     } else {
-      live.finish(status);
+      live.finish(status, reason);
     }
     await kvTry(this.deps.kv.delete(presenceKey(id))).catch(() => undefined);
   }
@@ -416,7 +445,7 @@ export class MediaHub implements SessionRuntime {
           // A missing record is a create still committing, never a finished session
           // (terminal records are kept for 7 days).
           if (session && isTerminal(session.status)) {
-            this.releaseSoon(id, session.status);
+            this.releaseSoon(id, session.status, session.end_reason);
           } else if (request && !this.handlingEnd.has(id)) {
             contain(
               this.deps.log,

@@ -3,6 +3,7 @@
  * takeover), the conversation engine and the renderer, and the glue between them.
  */
 import type { AppDeps } from "../deps.ts";
+import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink } from "../render/port.ts";
 import { bindSocket, containAll, type FailureSource } from "./contain.ts";
@@ -54,10 +55,14 @@ export class LiveSession {
   /** Called when the last socket goes away (not on takeover). */
   onDetached: (() => void) | null = null;
   /**
-   * Called on a failure that ends the session: the engine's, the renderer's for good,
-   * or a handler of this session that threw (contained, see ./contain.ts).
+   * Called when something ends the session: the engine ended the conversation
+   * (`provider_ended`), the engine failed (`provider_failed`), the renderer failed for
+   * good (`render_failed`), or a handler of this session threw (contained, see
+   * ./contain.ts; the reason follows its source). `why` says what, for the warning.
    */
-  onFailed: ((reason: string, source: FailureSource) => void) | null = null;
+  onFailed:
+    | ((why: string, source: FailureSource, reason: EndReason) => void)
+    | null = null;
   /** When the current socket's stream failed and restarted, newest last (bounded). */
   private restarts: number[] = [];
   closed = false;
@@ -77,7 +82,15 @@ export class LiveSession {
       : source === "render"
       ? "renderer"
       : "media socket";
-    this.onFailed?.(`internal error handling the ${what}`, source);
+    this.onFailed?.(
+      `internal error handling the ${what}`,
+      source,
+      source === "provider"
+        ? "provider_failed"
+        : source === "render"
+        ? "render_failed"
+        : "instance_lost",
+    );
   };
 
   /**
@@ -150,17 +163,34 @@ export class LiveSession {
         });
         this.sendError(code, false);
         if (fatal) {
-          this.onFailed?.("conversation engine failed", "provider");
+          this.onFailed?.(
+            `conversation engine failed (${code})`,
+            "provider",
+            "provider_failed",
+          );
         }
       },
       onBargeIn: () => this.cutAvatar(),
-      onClose: ({ clean, reason }) => {
-        if (!clean && !this.closed) {
-          this.deps.log.warn("engine closed", {
-            session_id: this.sessionId,
-            reason,
-          });
-          this.onFailed?.("conversation engine disconnected", "provider");
+      onClose: ({ clean, reason, code }) => {
+        if (clean || this.closed) return;
+        this.deps.log.warn("engine closed", {
+          session_id: this.sessionId,
+          reason,
+          code,
+        });
+        if (code === 1000) {
+          // A normal close while active: the engine ended the conversation.
+          this.onFailed?.(
+            "the conversation engine ended the conversation",
+            "provider",
+            "provider_ended",
+          );
+        } else {
+          this.onFailed?.(
+            "conversation engine disconnected",
+            "provider",
+            "provider_failed",
+          );
         }
       },
     };
@@ -232,7 +262,11 @@ export class LiveSession {
     this.restarts = this.restarts.filter((t) => now - t < 60_000);
     this.restarts.push(now);
     if (this.restarts.length > MAX_STREAM_RESTARTS) {
-      this.onFailed?.("the renderer failed repeatedly", "render");
+      this.onFailed?.(
+        "the renderer failed repeatedly",
+        "render",
+        "render_failed",
+      );
       return;
     }
     this.render.attach(this.sinkFor(ws));
@@ -395,12 +429,17 @@ export class LiveSession {
     return problems;
   }
 
-  /** Sends `session.ended` and closes the socket with 1000. */
-  finish(status: string): void {
+  /** Sends `session.ended` (with why, when known) and closes the socket with 1000. */
+  finish(status: string, reason?: EndReason): void {
     const ws = this.socket;
     this.socket = null;
     if (ws) {
-      sendJson(ws, { type: "session.ended", status });
+      sendJson(
+        ws,
+        reason
+          ? { type: "session.ended", status, reason }
+          : { type: "session.ended", status },
+      );
       try {
         ws.close(1000, "session ended");
       } catch { /* already closing */ }

@@ -3,6 +3,7 @@
  * the shapes of what the server sends.
  */
 import { z } from "zod";
+import type { EndReason } from "../api/schemas.ts";
 
 export const MIN_SAMPLE_RATE = 8000;
 export const MAX_SAMPLE_RATE = 48000;
@@ -106,7 +107,7 @@ export type ServerMessage =
     final: boolean;
   }
   | { type: "error"; code: SocketErrorCode; fatal: boolean }
-  | { type: "session.ended"; status: string }
+  | { type: "session.ended"; status: string; reason?: EndReason }
   | { type: "pong" };
 
 /** Close code for a socket replaced by a newer one for the same session. */

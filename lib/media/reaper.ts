@@ -10,6 +10,7 @@ import {
   type SessionRecord,
 } from "../sessions.ts";
 import { kvTry } from "../kv/store.ts";
+import type { EndReason } from "../api/schemas.ts";
 import {
   INSTANCE_STALE_MS,
   instanceKey,
@@ -54,8 +55,14 @@ export async function reapOnce(deps: AppDeps): Promise<ReapResult> {
     const presences = batch.map((_, j) =>
       entries[2 * j + 1].value as Presence | null
     );
+    const owners = batch.map((_, j) =>
+      (entries[2 * j].value as SessionRecord | null)?.owner
+    );
     const holders = [
-      ...new Set(presences.filter((p) => p?.attached).map((p) => p!.instance)),
+      ...new Set([
+        ...presences.filter((p) => p?.attached).map((p) => p!.instance),
+        ...owners.filter((o): o is string => typeof o === "string"),
+      ]),
     ];
     const instances = new Map<string, InstanceRecord | null>();
     for (let h = 0; h < holders.length; h += 10) {
@@ -79,30 +86,38 @@ export async function reapOnce(deps: AppDeps): Promise<ReapResult> {
         const r = await moveSession(deps, id, {
           from: ["created"],
           to: "failed",
+          reason: "connect_timeout",
         });
         if (r.ok) result.failed.push(id);
       } else if (
         s.status === "activating" &&
         now - lastMoveAt(s) >= config.startTimeoutMs + GRACE_MS
       ) {
+        // The holder fails a start that times out itself; past the grace it is gone
+        // (instance_lost) or stuck (start_failed).
         const r = await moveSession(deps, id, {
           from: ["activating"],
           to: "failed",
+          reason: isAlive(deps, s.owner, instances, now)
+            ? "start_failed"
+            : "instance_lost",
         });
         if (r.ok) result.failed.push(id);
       } else if (
         s.status === "ending" &&
         now - lastMoveAt(s) >= config.endCleanupTimeoutMs + GRACE_MS
       ) {
+        // The instance finishing the end went away: keep the reason of that end.
         const r = await moveSession(deps, id, {
           from: ["ending"],
           to: "ended_with_warnings",
+          reason: (b) => b.end_reason ?? "instance_lost",
           patch: { warning: "cleanup did not complete" },
         });
         if (r.ok) result.ended.push(id);
       } else if (s.status === "active") {
-        const warning = activeWarning(deps, s, presences[j], instances, now);
-        if (warning && await endWithWarning(deps, id, warning)) {
+        const end = activeEnd(deps, s, presences[j], instances, now);
+        if (end && await endWithWarning(deps, id, end.reason, end.warning)) {
           result.ended.push(id);
         }
       }
@@ -111,37 +126,63 @@ export async function reapOnce(deps: AppDeps): Promise<ReapResult> {
   return result;
 }
 
-function activeWarning(
+/** Whether `instance` is this one or has a fresh heartbeat among `instances`. */
+function isAlive(
+  deps: AppDeps,
+  instance: string,
+  instances: Map<string, InstanceRecord | null>,
+  now: number,
+): boolean {
+  if (instance === deps.instanceId) return true;
+  const rec = instances.get(instance);
+  return Boolean(rec && now - rec.heartbeat_at < INSTANCE_STALE_MS);
+}
+
+/** Why an `active` session ends now, and the warning it ends with; null: not yet. */
+function activeEnd(
   deps: AppDeps,
   s: SessionRecord,
   presence: Presence | null,
   instances: Map<string, InstanceRecord | null>,
   now: number,
-): string | null {
+): { reason: EndReason; warning: string } | null {
   const { sessionMaxDurationS, sessionIdleTimeoutS } = deps.config;
   const started = s.started_at ?? s.created_at;
   if (now - started >= sessionMaxDurationS * 1000) {
-    return `maximum session duration of ${sessionMaxDurationS} s reached`;
+    return {
+      reason: "max_duration",
+      warning: `maximum session duration of ${sessionMaxDurationS} s reached`,
+    };
   }
   let detachedSince: number | null;
+  let lost = false;
   if (!presence) {
     detachedSince = started;
   } else if (!presence.attached) {
     detachedSince = presence.since;
-  } else if (presence.instance === deps.instanceId) {
-    // Held here: attached is the truth, whatever the heartbeat says.
+  } else if (isAlive(deps, presence.instance, instances, now)) {
+    // Held here (attached is the truth, whatever the heartbeat says) or by a live peer.
     detachedSince = null;
   } else {
-    const holder = instances.get(presence.instance);
-    const alive = holder && now - holder.heartbeat_at < INSTANCE_STALE_MS;
-    detachedSince = alive ? null : (holder?.heartbeat_at ?? presence.since);
+    lost = true;
+    detachedSince = instances.get(presence.instance)?.heartbeat_at ??
+      presence.since;
   }
   if (
-    detachedSince !== null && now - detachedSince >= sessionIdleTimeoutS * 1000
+    detachedSince === null || now - detachedSince < sessionIdleTimeoutS * 1000
   ) {
-    return `idle timeout: no media connection for ${sessionIdleTimeoutS} s`;
+    return null;
   }
-  return null;
+  return lost
+    ? {
+      reason: "instance_lost",
+      warning:
+        `the instance holding the live media stopped; no media connection for ${sessionIdleTimeoutS} s`,
+    }
+    : {
+      reason: "idle_timeout",
+      warning: `idle timeout: no media connection for ${sessionIdleTimeoutS} s`,
+    };
 }
 
 /** Runs `reapOnce` every `REAPER_INTERVAL_MS` until the app closes. */

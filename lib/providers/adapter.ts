@@ -321,9 +321,9 @@ export class EngineLink {
         this.invalid(
           kind === "text" ? "oversized text frame" : "oversized binary frame",
         ),
-      onClose: () => {
+      onClose: (info) => {
         this.#dispose();
-        tracker.socketClosed();
+        tracker.socketClosed(info.code);
       },
       onFault: (err) => this.#fault("socket handler", err),
     });

@@ -18,15 +18,20 @@ export class CloseTracker {
     return this.#reported || this.#byCaller;
   }
 
-  report(clean: boolean, reason: string): void {
+  report(clean: boolean, reason: string, code?: number): void {
     if (this.done) return;
     this.#reported = true;
-    this.onClose({ clean, reason });
+    this.onClose(
+      code === undefined ? { clean, reason } : { clean, reason, code },
+    );
   }
 
-  /** The socket closed: unclean unless a graceful end is waiting for exactly this. */
-  socketClosed(): void {
-    if (!this.ending) this.report(false, "engine closed the connection");
+  /**
+   * The socket closed with `code`: unclean unless a graceful end is waiting for exactly
+   * this (the code tells a normal close, 1000, from a broken one).
+   */
+  socketClosed(code: number): void {
+    if (!this.ending) this.report(false, "engine closed the connection", code);
   }
 
   callerClosed(): void {

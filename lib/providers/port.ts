@@ -48,8 +48,12 @@ export interface EngineEvents {
   ): void;
   /** A per-turn failure (fatal false) or an engine failure that ends the session (fatal true). */
   onError(e: { code: TurnErrorCode; fatal: boolean; message: string }): void;
-  /** The engine connection closed; `clean` when it followed a graceful end. */
-  onClose(info: { clean: boolean; reason: string }): void;
+  /**
+   * The engine connection closed; `clean` when it followed a graceful end. `code` is the
+   * WebSocket close code when the engine closed the socket on its own: 1000 means it
+   * ended the conversation (end reason `provider_ended`), anything else that it broke.
+   */
+  onClose(info: { clean: boolean; reason: string; code?: number }): void;
   /**
    * Optional: the provider detected the user speaking over the agent (barge-in) and
    * cut the current response; stop playing agent audio already buffered.

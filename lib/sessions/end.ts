@@ -6,7 +6,11 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
-import type { EndSessionResponse, SessionStatus } from "../api/schemas.ts";
+import type {
+  EndReason,
+  EndSessionResponse,
+  SessionStatus,
+} from "../api/schemas.ts";
 import type { EndLiveResult } from "../runtime.ts";
 import { kvTry } from "../kv/store.ts";
 import {
@@ -61,29 +65,26 @@ async function endLive(
 
 /**
  * Tears down the live side of an `ending` session and moves it to `ended`, or to
- * `ended_with_warnings` when cleanup (or `reason`) reports a problem.
+ * `ended_with_warnings` when cleanup (or `warning`) reports a problem, keeping the
+ * `end_reason` recorded with the move into `ending`.
  */
 async function finishEnd(
   deps: AppDeps,
   ending: SessionRecord,
   force: boolean,
-  reason?: string,
+  reason: EndReason,
+  warning?: string,
 ): Promise<SessionRecord> {
   const id = ending.session_id;
   const live = await endLive(deps, id, force);
-  const warning = [reason, live.warning].filter(Boolean).join("; ");
-  const endedAt = deps.now();
-  const started = ending.started_at;
+  const warnings = [warning, live.warning].filter(Boolean).join("; ");
   const done = await moveSession(deps, id, {
     from: ["ending"],
-    to: warning ? "ended_with_warnings" : "ended",
+    to: warnings ? "ended_with_warnings" : "ended",
+    reason,
     patch: {
-      ended_at: endedAt,
       chunks_rendered: Math.max(0, Math.floor(live.chunksRendered)),
-      duration_s: started !== undefined
-        ? Math.max(0, endedAt - started) / 1000
-        : 0,
-      ...(warning ? { warning } : {}),
+      ...(warnings ? { warning: warnings } : {}),
     },
   });
   if (done.ok) return done.session;
@@ -99,31 +100,37 @@ async function finishEnd(
 
 /**
  * Ends an `active` session on the service's own initiative (idle or maximum duration
- * reached, engine failure) through the same path as the end call, ending as
- * `ended_with_warnings` with `warning`. Resolves true when this call ended it, false
- * when the session was not `active` (absent, already ending or ended).
+ * reached, the engine ended or failed, the renderer failed) through the same path as
+ * the end call, recording `reason`. With a `warning` it ends as `ended_with_warnings`;
+ * without one (the engine ended the conversation) as `ended` unless cleanup reports a
+ * problem. Resolves true when this call ended it, false when the session was not
+ * `active` (absent, already ending or ended).
  */
 export async function endWithWarning(
   deps: AppDeps,
   id: string,
-  warning: string,
+  reason: EndReason,
+  warning: string | undefined,
   options: { force?: boolean } = {},
 ): Promise<boolean> {
   const toEnding = await moveSession(deps, id, {
     from: ["active"],
     to: "ending",
+    reason,
   });
   if (!toEnding.ok) return false;
   const final = await finishEnd(
     deps,
     toEnding.session,
     options.force ?? false,
+    reason,
     warning,
   );
   deps.log.info("session ended by the service", {
     session_id: id,
     tenant: final.tenant_id,
     status: final.status,
+    end_reason: final.end_reason,
     warning,
   });
   return true;
@@ -143,9 +150,11 @@ export async function endSession(
   const entry = options.entry ?? await kvTry(deps.kv.get(sessionKey(id)));
   const rec = ownedSession(deps, tenantId, entry);
   if (rec.status !== "active") throw endConflict(rec.status);
+  const reason: EndReason = options.force ? "forced" : "requested";
   const toEnding = await moveSession(deps, id, {
     from: ["active"],
     to: "ending",
+    reason,
     entry,
   });
   if (!toEnding.ok) {
@@ -154,7 +163,7 @@ export async function endSession(
     throw endConflict(rec.status);
   }
 
-  const final = await finishEnd(deps, toEnding.session, options.force);
+  const final = await finishEnd(deps, toEnding.session, options.force, reason);
   deps.log.info("session ended", {
     session_id: id,
     tenant: tenantId,

@@ -13,19 +13,21 @@
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
 import type { ProviderType } from "../providers/port.ts";
-import type { SessionStatus, Transport } from "../api/schemas.ts";
+import type { EndReason, SessionStatus, Transport } from "../api/schemas.ts";
 import { KeyedLock } from "../kv/keyed_lock.ts";
 import { kvTry } from "../kv/store.ts";
+import { addUsageToCommit, usageKeys } from "./usage.ts";
 
-export const TERMINAL_STATUSES: readonly SessionStatus[] = [
+export const TERMINAL_STATUSES = [
   "ended",
   "ended_with_warnings",
   "failed",
-];
+] as const satisfies readonly SessionStatus[];
+export type TerminalStatus = typeof TERMINAL_STATUSES[number];
 
 /** Whether `status` is terminal (SPEC 3). */
 export function isTerminal(status: SessionStatus): boolean {
-  return TERMINAL_STATUSES.includes(status);
+  return (TERMINAL_STATUSES as readonly SessionStatus[]).includes(status);
 }
 
 /** How long a terminal session stays readable (DECISIONS 4: at least 7 days). */
@@ -56,7 +58,13 @@ export interface SessionRecord {
   started_at?: number;
   ended_at?: number;
   warning?: string;
+  /**
+   * Why the session ended (DECISIONS 4): set with the move into `ending` (the end under
+   * way) and with every move into a terminal state; public once terminal.
+   */
+  end_reason?: EndReason;
   chunks_rendered?: number;
+  /** Seconds `active` (not counting `ending`); set by the terminal move. */
   duration_s?: number;
   /** Instance id of the process holding the credentials and live side. */
   owner: string;
@@ -187,19 +195,41 @@ export type MoveResult =
   | { ok: true; session: SessionRecord; previous: SessionRecord }
   | { ok: false; reason: "not_found" | "wrong_state"; session?: SessionRecord };
 
-export interface MoveOptions {
+interface MoveCommon {
   /** Statuses the session may be in for the move to happen. */
   from: readonly SessionStatus[];
-  to: SessionStatus;
   /** Fields to set along with the move (never `status`, `session_id` or `tenant_id`). */
   patch?: Partial<
     Pick<
       SessionRecord,
-      "started_at" | "ended_at" | "warning" | "chunks_rendered" | "duration_s"
+      "started_at" | "ended_at" | "warning" | "chunks_rendered"
     >
   >;
   /** An entry of the session already read (e.g. prefetched with authentication). */
   entry?: Deno.KvEntryMaybe<unknown>;
+}
+
+/** Why a move into `ending` or a terminal state happens; a function reads the record. */
+export type MoveReason = EndReason | ((before: SessionRecord) => EndReason);
+
+/**
+ * A move. A move into `ending` or into a terminal state must say why (`reason`): the
+ * type admits no terminal move without one.
+ */
+export type MoveOptions =
+  & MoveCommon
+  & (
+    | { to: "created" | "activating" | "active"; reason?: undefined }
+    | { to: "ending" | TerminalStatus; reason: MoveReason }
+  );
+
+/** Epoch ms the session spent `active` by the time of `timeline`'s last entry. */
+function activeMsOf(rec: SessionRecord): number | undefined {
+  const i = rec.timeline.findLastIndex((t) => t.status === "active");
+  if (i < 0) return undefined;
+  const left = rec.timeline[i + 1];
+  if (!left) return undefined;
+  return Math.max(0, left.at - rec.timeline[i].at);
 }
 
 /**
@@ -207,8 +237,11 @@ export interface MoveOptions {
  * the versionstamp read; conflicting commits are re-read and retried (bounded, then 503
  * `AVTR_SESSION_STATE_UNAVAILABLE`). The commit also carries every
  * `deps.sessionHooks.inCommit` hook; `afterCommit` hooks run once it is durable. A
- * move into a terminal state sets `ended_at`, removes `sessions_open`, decrements the
- * tenant's open counter, gives the record ≥ 7 days of retention, then zeroes the
+ * move into `ending` or a terminal state records `end_reason`. A move into a terminal
+ * state sets `ended_at` and, when the session was `active`, `duration_s` (seconds
+ * `active`, not counting `ending`) and `chunks_rendered`; it removes `sessions_open`,
+ * decrements the tenant's open counter, adds the session to the tenant's usage buckets
+ * (lib/sessions/usage.ts), gives the record ≥ 7 days of retention, then zeroes the
  * credentials and frees the render slot. Terminal sessions never move again.
  */
 export async function moveSession(
@@ -236,12 +269,18 @@ export async function moveSession(
     if (options.to === "active" && after.started_at === undefined) {
       after.started_at = now;
     }
+    if (options.reason !== undefined) {
+      after.end_reason = typeof options.reason === "function"
+        ? options.reason(before)
+        : options.reason;
+    }
     const op = deps.kv.atomic().check(entry);
     if (isTerminal(options.to)) {
       after.ended_at ??= now;
-      if (after.duration_s === undefined && after.started_at !== undefined) {
-        after.duration_s = Math.max(0, after.ended_at - after.started_at) /
-          1000;
+      const activeMs = activeMsOf(after);
+      if (activeMs !== undefined) {
+        after.duration_s = activeMs / 1000;
+        after.chunks_rendered ??= 0;
       }
       after.retain_until = now + TERMINAL_RETENTION_MS;
       const keep = { expireIn: TERMINAL_RETENTION_MS };
@@ -249,6 +288,10 @@ export async function moveSession(
         .set(sessionsByTenantKey(before.tenant_id, id), id, keep)
         .delete(sessionsOpenKey(id))
         .sum(tenantOpenSessionsKey(before.tenant_id), KV_U64_MINUS_ONE.value);
+      const buckets = await kvTry(
+        deps.kv.getMany(usageKeys(before.tenant_id, id, now)),
+      );
+      addUsageToCommit(op, buckets, activeMs);
     } else {
       op.set(sessionKey(id), after);
     }

@@ -14,7 +14,7 @@ import type {
 } from "../api/schemas.ts";
 import { SESSION_ID_PATTERN } from "../api/schemas.ts";
 import { mintToken } from "../auth/tokens.ts";
-import { recordOf, type SessionRecord } from "./store.ts";
+import { isTerminal, recordOf, type SessionRecord } from "./store.ts";
 
 /** 404 `AVTR_SESSION_NOT_FOUND`, identical for absent and other tenants' sessions. */
 export function sessionNotFound(): ApiError {
@@ -85,7 +85,11 @@ export function toClientTokenResponse(
   return { ...t, transport: rec.transport };
 }
 
-/** SPEC 2.6: never a token. */
+/**
+ * SPEC 2.6: never a token. A terminal session also carries `end_reason`, `warning` when
+ * `ended_with_warnings`, and `duration_s` and `chunks_rendered` when it ended from
+ * `active` (DECISIONS 4).
+ */
 export function toStatusResponse(rec: SessionRecord): SessionStatusResponse {
   const out: SessionStatusResponse = {
     session_id: rec.session_id,
@@ -96,6 +100,15 @@ export function toStatusResponse(rec: SessionRecord): SessionStatusResponse {
   };
   if (rec.started_at !== undefined) out.started_at = rec.started_at;
   if (rec.ended_at !== undefined) out.ended_at = rec.ended_at;
+  if (!isTerminal(rec.status)) return out;
+  if (rec.end_reason !== undefined) out.end_reason = rec.end_reason;
+  if (rec.status === "ended_with_warnings") {
+    out.warning = rec.warning ?? "Cleanup reported a problem";
+  }
+  if (rec.duration_s !== undefined) {
+    out.duration_s = rec.duration_s;
+    out.chunks_rendered = rec.chunks_rendered ?? 0;
+  }
   return out;
 }
 

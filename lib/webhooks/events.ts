@@ -27,6 +27,8 @@ export interface WebhookEventData {
   warning?: string;
   chunks_rendered?: number;
   duration_s?: number;
+  /** Why the session ended (DECISIONS 4); on `session.ended` and `session.failed`. */
+  end_reason?: string;
 }
 
 export interface WebhookEventBody {
@@ -112,6 +114,7 @@ interface SessionView {
   warning?: string;
   chunks_rendered?: number;
   duration_s?: number;
+  end_reason?: string;
 }
 
 function asSession(value: unknown): SessionView | null {
@@ -170,6 +173,12 @@ export function eventBody(
   }
   if (typeof session.duration_s === "number") {
     data.duration_s = session.duration_s;
+  }
+  if (
+    (type === "session.ended" || type === "session.failed") &&
+    typeof session.end_reason === "string"
+  ) {
+    data.end_reason = session.end_reason;
   }
   return { type, timestamp, data };
 }

@@ -223,7 +223,8 @@ Deno.test("LiveSession restarts a failed stream on the same socket, then gives u
       attach(sink);
     };
     const failures: string[] = [];
-    live.onFailed = (reason) => failures.push(reason);
+    live.onFailed = (why, _source, reason) =>
+      failures.push(`${reason}: ${why}`);
     live.startRendering(render);
     const mime = 'video/mp4; codecs="avc1.42c01e, mp4a.40.2"';
     render.sink().onInit(mime, new Uint8Array([1]));
@@ -249,7 +250,9 @@ Deno.test("LiveSession restarts a failed stream on the same socket, then gives u
     );
 
     for (let i = 0; i < 3; i++) render.sink().onError(new Error("again"));
-    assert.deepEqual(failures, ["the renderer failed repeatedly"]);
+    assert.deepEqual(failures, [
+      "render_failed: the renderer failed repeatedly",
+    ]);
     assert.equal(attaches, 4, "no restart past the limit");
   }));
 
@@ -380,8 +383,9 @@ Deno.test("LiveSession gates floods per socket: text frames and faster-than-real
 
 Deno.test("LiveSession contains throws: engine → provider, renderer → render, socket → socket; nothing escapes", () =>
   withLiveSession((live, ws) => {
-    const failures: Array<[string, string]> = [];
-    live.onFailed = (reason, source) => failures.push([source, reason]);
+    const failures: Array<[string, string, string]> = [];
+    live.onFailed = (why, source, reason) =>
+      failures.push([source, why, reason]);
     const render = capturingRender();
     render.pushAudio = () => {
       throw new Error("boom in the renderer's push");
@@ -403,4 +407,10 @@ Deno.test("LiveSession contains throws: engine → provider, renderer → render
     render.sink().onInit("video/mp4", new Uint8Array([1]));
     assert.deepEqual(failures.at(-1)?.[0], "render");
     assert.equal(failures.length, 3);
+    // Each ends the session with the end reason of its source.
+    assert.deepEqual(failures.map((f) => f[2]), [
+      "provider_failed",
+      "instance_lost",
+      "render_failed",
+    ]);
   }));

@@ -219,6 +219,7 @@ Deno.test("external_engine reports a fatal error and an unexpected close", async
       assert.deepEqual(events.closes, [{
         clean: false,
         reason: "engine closed the connection",
+        code: 1000,
       }]);
     } finally {
       conn.close();

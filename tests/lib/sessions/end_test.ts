@@ -22,7 +22,10 @@ Deno.test("endWithWarning() ends an active session as ended_with_warnings throug
     await t.step("active → ended_with_warnings with the reason", async () => {
       const id = await createOk(app);
       await driveTo(deps, id, "active");
-      assert.equal(await endWithWarning(deps, id, "idle timeout"), true);
+      assert.equal(
+        await endWithWarning(deps, id, "idle_timeout", "idle timeout"),
+        true,
+      );
       const rec = await readSession(deps, id);
       assert.equal(rec?.status, "ended_with_warnings");
       assert.equal(rec?.warning, "idle timeout");
@@ -39,7 +42,9 @@ Deno.test("endWithWarning() ends an active session as ended_with_warnings throug
       const id = await createOk(app);
       await driveTo(deps, id, "active");
       assert.equal(
-        await endWithWarning(deps, id, "max duration", { force: true }),
+        await endWithWarning(deps, id, "max_duration", "max duration", {
+          force: true,
+        }),
         true,
       );
       assert.equal(
@@ -51,10 +56,16 @@ Deno.test("endWithWarning() ends an active session as ended_with_warnings throug
       for (const status of ["created", "ending", "ended", "failed"] as const) {
         const id = await createOk(app);
         await driveTo(deps, id, status);
-        assert.equal(await endWithWarning(deps, id, "x"), false);
+        assert.equal(
+          await endWithWarning(deps, id, "idle_timeout", "x"),
+          false,
+        );
         assert.equal((await readSession(deps, id))?.status, status);
       }
-      assert.equal(await endWithWarning(deps, "session:NONE", "x"), false);
+      assert.equal(
+        await endWithWarning(deps, "session:NONE", "idle_timeout", "x"),
+        false,
+      );
     });
   } finally {
     await app.close();

@@ -90,6 +90,7 @@ Deno.test("moveSession() moves checked against the state read, with hooks and te
         const r = await moveSession(deps, id, {
           from: ["active"],
           to: "ending",
+          reason: "requested",
         });
         assert.equal(r.ok, false);
         assert.equal(!r.ok && r.reason, "wrong_state");
@@ -100,6 +101,7 @@ Deno.test("moveSession() moves checked against the state read, with hooks and te
       const r = await moveSession(deps, "session:NONE", {
         from: ["created"],
         to: "failed",
+        reason: "connect_timeout",
       });
       assert.deepEqual(r, { ok: false, reason: "not_found" });
     });
@@ -131,6 +133,7 @@ Deno.test("moveSession() moves checked against the state read, with hooks and te
         const r = await moveSession(deps, id, {
           from: ["active"],
           to: "ended_with_warnings",
+          reason: "idle_timeout",
           patch: { warning: "idle" },
         });
         assert.equal(r.ok, true);
@@ -159,6 +162,7 @@ Deno.test("moveSession() moves checked against the state read, with hooks and te
         const r = await moveSession(deps, id, {
           from: ["ended_with_warnings"],
           to,
+          reason: "forced",
         });
         assert.equal(!r.ok && r.reason, "wrong_state");
       }
@@ -174,7 +178,12 @@ Deno.test("moveSession() moves checked against the state read, with hooks and te
         const results = await Promise.all(
           Array.from(
             { length: 8 },
-            () => moveSession(deps, other, { from: ["created"], to: "failed" }),
+            () =>
+              moveSession(deps, other, {
+                from: ["created"],
+                to: "failed",
+                reason: "connect_timeout",
+              }),
           ),
         );
         assert.equal(

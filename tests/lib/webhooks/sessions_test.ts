@@ -73,6 +73,7 @@ Deno.test("webhooks: real session moves (REST create, moveSession, REST end) sen
       (await moveSession(deps, failedId, {
         from: ["created"],
         to: "failed",
+        reason: "connect_timeout",
       })).ok,
     );
 

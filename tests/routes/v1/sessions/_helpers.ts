@@ -17,7 +17,7 @@ import {
   errorBodySchema,
   type SessionStatus,
 } from "../../../../lib/api/schemas.ts";
-import { moveSession } from "../../../../lib/sessions.ts";
+import { type MoveOptions, moveSession } from "../../../../lib/sessions.ts";
 
 /** The real app on `:memory:` KV with room for many sessions (render slots, limit). */
 export function sessionApp(
@@ -118,6 +118,17 @@ const PREVIOUS: Record<SessionStatus, SessionStatus[]> = {
   failed: ["created", "activating"],
 };
 
+/** The options of a move to `to`, with a reason where one is needed. */
+export function moveTo(
+  from: SessionStatus[],
+  to: SessionStatus,
+): MoveOptions {
+  if (to === "created" || to === "activating" || to === "active") {
+    return { from, to };
+  }
+  return { from, to, reason: to === "failed" ? "start_failed" : "requested" };
+}
+
 /** Drives a `created` session to `status` through the lifecycle moves. */
 export async function driveTo(
   deps: AppDeps,
@@ -125,7 +136,7 @@ export async function driveTo(
   status: SessionStatus,
 ): Promise<void> {
   for (const to of PATH_TO[status]) {
-    const r = await moveSession(deps, id, { from: PREVIOUS[to], to });
+    const r = await moveSession(deps, id, moveTo(PREVIOUS[to], to));
     assert.equal(r.ok, true, `move to ${to}`);
   }
 }
