@@ -122,6 +122,7 @@ export default function LiveSessions(props: LiveSessionsProps) {
               "Created (UTC)",
               "Started",
               "Ended",
+              "End reason",
               { label: "Duration", class: "num" },
             ]}
           >
@@ -139,6 +140,9 @@ export default function LiveSessions(props: LiveSessionsProps) {
                 <TimeCell label="Created" ms={r.created_at} now={snap.now} />
                 <TimeCell label="Started" ms={r.started_at} now={snap.now} />
                 <TimeCell label="Ended" ms={r.ended_at} now={snap.now} />
+                <td data-label="End reason" data-field="end-reason">
+                  {r.end_reason ?? <span class="muted">—</span>}
+                </td>
                 <td class="num nowrap" data-label="Duration">
                   {formatDuration(sessionDuration(r, now))}
                 </td>

@@ -57,6 +57,8 @@ export interface SessionRow {
   started_at?: number;
   ended_at?: number;
   duration_s?: number;
+  /** Why it ended (terminal sessions). */
+  end_reason?: string;
 }
 
 /** Seconds a session has been (or was) active, from its timestamps when not recorded. */

@@ -16,6 +16,7 @@ import type { SessionStatus } from "../api/schemas.ts";
 import {
   counterValue,
   isSessionId,
+  isTerminal,
   listSessions,
   readSession,
   type SessionRecord,
@@ -60,6 +61,9 @@ export function toRow(rec: SessionRecord): SessionRow {
   if (rec.started_at !== undefined) row.started_at = rec.started_at;
   if (rec.ended_at !== undefined) row.ended_at = rec.ended_at;
   if (rec.duration_s !== undefined) row.duration_s = rec.duration_s;
+  if (isTerminal(rec.status) && rec.end_reason !== undefined) {
+    row.end_reason = rec.end_reason;
+  }
   return row;
 }
 

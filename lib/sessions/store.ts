@@ -249,6 +249,13 @@ export async function moveSession(
   id: string,
   options: MoveOptions,
 ): Promise<MoveResult> {
+  if (
+    (options.to === "ending" || isTerminal(options.to)) &&
+    options.reason === undefined
+  ) {
+    // The type already forbids it; a caller that casts it away still cannot.
+    throw new TypeError(`moveSession: a move to ${options.to} needs a reason`);
+  }
   let entry = options.entry;
   for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
     if (!entry || attempt > 0) {

@@ -2,7 +2,8 @@
  * A fake ECEP v1 engine (docs/engine-protocol.md) on real wss. It refuses upgrades
  * without `x-engine-key: <key>`, answers `session.start` with `session.ready`, and
  * answers `user.text` by its content: `fail` → a non-fatal error mid-turn, `fatal` → a
- * fatal error, `long` → a response that only ends on `interrupt`, anything else → a
+ * fatal error, `long` → a response that only ends on `interrupt`, `bye` → the engine
+ * ends the conversation (closes its socket with 1000), anything else → a
  * response with agent audio and an agent transcript. `session.end` closes the socket
  * unless `stubborn`.
  */
@@ -37,6 +38,10 @@ export function startEcepFake(options: EcepFakeOptions): FakeWs {
           });
           return;
         case "user.text": {
+          if (msg.text === "bye") {
+            peer.close(1000, "conversation over");
+            return;
+          }
           const id = `resp-${++n}`;
           peer.send({ type: "response.start", response_id: id });
           if (msg.text === "fail") {

@@ -218,6 +218,10 @@ export default function SessionPage(
             <dd>
               <Time ms={s.ended_at} />
             </dd>
+            <dt>End reason</dt>
+            <dd data-field="end-reason">
+              {row.end_reason ?? <span class="muted">—</span>}
+            </dd>
             <dt>Duration active</dt>
             <dd>{formatDuration(sessionDuration(row, now))}</dd>
             <dt>Segments rendered</dt>
@@ -236,6 +240,11 @@ export default function SessionPage(
                 {i > 0 && (
                   <span class="muted">
                     +{formatDuration((t.at - s.timeline[i - 1].at) / 1000)}
+                  </span>
+                )}
+                {i === s.timeline.length - 1 && row.end_reason && (
+                  <span class="end-reason" data-field="timeline-end-reason">
+                    {row.end_reason}
                   </span>
                 )}
               </li>

@@ -7,6 +7,7 @@
  * organization mappings are the operator's to change (DECISIONS 2).
  */
 import { MappingTable } from "../../../components/MappingTable.tsx";
+import { TenantUsage } from "../../../components/TenantUsage.tsx";
 import {
   Deliveries,
   SecretSection,
@@ -43,6 +44,7 @@ import {
   setTenantSettings,
   type TenantSettings,
 } from "../../../lib/tenants.ts";
+import { tenantUsage, type UsageTotal } from "../../../lib/sessions.ts";
 import {
   type DeliveryView,
   getWebhookSecret,
@@ -59,6 +61,7 @@ interface TenantData {
   live: number;
   mappings: OrgMapping[];
   deliveries: DeliveryView[];
+  usage: { last24h: UsageTotal; last30d: UsageTotal };
   notice?: string;
   secret?: WebhookSecretView & { rotated: boolean };
   confirm?: "rotate_secret" | string;
@@ -71,7 +74,7 @@ async function load(
   tenant: string,
   extra: Partial<TenantData>,
 ): Promise<TenantData> {
-  const [settings, live, mappings, deliveries] = await Promise.all([
+  const [settings, live, mappings, deliveries, usage] = await Promise.all([
     getTenantSettings(ctx.deps, tenant),
     liveCount(ctx.deps, tenant),
     listOrgMappings(ctx.deps),
@@ -79,6 +82,7 @@ async function load(
       tenant_id: tenant,
       limit: 20,
     }),
+    tenantUsage(ctx.deps, tenant),
   ]);
   return {
     tenant,
@@ -87,6 +91,7 @@ async function load(
     live,
     mappings: mappings.filter((m) => m.tenant_id === tenant),
     deliveries: deliveries.items,
+    usage,
     errors: {},
     ...extra,
   };
@@ -337,6 +342,7 @@ export default function TenantPage(
           <SecretSection data={data} csrf={csrf} />
         </div>
       </div>
+      <TenantUsage usage={data.usage} />
       {operator && (
         <section aria-labelledby="orgs-title">
           <h2 id="orgs-title">Identity-provider organizations</h2>

@@ -4,8 +4,9 @@ import {
   endSession,
   endWithWarning,
   readSession,
+  toStatusResponse,
 } from "../../../lib/sessions.ts";
-import { testApp } from "../../_helpers.ts";
+import { testApp, TestClock } from "../../_helpers.ts";
 import { createOk, driveTo } from "../../routes/v1/sessions/_helpers.ts";
 
 Deno.test("endWithWarning() ends an active session as ended_with_warnings through the end path", async (t) => {
@@ -85,6 +86,45 @@ Deno.test("endSession() checks ownership before it moves anything", async () => 
     assert.equal((await readSession(deps, id))?.status, "active");
     const res = await endSession(deps, "admin", id, { force: true });
     assert.equal(res.status, "ended");
+  } finally {
+    await app.close();
+  }
+});
+
+Deno.test("duration_s counts the seconds active, not the time spent ending", async () => {
+  const clock = new TestClock();
+  const app = await testApp({}, { clock });
+  const deps = app.app.deps;
+  deps.runtime = {
+    endLive: () => {
+      clock.advance(3_000); // cleanup takes 3 s while the session is ending
+      return Promise.resolve({ chunksRendered: 4 });
+    },
+  };
+  try {
+    const id = await createOk(app);
+    await driveTo(deps, id, "active");
+    clock.advance(5_000);
+    await endSession(deps, "admin", id, { force: false });
+    const rec = await readSession(deps, id);
+    assert.equal(rec?.end_reason, "requested");
+    assert.equal(rec?.duration_s, 5);
+    assert.equal(rec?.ended_at, clock.now());
+    assert.deepEqual(
+      toStatusResponse(rec!),
+      {
+        session_id: id,
+        transport: "websocket_fmp4",
+        status: "ended",
+        provider_type: rec!.provider_type,
+        created_at: rec!.created_at,
+        started_at: rec!.started_at,
+        ended_at: rec!.ended_at,
+        end_reason: "requested",
+        duration_s: 5,
+        chunks_rendered: 4,
+      },
+    );
   } finally {
     await app.close();
   }

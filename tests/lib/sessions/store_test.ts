@@ -97,6 +97,19 @@ Deno.test("moveSession() moves checked against the state read, with hooks and te
         assert.equal(!r.ok && r.session?.status, "created");
       },
     );
+    await t.step(
+      "a move into ending or a terminal state without a reason is refused",
+      async () => {
+        for (const to of ["ending", ...TERMINAL_STATUSES] as const) {
+          await assert.rejects(
+            // @ts-expect-error: the type requires a reason for this move
+            moveSession(deps, id, { from: ["created"], to }),
+            TypeError,
+          );
+        }
+        assert.equal((await readSession(deps, id))?.status, "created");
+      },
+    );
     await t.step("an absent session → not_found", async () => {
       const r = await moveSession(deps, "session:NONE", {
         from: ["created"],
