@@ -66,6 +66,8 @@ export class MediaHub implements SessionRuntime {
       const rec = after as SessionRecord;
       if (isTerminal(rec.status)) {
         this.releaseSoon(rec.session_id, rec.status, rec.end_reason);
+      } else if (rec.status === "ending") {
+        this.live.get(rec.session_id)?.sendState("ending");
       }
     });
     this.timer = setInterval(
@@ -472,6 +474,7 @@ export class MediaHub implements SessionRuntime {
     if (!live) return;
     this.handlingEnd.add(id);
     try {
+      live.sendState("ending");
       await answerEndRequest(this.deps, id, request, live);
     } finally {
       this.handlingEnd.delete(id);

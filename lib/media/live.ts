@@ -6,6 +6,7 @@ import type { AppDeps } from "../deps.ts";
 import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink } from "../render/port.ts";
+import { Turns } from "./turns.ts";
 import { bindSocket, containAll, type FailureSource } from "./contain.ts";
 import { Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
@@ -68,10 +69,17 @@ export class LiveSession {
   closed = false;
 
   private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
-  private turnSeq = 0;
-  private userTurn: string | null = null;
-  private avatarTurns = new Map<string, string>();
-  private currentAvatarTurn: string | null = null;
+  /** The socket whose stream has its init segment (speech events can reach it). */
+  private streamingTo: WebSocket | null = null;
+  /** The last `session.state` sent through `sendState`. */
+  private lastState: string | null = null;
+  /** User and avatar turns, speech on the timeline, interruption. */
+  readonly turns: Turns = new Turns({
+    send: (msg) => this.send(msg),
+    render: () => this.render,
+    engine: () => this.engine,
+    streaming: () => this.socket !== null && this.streamingTo === this.socket,
+  });
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {}
 
@@ -110,50 +118,11 @@ export class LiveSession {
   private rawEngineEvents(onReady: (rate: number) => void): EngineEvents {
     return {
       onReady: ({ agentSampleRate }) => onReady(agentSampleRate),
-      onResponseStart: (responseId) => {
-        // One response at a time: a start ends the turns of any that never ended.
-        for (const old of this.avatarTurns.values()) {
-          this.send({ type: "turn.end", turn_id: old });
-        }
-        this.avatarTurns.clear();
-        const turnId = this.nextTurn();
-        this.avatarTurns.set(responseId, turnId);
-        this.currentAvatarTurn = turnId;
-        this.send({ type: "turn.start", turn_id: turnId, role: "avatar" });
-      },
-      onAgentAudio: (pcm, rate) => this.render?.pushAudio(pcm, rate),
-      onResponseEnd: (responseId) => {
-        const turnId = this.avatarTurns.get(responseId);
-        if (!turnId) return;
-        this.avatarTurns.delete(responseId);
-        if (this.currentAvatarTurn === turnId) this.currentAvatarTurn = null;
-        this.send({ type: "turn.end", turn_id: turnId });
-      },
-      onTranscript: ({ role, text, final }) => {
-        if (role === "agent" && this.currentAvatarTurn) {
-          this.send({
-            type: "transcript",
-            turn_id: this.currentAvatarTurn,
-            role: "avatar",
-            text,
-            final,
-          });
-        } else if (role === "agent") {
-          // Text outside any response (e.g. after it ended): a turn of its own.
-          const turnId = this.nextTurn();
-          this.send({ type: "turn.start", turn_id: turnId, role: "avatar" });
-          this.send({
-            type: "transcript",
-            turn_id: turnId,
-            role: "avatar",
-            text,
-            final,
-          });
-          this.send({ type: "turn.end", turn_id: turnId });
-        } else {
-          this.userTranscript(text, final);
-        }
-      },
+      onResponseStart: (responseId) => this.turns.responseStart(responseId),
+      onAgentAudio: (pcm, rate) => this.turns.agentAudio(pcm, rate),
+      onResponseEnd: (responseId) => this.turns.responseEnd(responseId),
+      onTranscript: ({ role, text, final }) =>
+        this.turns.transcript(role, text, final),
       onError: ({ code, fatal, message }) => {
         this.deps.log.warn("engine error", {
           session_id: this.sessionId,
@@ -170,7 +139,8 @@ export class LiveSession {
           );
         }
       },
-      onBargeIn: () => this.cutAvatar(),
+      onBargeIn: () => this.turns.bargeIn(),
+      onResponseCancel: (responseId) => this.turns.cancel(responseId),
       onClose: ({ clean, reason, code }) => {
         if (clean || this.closed) return;
         this.deps.log.warn("engine closed", {
@@ -196,28 +166,6 @@ export class LiveSession {
     };
   }
 
-  private nextTurn(): string {
-    return `turn_${++this.turnSeq}`;
-  }
-
-  private userTranscript(text: string, final: boolean): void {
-    if (!this.userTurn) {
-      this.userTurn = this.nextTurn();
-      this.send({ type: "turn.start", turn_id: this.userTurn, role: "user" });
-    }
-    this.send({
-      type: "transcript",
-      turn_id: this.userTurn,
-      role: "user",
-      text,
-      final,
-    });
-    if (final) {
-      this.send({ type: "turn.end", turn_id: this.userTurn });
-      this.userTurn = null;
-    }
-  }
-
   /** The renderer's sink for the current socket; a throw in it ends the session as a render failure. */
   private sinkFor(ws: WebSocket): RenderSink {
     return containAll(
@@ -235,10 +183,15 @@ export class LiveSession {
       onInit: (mime, init) => {
         if (this.socket !== ws) return;
         link.init(mime, init);
+        this.streamingTo = ws;
+        this.turns.newStream();
         this.onInitSent?.();
       },
       onSegment: (segment) => {
         if (this.socket === ws) link.segment(segment);
+      },
+      onSpeech: (event) => {
+        if (this.socket === ws) this.turns.speech(event);
       },
       onError: (err) => {
         this.deps.log.error("render error", {
@@ -314,14 +267,18 @@ export class LiveSession {
   }
 
   /** One browser frame, judged by the socket's gate (./gate.ts) before any use. */
-  private onFrame(ws: WebSocket, gate: FrameGate, data: unknown): void {
+  private onFrame(
+    ws: WebSocket,
+    gate: FrameGate,
+    data: unknown,
+  ): void | Promise<void> {
     if (this.socket !== ws || this.closed) return;
     this.stats.framesReceived++;
     const verdict = gate.check(data, this.browserRate);
     switch (verdict.kind) {
       case "message":
-        this.onMessage(verdict.message);
-        return;
+        // A cut is async (the renderer may be remote): returned, so it stays contained.
+        return this.onMessage(verdict.message);
       case "audio":
         this.engine?.sendUserAudio(
           pcmFromBytes(verdict.bytes),
@@ -348,7 +305,7 @@ export class LiveSession {
     }
   }
 
-  private onMessage(msg: ClientMessage): void {
+  private onMessage(msg: ClientMessage): void | Promise<void> {
     switch (msg.type) {
       case "ping":
         this.send({ type: "pong" });
@@ -357,27 +314,13 @@ export class LiveSession {
         this.browserRate = msg.sample_rate;
         break;
       case "text": {
-        this.userTranscript(msg.text, true);
+        this.turns.userTranscript(msg.text, true);
         this.engine?.sendText(msg.text);
         break;
       }
       case "interrupt":
-        this.engine?.interrupt();
-        this.cutAvatar();
-        break;
+        return this.turns.interrupt();
     }
-  }
-
-  /** Stops the avatar mid-sentence: queued speech is dropped and its turn ends. */
-  private cutAvatar(): void {
-    this.render?.interrupt();
-    const turnId = this.currentAvatarTurn;
-    if (!turnId) return;
-    this.send({ type: "turn.end", turn_id: turnId });
-    for (const [rid, tid] of this.avatarTurns) {
-      if (tid === turnId) this.avatarTurns.delete(rid);
-    }
-    this.currentAvatarTurn = null;
   }
 
   send(msg: ServerMessage): void {
@@ -394,6 +337,7 @@ export class LiveSession {
    */
   async teardown(force: boolean, timeoutMs: number): Promise<string[]> {
     this.closed = true;
+    this.turns.close();
     const problems: string[] = [];
     const engine = this.engine;
     const render = this.render;
@@ -429,6 +373,13 @@ export class LiveSession {
     return problems;
   }
 
+  /** `session.state` for a move the socket has not seen yet (e.g. `ending`), once. */
+  sendState(status: string): void {
+    if (this.lastState === status) return;
+    this.lastState = status;
+    this.send({ type: "session.state", status });
+  }
+
   /** Sends `session.ended` (with why, when known) and closes the socket with 1000. */
   finish(status: string, reason?: EndReason): void {
     const ws = this.socket;
@@ -461,6 +412,7 @@ export class LiveSession {
   /** Drops everything at once (failure paths, shutdown). */
   async abort(): Promise<void> {
     this.closed = true;
+    this.turns.close();
     this.engine?.close();
     await this.render?.stop({ graceful: false, timeoutMs: 0 }).catch(() =>
       undefined

@@ -108,6 +108,13 @@ export type ServerMessage =
   }
   | { type: "error"; code: SocketErrorCode; fatal: boolean }
   | { type: "session.ended"; status: string; reason?: EndReason }
+  | {
+    type: "avatar.speaking";
+    speaking: boolean;
+    turn_id: string;
+    media_time_ms: number;
+  }
+  | { type: "turn.interrupted"; turn_id: string; played_ms: number }
   | { type: "pong" };
 
 /** Close code for a socket replaced by a newer one for the same session. */

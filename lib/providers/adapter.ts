@@ -25,6 +25,7 @@ import {
   type ProviderCredentials,
   type ProviderDeps,
   type ProviderType,
+  type ResponseCut,
   type TurnErrorCode,
   turnErrorCodeFor,
 } from "./port.ts";
@@ -95,7 +96,7 @@ export interface WireProtocol<S extends Record<string, z.ZodType>> {
   /** A typed user turn; called only when ready and open. */
   sendText(text: string): void;
   /** Cut the current response; called only while open. */
-  interrupt(): void;
+  interrupt(cut?: ResponseCut): void;
   /** The graceful-end message; without one, `end()` starts the close handshake. */
   endMessage?: Json;
 }
@@ -354,9 +355,9 @@ export class EngineLink {
         if (!this.ready || tracker.done) return;
         wire.sendText(text);
       }),
-      interrupt: guarded("interrupt", () => {
+      interrupt: guarded("interrupt", (cut?: ResponseCut) => {
         if (tracker.done) return;
-        wire.interrupt();
+        wire.interrupt(cut);
       }),
       end: async (timeoutMs) => {
         this.#dispose();

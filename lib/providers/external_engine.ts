@@ -33,6 +33,8 @@ export const ECEP_MESSAGES = new MessageSet({
   }),
   "response.start": z.object({ response_id: engineId() }),
   "response.end": z.object({ response_id: engineId() }),
+  // Barge-in the engine detected: drop what is queued of that response (DECISIONS 7).
+  "response.cancel": z.object({ response_id: engineId() }),
   "transcript": transcriptMessage(),
   "error": errorMessageWithFatal(),
 }, "invalid");
@@ -63,6 +65,8 @@ export function createExternalEngine(deps: ProviderDeps): EngineFactory {
     const link = new EngineLink(deps, options, "external_engine", userRate);
     const { events } = link;
     let dropAudio = false;
+    /** The response the engine started last. */
+    let current: string | null = null;
 
     return await link.open({
       url,
@@ -81,10 +85,14 @@ export function createExternalEngine(deps: ProviderDeps): EngineFactory {
             return;
           case "response.start":
             dropAudio = false;
+            current = msg.response_id;
             events.onResponseStart(msg.response_id);
             return;
           case "response.end":
             events.onResponseEnd(msg.response_id);
+            return;
+          case "response.cancel":
+            events.onResponseCancel?.(msg.response_id);
             return;
           case "transcript":
             events.onTranscript({
@@ -116,9 +124,18 @@ export function createExternalEngine(deps: ProviderDeps): EngineFactory {
       },
       sendAudio: (pcm) => link.sendBinary(pcmToBytes(pcm)),
       sendText: (text) => link.send({ type: "user.text", text }),
-      interrupt: () => {
-        dropAudio = true;
-        link.send({ type: "interrupt" });
+      interrupt: (cut) => {
+        // A cut of an older response (the engine already moved on) keeps the new one.
+        if (!cut || cut.responseId === current) dropAudio = true;
+        link.send(
+          cut
+            ? {
+              type: "interrupt",
+              response_id: cut.responseId,
+              played_ms: Math.max(0, Math.round(cut.playedMs)),
+            }
+            : { type: "interrupt" },
+        );
       },
       endMessage: { type: "session.end" },
     });

@@ -59,6 +59,18 @@ export interface EngineEvents {
    * cut the current response; stop playing agent audio already buffered.
    */
   onBargeIn?(): void;
+  /**
+   * Optional: the engine cancelled response `responseId` (ECEP `response.cancel`, e.g.
+   * on barge-in it detected): drop whatever of it is queued and not yet streamed.
+   */
+  onResponseCancel?(responseId: string): void;
+}
+
+/** How much of a cut response the browser was sent, for the engine's history. */
+export interface ResponseCut {
+  responseId: string;
+  /** Milliseconds of that response's audio streamed before the cut. */
+  playedMs: number;
 }
 
 /** Counters of the browser audio a connection took (in browser frames). */
@@ -77,8 +89,12 @@ export interface EngineConnection {
   sendUserAudio(pcm: Int16Array, sampleRate: number): void;
   /** A typed user turn. */
   sendText(text: string): void;
-  /** Cut the avatar off: the engine stops the current response. */
-  interrupt(): void;
+  /**
+   * Cut the avatar off: the engine stops the current response. With `cut`, the engine
+   * also learns which response and how much of it was streamed (ECEP `interrupt` with
+   * `response_id` + `played_ms`; vendor equivalents in docs/providers.md).
+   */
+  interrupt(cut?: ResponseCut): void;
   /**
    * Graceful end: tell the engine the session ends and wait up to `timeoutMs` for it to
    * close. Resolves `true` when it closed in time, `false` when it had to be dropped.

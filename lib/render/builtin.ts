@@ -20,7 +20,10 @@ import {
   type RenderSink,
   RenderStartError,
   type RenderStats,
+  type SpeechCut,
 } from "./port.ts";
+import { AAC_DELAY } from "./segments.ts";
+import { samplesToMs, SpeechTimeline } from "./speech.ts";
 export { planTicks, realClock, type RenderClock } from "./pacing.ts";
 import { EncoderStream } from "./stream.ts";
 import {
@@ -59,6 +62,7 @@ class BuiltinSession implements RenderSession {
   #last: Uint8Array | null = null;
   #frame: Frame;
   #queue = new AudioQueue();
+  #speech = new SpeechTimeline();
   #resampler = new Resampler(STREAM_RATE);
   #mouth = new MouthFollower();
   #pushed = 0;
@@ -117,6 +121,8 @@ class BuiltinSession implements RenderSession {
       sink.onError(new Error("render encoder failed to start"));
       return;
     }
+    // A new viewer joins mid-speech: it hears of the speech under way.
+    this.#speech.newViewer();
     run.attach(sink);
   }
 
@@ -137,6 +143,8 @@ class BuiltinSession implements RenderSession {
         now: () => this.opts.clock.now(),
         latency: this.#latency,
         onDelivered: () => this.#segments++,
+        onFragmentTo: (sink, audioEnd, viewerStart) =>
+          this.#speechTo(sink, audioEnd, viewerStart),
         onFailure: (run) => {
           if (this.#run === run) this.#run = null;
           this.#retire(run);
@@ -146,22 +154,56 @@ class BuiltinSession implements RenderSession {
       this.log.error("render encoder failed to start", { err });
       this.#run = null;
     }
+    // A new run's timeline starts at 0: speech positions of the old one are void.
+    this.#speech.newRun();
     return this.#run;
   }
 
-  pushAudio(pcm: Int16Array, sampleRate: number): void {
+  /**
+   * Hands `sink` the speech events the fragment just sent to it covered: those before
+   * its audio's end (AAC's encoder delay included), in the viewer's time.
+   */
+  #speechTo(sink: RenderSink, audioEnd: number, viewerStart: number): void {
+    if (!this.#speech.hasPending) return;
+    const startMs = samplesToMs(viewerStart);
+    for (const e of this.#speech.delivered(audioEnd - AAC_DELAY)) {
+      try {
+        sink.onSpeech?.({
+          ...e,
+          mediaTimeMs: Math.max(0, e.mediaTimeMs - startMs),
+        });
+      } catch (err) {
+        this.log.error("render sink failed", { err });
+      }
+    }
+  }
+
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void {
     if (this.#closed || pcm.length === 0) return;
     const samples = this.#resampler.process(pcm, sampleRate);
     if (this.#marks.length < MAX_MARKS) {
       this.#marks.push({ idx: this.#pushed, at: this.opts.clock.now() });
     }
     this.#pushed += samples.length;
-    this.#queue.push(samples);
+    this.#speech.pushed(tag, samples.length);
+    const dropped = this.#queue.push(samples);
+    if (dropped > 0) this.#speech.droppedOldest(dropped);
   }
 
-  interrupt(): void {
-    this.#queue.clear();
-    this.#marks = [];
+  interrupt(options: { tag?: string; all?: boolean } = {}): SpeechCut | null {
+    const before = this.#queue.length;
+    const run = this.#run?.watched ? this.#run : null;
+    const cut = this.#speech.cut(
+      this.#queue,
+      options,
+      run ? run.samples : null,
+    );
+    // Latency marks index the queue: any removal invalidates them.
+    if (this.#queue.length !== before) this.#marks = [];
+    if (cut?.wasSpeaking || options.all || options.tag === undefined) {
+      this.#mouth.reset();
+    }
+    return cut;
   }
 
   stop(
@@ -222,6 +264,7 @@ class BuiltinSession implements RenderSession {
     this.#produced++;
     // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.
     const run = this.#run?.watched ? this.#run : null;
+    this.#speech.took(samples, real, run ? run.samples : null);
     // Marks of audio taken now move to the run (or are dropped with no viewer).
     while (this.#marks.length > 0 && this.#marks[0].idx < head + real) {
       const m = this.#marks.shift()!;

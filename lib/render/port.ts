@@ -13,6 +13,31 @@ export interface RenderSink {
   onSegment(segment: Uint8Array): void;
   /** The stream failed; nothing more comes to this sink. */
   onError(err: Error): void;
+  /**
+   * Optional: the avatar's audible speech started or stopped at `mediaTimeMs` of this
+   * stream (lib/render/speech.ts). Called after the segment that covers that time.
+   */
+  onSpeech?(event: SpeechEvent): void;
+}
+
+/** Audible agent speech starting or stopping on a stream's timeline. */
+export interface SpeechEvent {
+  speaking: boolean;
+  /** The tag its audio was pushed with (the media plane uses the turn id). */
+  tag: string | undefined;
+  /** Presentation time on the stream, ms from its start. */
+  mediaTimeMs: number;
+  /** Set when the speech stopped because it was cut (`interrupt`). */
+  cut?: { playedMs: number };
+}
+
+/** What an `interrupt` cut. */
+export interface SpeechCut {
+  tag: string | undefined;
+  /** How much of that tag's audio went into streams (ms). */
+  playedMs: number;
+  /** Whether it was being heard when cut. */
+  wasSpeaking: boolean;
 }
 
 /** Latency of agent audio: pushed → first segment carrying it handed to a sink. */
@@ -31,10 +56,20 @@ export interface RenderSession {
   /** Starts a fresh fMP4 stream to `sink` (init segment first, timestamps near 0, first fragment on a keyframe); ends any previous stream (takeover). */
   attach(sink: RenderSink): void;
   detach(): void;
-  /** Agent voice, PCM16 mono at sampleRate; resampled internally; drives the mouth and is the audio track. */
-  pushAudio(pcm: Int16Array, sampleRate: number): void;
-  /** Drop queued, not yet rendered agent audio (interrupt). */
-  interrupt(): void;
+  /**
+   * Agent voice, PCM16 mono at sampleRate; resampled internally; drives the mouth and is
+   * the audio track. `tag` names its turn for speech events and cuts.
+   */
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void;
+  /**
+   * Drops queued, not yet rendered agent audio at once — of `tag` only, or everything
+   * (no tag, or `all`) — and closes the mouth. Reports what was cut for `tag` (or the
+   * tag speaking); null when nothing of it was queued, heard or streamed. The cut's
+   * speech event follows on the sink once the stream has delivered what preceded it.
+   */
+  interrupt(
+    options?: { tag?: string; all?: boolean },
+  ): SpeechCut | null | Promise<SpeechCut | null>;
   /** Media segments produced for sinks so far. */
   readonly segmentsRendered: number;
   /** Stops and releases everything (processes, pipes, timers). graceful: finish the current fragment within timeoutMs. Resolves {clean} — false when it had to kill. Idempotent. */

@@ -11,6 +11,8 @@ import {
   type RenderSink,
   RenderStartError,
   type RenderStats,
+  type SpeechCut,
+  type SpeechEvent,
 } from "./port.ts";
 
 export interface RemoteOptions {
@@ -22,8 +24,37 @@ export interface RemoteOptions {
 }
 
 type Outgoing =
-  | { kind: "audio"; pcm: Int16Array; rate: number }
-  | { kind: "interrupt" };
+  | { kind: "audio"; pcm: Int16Array; rate: number; tag?: string }
+  | {
+    kind: "interrupt";
+    tag?: string;
+    all: boolean;
+    done: (cut: SpeechCut | null) => void;
+  };
+
+/** A worker's `speech` message as a `SpeechEvent`, or null when malformed. */
+function speechEvent(msg: Record<string, unknown>): SpeechEvent | null {
+  const { speaking, tag, media_time_ms: at, cut } = msg;
+  if (typeof speaking !== "boolean" || typeof at !== "number" || at < 0) {
+    return null;
+  }
+  if (tag !== undefined && typeof tag !== "string") return null;
+  const event: SpeechEvent = { speaking, tag, mediaTimeMs: at };
+  if (cut && typeof cut === "object") {
+    const played = (cut as Record<string, unknown>).played_ms;
+    if (typeof played !== "number" || played < 0) return null;
+    event.cut = { playedMs: played };
+  }
+  return event;
+}
+
+/** A worker's answer to an interrupt as a `SpeechCut`, or null. */
+function speechCut(body: Record<string, unknown>): SpeechCut | null {
+  const { tag, played_ms: played, was_speaking: speaking } = body;
+  if (typeof played !== "number" || typeof speaking !== "boolean") return null;
+  if (tag !== undefined && typeof tag !== "string") return null;
+  return { tag, playedMs: played, wasSpeaking: speaking };
+}
 
 const MAX_QUEUED_SECONDS = 2;
 
@@ -93,6 +124,9 @@ class RemoteSession implements RenderSession {
           const msg = JSON.parse(e.data);
           if (msg.type === "init" && typeof msg.mime === "string") {
             mime = msg.mime;
+          } else if (msg.type === "speech") {
+            const event = speechEvent(msg);
+            if (event) sink.onSpeech?.(event);
           } else if (msg.type === "error") {
             failOnce(new Error(String(msg.message ?? "render stream failed")));
           }
@@ -130,9 +164,14 @@ class RemoteSession implements RenderSession {
     if (ws && ws.readyState !== WebSocket.CLOSED) ws.close(1000);
   }
 
-  pushAudio(pcm: Int16Array, sampleRate: number): void {
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void {
     if (this.#closed || pcm.length === 0) return;
-    this.#queue.push({ kind: "audio", pcm: pcm.slice(), rate: sampleRate });
+    this.#queue.push({
+      kind: "audio",
+      pcm: pcm.slice(),
+      rate: sampleRate,
+      tag,
+    });
     this.#queuedSeconds += pcm.length / sampleRate;
     while (this.#queuedSeconds > MAX_QUEUED_SECONDS) {
       const i = this.#queue.findIndex((x) => x.kind === "audio");
@@ -145,11 +184,22 @@ class RemoteSession implements RenderSession {
     this.#kick();
   }
 
-  interrupt(): void {
-    if (this.#closed) return;
-    this.#queue = [{ kind: "interrupt" }];
-    this.#queuedSeconds = 0;
-    this.#kick();
+  interrupt(
+    options: { tag?: string; all?: boolean } = {},
+  ): Promise<SpeechCut | null> {
+    if (this.#closed) return Promise.resolve(null);
+    const all = options.all === true || options.tag === undefined;
+    // Drop what has not been posted yet here; the worker drops what it holds.
+    this.#queue = this.#queue.filter((x) => {
+      const drop = x.kind === "audio" && (all || x.tag === options.tag);
+      if (drop) this.#queuedSeconds -= x.pcm.length / x.rate;
+      return !drop;
+    });
+    this.#queuedSeconds = Math.max(0, this.#queuedSeconds);
+    return new Promise((done) => {
+      this.#queue.push({ kind: "interrupt", tag: options.tag, all, done });
+      this.#kick();
+    });
   }
 
   stop(
@@ -163,6 +213,7 @@ class RemoteSession implements RenderSession {
     options: { graceful: boolean; timeoutMs: number },
   ): Promise<{ clean: boolean }> {
     this.#closed = true;
+    for (const x of this.#queue) if (x.kind === "interrupt") x.done(null);
     this.#queue = [];
     await this.#pump;
     let clean = false;
@@ -198,14 +249,16 @@ class RemoteSession implements RenderSession {
     while (this.#queue.length > 0) {
       const head = this.#queue.shift()!;
       let path: string;
-      let body: Uint8Array<ArrayBuffer> | undefined;
+      let body: Uint8Array<ArrayBuffer> | string | undefined;
       if (head.kind === "interrupt") {
         path = "/interrupt";
+        body = JSON.stringify({ tag: head.tag, all: head.all });
       } else {
-        // Coalesce consecutive chunks at the same rate into one request.
+        // Coalesce consecutive chunks of one turn at one rate into one request.
         const parts = [head.pcm];
         while (
-          this.#queue[0]?.kind === "audio" && this.#queue[0].rate === head.rate
+          this.#queue[0]?.kind === "audio" &&
+          this.#queue[0].rate === head.rate && this.#queue[0].tag === head.tag
         ) {
           parts.push((this.#queue.shift() as { pcm: Int16Array }).pcm);
         }
@@ -216,7 +269,8 @@ class RemoteSession implements RenderSession {
         let at = 0;
         for (const p of parts) (pcm.set(p, at), at += p.length);
         body = new Uint8Array(pcm.buffer);
-        path = `/audio?sample_rate=${head.rate}`;
+        path = `/audio?sample_rate=${head.rate}` +
+          (head.tag ? `&tag=${encodeURIComponent(head.tag)}` : "");
       }
       try {
         const res = await fetch(`${this.base}${path}`, {
@@ -228,11 +282,20 @@ class RemoteSession implements RenderSession {
           body,
           signal: AbortSignal.timeout(5000),
         });
-        await res.body?.cancel();
+        if (head.kind === "interrupt") {
+          const answer = res.ok ? await res.json().catch(() => ({})) : {};
+          head.done(speechCut(answer ?? {}));
+        } else {
+          await res.body?.cancel();
+        }
         if (!res.ok) {
-          this.log.warn("render worker refused audio", { status: res.status });
+          this.log.warn("render worker refused a request", {
+            status: res.status,
+            path: head.kind,
+          });
         }
       } catch (err) {
+        if (head.kind === "interrupt") head.done(null);
         this.log.warn("render worker audio post failed", { err });
       }
     }

@@ -21,7 +21,7 @@ export interface WaitingPush {
 /** Audio-latency samples kept (the newest). */
 const MAX_LATENCY_SAMPLES = 1000;
 /** AAC encoder delay; a push counts as delivered once its first samples are past it. */
-const AAC_DELAY = 1024;
+export const AAC_DELAY = 1024;
 
 /**
  * Reads an init segment: its MIME type and track ids. Throws when it is unreadable or has

@@ -40,6 +40,15 @@ export interface EncoderStreamOptions {
   /** A fragment went to a viewer. */
   onDelivered: () => void;
   /**
+   * Optional: fragment went to `sink`; its audio ends at run sample `audioEnd` and the
+   * viewer's timeline starts at run sample `viewerStart` (both at `sampleRate`).
+   */
+  onFragmentTo?: (
+    sink: RenderSink,
+    audioEnd: number,
+    viewerStart: number,
+  ) => void;
+  /**
    * The encoder failed (its viewer was told through `onError`); this run is over, the
    * caller starts another on the next attach.
    */
@@ -63,6 +72,8 @@ interface Fragment {
   key: boolean;
   /** Base decode time by track id, in the track's timescale. */
   times: Map<number, number>;
+  /** Where the audio track's samples end, in the track's timescale (0 without). */
+  audioEnd: number;
 }
 
 interface Viewer {
@@ -215,10 +226,12 @@ export class EncoderStream {
     try {
       const { tracks } = parseFragment(bytes, init.defaults);
       const video = tracks.find((t) => t.trackId === init.videoTrackId);
+      const audio = tracks.find((t) => t.trackId === init.audioTrack?.id);
       fragment = {
         bytes,
         key: video?.firstSampleSync ?? false,
         times: new Map(tracks.map((t) => [t.trackId, t.baseDecodeTime])),
+        audioEnd: audio ? audio.baseDecodeTime + audio.duration : 0,
       };
     } catch (err) {
       this.fail(err instanceof Error ? err : new Error("unreadable fragment"));
@@ -281,6 +294,20 @@ export class EncoderStream {
     }
     this.o.onDelivered();
     this.#call("segment", () => viewer.sink.onSegment(out));
+    const track = this.#init!.audioTrack;
+    if (this.o.onFragmentTo && track && this.#viewer === viewer) {
+      const toRate = this.o.sampleRate / track.timescale;
+      const start = viewer.offsets.get(track.id) ?? 0;
+      this.#call(
+        "speech",
+        () =>
+          this.o.onFragmentTo!(
+            viewer.sink,
+            f.audioEnd * toRate,
+            start * toRate,
+          ),
+      );
+    }
   }
 
   #offsetsFrom(f: Fragment): Map<number, number> {

@@ -7,6 +7,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Logger } from "../log.ts";
 import type { RenderBackend, RenderSession } from "./port.ts";
 import { RenderStartError } from "./port.ts";
+import { SPEECH_TAG } from "./speech.ts";
 
 export interface WorkerOptions {
   backend: RenderBackend;
@@ -158,6 +159,16 @@ export function createRenderWorker(options: WorkerOptions): {
           }
           socket.send(segment);
         },
+        onSpeech(e) {
+          if (socket.readyState !== WebSocket.OPEN) return;
+          socket.send(JSON.stringify({
+            type: "speech",
+            speaking: e.speaking,
+            tag: e.tag,
+            media_time_ms: e.mediaTimeMs,
+            ...(e.cut ? { cut: { played_ms: e.cut.playedMs } } : {}),
+          }));
+        },
         onError(err) {
           if (socket.readyState !== WebSocket.OPEN) return;
           socket.send(JSON.stringify({ type: "error", message: err.message }));
@@ -196,15 +207,36 @@ export function createRenderWorker(options: WorkerOptions): {
         if (!Number.isInteger(rate) || rate < 8000 || rate > 48000) {
           return fail(400, "invalid", "sample_rate must be 8000..48000");
         }
+        const tag = url.searchParams.get("tag") ?? undefined;
+        if (tag !== undefined && !SPEECH_TAG.test(tag)) {
+          return fail(400, "invalid", "tag must be 1..64 of A-Z a-z 0-9 _ -");
+        }
         const bytes = new Uint8Array(await req.arrayBuffer());
         const pcm = new Int16Array(bytes.length >> 1);
         new Uint8Array(pcm.buffer).set(bytes.subarray(0, pcm.length * 2));
-        entry.session.pushAudio(pcm, rate);
+        entry.session.pushAudio(pcm, rate, tag);
         return new Response(null, { status: 204 });
       }
-      case "POST /interrupt":
-        entry.session.interrupt();
-        return new Response(null, { status: 204 });
+      case "POST /interrupt": {
+        // Body (optional): {"tag"?: string, "all"?: boolean}; answers the cut.
+        const body = await req.json().catch(() => ({}));
+        const tag = body && typeof body.tag === "string" &&
+            SPEECH_TAG.test(body.tag)
+          ? body.tag as string
+          : undefined;
+        const all = body?.all === true;
+        const cut = await entry.session.interrupt({ tag, all });
+        return json(
+          200,
+          cut
+            ? {
+              tag: cut.tag,
+              played_ms: cut.playedMs,
+              was_speaking: cut.wasSpeaking,
+            }
+            : {},
+        );
+      }
       case "GET ":
         return json(200, {
           segments_rendered: entry.session.segmentsRendered,

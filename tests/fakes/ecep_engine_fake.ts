@@ -3,7 +3,10 @@
  * without `x-engine-key: <key>`, answers `session.start` with `session.ready`, and
  * answers `user.text` by its content: `fail` → a non-fatal error mid-turn, `fatal` → a
  * fatal error, `long` → a response that only ends on `interrupt`, `bye` → the engine
- * ends the conversation (closes its socket with 1000), anything else → a
+ * ends the conversation (closes its socket with 1000), `speak` → 0.6 s of an audible
+ * tone, `speak long` → 1.8 s of tone in a response that only ends on `interrupt`,
+ * `speak cancel` → 1.8 s of tone, then after 600 ms its own `response.cancel` (barge-in
+ * it detected), anything else → a
  * response with agent audio and an agent transcript. `session.end` closes the socket
  * unless `stubborn`.
  */
@@ -16,6 +19,26 @@ export interface EcepFakeOptions {
 }
 
 const audio = (samples: number) => new Uint8Array(samples * 2);
+
+/** `seconds` of a 440 Hz tone at `rate`, as PCM16LE frames of 100 ms. */
+function toneFrames(seconds: number, rate: number): Uint8Array[] {
+  const n = Math.round(seconds * rate);
+  const bytes = new Uint8Array(n * 2);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < n; i++) {
+    view.setInt16(
+      i * 2,
+      Math.round(12000 * Math.sin(2 * Math.PI * 440 * i / rate)),
+      true,
+    );
+  }
+  const frames: Uint8Array[] = [];
+  const step = Math.round(rate / 10) * 2;
+  for (let i = 0; i < bytes.length; i += step) {
+    frames.push(bytes.subarray(i, i + step));
+  }
+  return frames;
+}
 
 /** Starts the fake; connect to `.url`. */
 export function startEcepFake(options: EcepFakeOptions): FakeWs {
@@ -60,6 +83,19 @@ export function startEcepFake(options: EcepFakeOptions): FakeWs {
           } else if (msg.text === "long") {
             open = id;
             peer.send(audio(800));
+          } else if (
+            typeof msg.text === "string" && msg.text.startsWith("speak")
+          ) {
+            const rate = options.agentRate ?? 16000;
+            const long = msg.text !== "speak";
+            for (const f of toneFrames(long ? 1.8 : 0.6, rate)) peer.send(f);
+            if (msg.text === "speak long") open = id;
+            else if (msg.text === "speak cancel") {
+              setTimeout(() => {
+                peer.send({ type: "response.cancel", response_id: id });
+                peer.send({ type: "response.end", response_id: id });
+              }, 600);
+            } else peer.send({ type: "response.end", response_id: id });
           } else {
             peer.send({
               type: "transcript",

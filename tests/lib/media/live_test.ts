@@ -114,7 +114,7 @@ function capturingRender(): RenderSession & { sink(): RenderSink } {
     attach: (s) => sink = s,
     detach: () => sink = null,
     pushAudio: () => {},
-    interrupt: () => {},
+    interrupt: () => null,
     segmentsRendered: 0,
     stop: () => Promise.resolve({ clean: true }),
     stats: () => ({

@@ -156,7 +156,20 @@ Deno.test("remote renderer against a real worker", async (t) => {
           (await call("POST", `${path}/audio?sample_rate=4`, "xx")).status,
           400,
         );
-        assert.equal((await call("POST", `${path}/interrupt`)).status, 204);
+        assert.equal(
+          (await call(
+            "POST",
+            `${path}/audio?sample_rate=24000&tag=a%20b`,
+            "xx",
+          ))
+            .status,
+          400,
+        );
+        // The cut is answered: nothing of the (untagged) audio was streamed.
+        assert.deepEqual(await call("POST", `${path}/interrupt`), {
+          status: 200,
+          body: { played_ms: 0, was_speaking: false },
+        });
         assert.equal(
           (await call("GET", path)).body.stats.queuedAudioSamples,
           0,

@@ -1,0 +1,75 @@
+/**
+ * Where agent audio is audible in a recorded fMP4 stream: the stream decoded by ffmpeg
+ * (as a browser would: edit lists applied), its loud stretches as presentation times.
+ */
+import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
+
+/** Decodes `init` + `segments` to 48 kHz mono PCM16 from presentation time 0. */
+export async function decodeAudio(
+  init: Uint8Array,
+  segments: Uint8Array[],
+): Promise<Int16Array> {
+  const size = init.length + segments.reduce((n, s) => n + s.length, 0);
+  const mp4 = new Uint8Array(size);
+  mp4.set(init);
+  let at = init.length;
+  for (const s of segments) {
+    mp4.set(s, at);
+    at += s.length;
+  }
+  const child = new Deno.Command(await ffmpegPath(), {
+    args: [
+      "-v",
+      "error",
+      "-i",
+      "pipe:0",
+      "-map",
+      "0:a",
+      "-af",
+      "aresample=async=1:first_pts=0",
+      "-f",
+      "s16le",
+      "-ac",
+      "1",
+      "-ar",
+      "48000",
+      "pipe:1",
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(mp4);
+  await writer.close();
+  const out = await child.output();
+  if (!out.success) {
+    throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  return new Int16Array(out.stdout.buffer, 0, out.stdout.length >> 1);
+}
+
+/**
+ * The audible stretches of `pcm` (48 kHz) as [start, end) ms: 10-ms windows whose peak
+ * reaches `level`, joined across gaps shorter than `gapMs`.
+ */
+export function audibleSpans(
+  pcm: Int16Array,
+  level = 2000,
+  gapMs = 200,
+): Array<[number, number]> {
+  const spans: Array<[number, number]> = [];
+  const win = 480;
+  for (let i = 0; i < pcm.length; i += win) {
+    let peak = 0;
+    for (let j = i; j < Math.min(pcm.length, i + win); j++) {
+      peak = Math.max(peak, Math.abs(pcm[j]));
+    }
+    if (peak < level) continue;
+    const ms = i / 48;
+    const last = spans.at(-1);
+    if (last && ms - last[1] < gapMs) last[1] = ms + 10;
+    else spans.push([ms, ms + 10]);
+  }
+  return spans;
+}
