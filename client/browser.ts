@@ -8,6 +8,7 @@
  */
 import { MicUplink } from "./mic_uplink.ts";
 import { LiveBuffer } from "./mse.ts";
+import { SpeakingSchedule } from "./speaking.ts";
 import type {
   AvatarPlayerEventMap,
   AvatarPlayerOptions,
@@ -54,6 +55,7 @@ export class AvatarPlayer extends EventTarget {
     }));
   #turnRoles = new Map<string, "user" | "avatar">();
   #reconnects = 0;
+  readonly #speech: SpeakingSchedule;
 
   constructor(options: AvatarPlayerOptions) {
     super();
@@ -73,6 +75,10 @@ export class AvatarPlayer extends EventTarget {
       () => this.#o.now(),
       () => this.#o.refreshToken(),
     );
+    this.#speech = new SpeakingSchedule(
+      options.video,
+      (d) => this.#emit("speaking", d),
+    );
     this.#buffer = new LiveBuffer(options.video, {
       maxLatencyS: this.#o.maxLatencyS,
       onError: (code, message) =>
@@ -87,6 +93,11 @@ export class AvatarPlayer extends EventTarget {
 
   get muted(): boolean {
     return this.#mic.muted;
+  }
+
+  /** Whether the avatar is audibly speaking at the video's current time. */
+  get speaking(): boolean {
+    return this.#speech.speaking;
   }
 
   get stats(): PlayerStats {
@@ -250,6 +261,20 @@ export class AvatarPlayer extends EventTarget {
         // A stream is flowing: the connection is healthy again.
         this.#attempts = 0;
         this.#buffer.reset(msg.mime);
+        this.#speech.reset();
+        break;
+      case "avatar.speaking":
+        this.#speech.add({
+          speaking: msg.speaking,
+          turn_id: msg.turn_id,
+          media_time_ms: msg.media_time_ms,
+        });
+        break;
+      case "turn.interrupted":
+        this.#emit("interrupted", {
+          turn_id: msg.turn_id,
+          played_ms: msg.played_ms,
+        });
         break;
       case "turn.start":
         this.#turnRoles.set(msg.turn_id, msg.role);
@@ -277,12 +302,12 @@ export class AvatarPlayer extends EventTarget {
         // The session is over, or another socket has it: do not reconnect.
         if (msg.stop) this.#closing = true;
         this.#emit("error", { code: msg.code, fatal: msg.fatal });
-        if (msg.stop === "session_over") this.#finish(null);
+        if (msg.stop === "session_over") this.#finish(null, null);
         break;
       case "session.ended":
         this.#closing = true;
         this.status = msg.status;
-        this.#finish(this.status);
+        this.#finish(this.status, msg.reason);
         break;
       case "pong":
         this.#keepalive.ponged();
@@ -290,10 +315,10 @@ export class AvatarPlayer extends EventTarget {
     }
   }
 
-  #finish(status: string | null): void {
+  #finish(status: string | null, reason: string | null): void {
     if (this.state === "ended") return;
     this.#setState("ended");
-    this.#emit("ended", { status });
+    this.#emit("ended", { status, reason });
   }
 
   #onClosed(code: number): void {
@@ -352,6 +377,7 @@ export class AvatarPlayer extends EventTarget {
 
   #onTick(): void {
     this.#buffer.tick();
+    this.#speech.check();
     const v = this.#o.video;
     if (
       v.paused && !this.#autoplayBlocked && this.state === "open" &&

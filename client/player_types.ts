@@ -72,6 +72,26 @@ export interface ErrorDetail {
 export interface EndedDetail {
   /** `ended` / `ended_with_warnings`, or null when the socket refused a dead session. */
   status: string | null;
+  /**
+   * Why it ended (`requested`, `forced`, `idle_timeout`, `max_duration`,
+   * `provider_ended`, `provider_failed`, `render_failed`, `instance_lost`, …), or null
+   * when the server did not say.
+   */
+  reason: string | null;
+}
+/**
+ * The avatar starts or stops speaking audibly, fired when the video reaches
+ * `media_time_ms` (the stream's presentation time of that moment).
+ */
+export interface SpeakingDetail {
+  speaking: boolean;
+  turn_id: string;
+  media_time_ms: number;
+}
+/** An avatar turn was cut (interrupt or barge-in) after `played_ms` of its audio. */
+export interface InterruptedDetail {
+  turn_id: string;
+  played_ms: number;
 }
 
 export interface AvatarPlayerEventMap {
@@ -80,6 +100,8 @@ export interface AvatarPlayerEventMap {
   turn: TurnDetail;
   error: ErrorDetail;
   ended: EndedDetail;
+  speaking: SpeakingDetail;
+  interrupted: InterruptedDetail;
 }
 
 export interface PlayerStats extends LiveBufferStats {

@@ -29,8 +29,20 @@ export type ServerMessage =
     /** `invalid_session`: the session is over; `session_already_active`: another socket has it. */
     stop: "session_over" | "taken_over" | null;
   }
-  | { type: "session.ended"; status: string }
+  | { type: "session.ended"; status: string; reason: string | null }
+  | {
+    type: "avatar.speaking";
+    speaking: boolean;
+    turn_id: string;
+    media_time_ms: number;
+  }
+  | { type: "turn.interrupted"; turn_id: string; played_ms: number }
   | { type: "pong" };
+
+/** A finite, non-negative number, or null. */
+function ms(v: unknown): number | null {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : null;
+}
 
 /** `wss://…/v1/sessions/{id}/ws?token=…` for a player's session and a token. */
 export function mediaSocketUrl(
@@ -117,7 +129,30 @@ export function decodeServerMessage(data: string): ServerMessage | null {
           : null,
       };
     case "session.ended":
-      return { type: "session.ended", status: String(msg.status) };
+      return {
+        type: "session.ended",
+        status: String(msg.status),
+        reason: typeof msg.reason === "string" ? msg.reason : null,
+      };
+    case "avatar.speaking": {
+      const at = ms(msg.media_time_ms);
+      if (typeof msg.speaking !== "boolean" || at === null) return null;
+      return {
+        type: "avatar.speaking",
+        speaking: msg.speaking,
+        turn_id: String(msg.turn_id),
+        media_time_ms: at,
+      };
+    }
+    case "turn.interrupted": {
+      const played = ms(msg.played_ms);
+      if (played === null) return null;
+      return {
+        type: "turn.interrupted",
+        turn_id: String(msg.turn_id),
+        played_ms: played,
+      };
+    }
     case "pong":
       return { type: "pong" };
   }

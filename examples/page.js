@@ -44,7 +44,18 @@ $("start").onclick = async () => {
     }
     log("error", null, `${fatal ? "Error" : "Notice"}: ${code}`);
   });
-  player.on("ended", () => {
+  // The indicator follows the video: events fire when playback reaches the speech.
+  player.on("speaking", ({ speaking }) => {
+    $("speaking").dataset.speaking = String(speaking);
+    $("speaking").textContent = speaking ? "speaking" : "quiet";
+  });
+  player.on("interrupted", ({ played_ms }) => {
+    log("notice", null, `Avatar interrupted after ${played_ms} ms`);
+  });
+  player.on("ended", ({ status, reason }) => {
+    $("end-status").textContent = status ?? "over";
+    $("end-reason").textContent = reason ?? "no reason given";
+    $("ended").hidden = false;
     for (const id of ["mute", "interrupt", "end", "text", "send"]) {
       $(id).disabled = true;
     }

@@ -5,6 +5,12 @@
  * formant "babble" whose length follows the reply. No speech recognition is available
  * offline, so the user transcript only says how long the speech was.
  *
+ * Barge-in: when the user starts talking over the agent (its VAD; the browser's echo
+ * cancellation keeps the agent's own voice out of the microphone), it stops the
+ * response and sends `response.cancel`, so the service drops what is queued of it. The
+ * `interrupt` the service answers with says how much of the response was streamed
+ * (`played_ms`); the engine logs that truncation and keeps it in its history.
+ *
  *   deno task example-engine                      # ws://127.0.0.1:8787 (loopback demo)
  *   TLS_CERT=tests/fixtures/tls/localhost.crt TLS_KEY=tests/fixtures/tls/localhost.key \
  *     deno task example-engine                    # wss://localhost:8787
@@ -25,11 +31,23 @@ export interface ExampleEngineOptions {
   key?: string;
   /** Required bearer token on the upgrade, when set. */
   token?: string;
+  /** Where log lines go (default `console.log`). */
+  log?: (line: string) => void;
+}
+
+/** A response as the engine's history keeps it: how much was heard when cut. */
+export interface Truncation {
+  response_id: string;
+  played_ms: number;
+  /** The response's full length. */
+  total_ms: number;
 }
 
 export interface ExampleEngine {
   url: string;
   port: number;
+  /** Truncations the service reported (`interrupt` with `played_ms`), oldest first. */
+  truncations: Truncation[];
   close(): Promise<void>;
 }
 
@@ -62,8 +80,13 @@ class EngineSession {
   #preroll: Int16Array[] = [];
   #responses = 0;
   #playing: { id: string; timer: ReturnType<typeof setInterval> } | null = null;
+  /** Full length (ms) of each response started, for truncations (bounded). */
+  #lengths = new Map<string, number>();
 
-  constructor(readonly socket: WebSocket) {}
+  constructor(
+    readonly socket: WebSocket,
+    private readonly onTruncation: (t: Truncation) => void,
+  ) {}
 
   send(msg: Record<string, unknown>): void {
     if (this.socket.readyState === WebSocket.OPEN) {
@@ -101,13 +124,14 @@ class EngineSession {
       this.respond(babble(reply, this.rate), reply);
     } else if (msg.type === "interrupt") {
       this.stop();
+      this.#truncate(msg.response_id, msg.played_ms);
     } else if (msg.type === "session.end") {
       this.stop();
       this.socket.close(1000, "session ended");
     }
   }
 
-  /** Microphone audio: 20-ms frames through the VAD; ignored while answering (no AEC). */
+  /** Microphone audio: 20-ms frames through the VAD (speech over the agent cuts it). */
   onAudio(bytes: ArrayBuffer): void {
     if (!this.started) return;
     const incoming = new Int16Array(bytes, 0, bytes.byteLength >> 1);
@@ -123,7 +147,6 @@ class EngineSession {
   }
 
   #vad(frame: Int16Array): void {
-    if (this.#playing) return;
     const level = rms(frame);
     const loud = level > Math.max(MIN_RMS, this.#noise * 3);
     if (!this.#inSpeech) {
@@ -133,6 +156,8 @@ class EngineSession {
       if (this.#preroll.length > PREROLL_FRAMES) this.#preroll.shift();
       this.#speechRun = loud ? this.#speechRun + 1 : 0;
       if (this.#speechRun >= ONSET_FRAMES) {
+        // Barge-in: the user talks over the agent, which stops at once.
+        if (this.#playing) this.cancel();
         this.#inSpeech = true;
         this.#quietRun = 0;
         this.#utterance = [...this.#preroll];
@@ -172,6 +197,10 @@ class EngineSession {
     const id = `resp-${++this.#responses}`;
     this.send({ type: "response.start", response_id: id });
     this.send({ type: "transcript", role: "agent", text, final: true });
+    this.#lengths.set(id, Math.round((pcm.length * 1000) / this.rate));
+    if (this.#lengths.size > 32) {
+      this.#lengths.delete(this.#lengths.keys().next().value!);
+    }
     const chunk = Math.round((this.rate * CHUNK_MS) / 1000);
     let at = 0;
     const tick = () => {
@@ -186,6 +215,26 @@ class EngineSession {
     };
     this.#playing = { id, timer: setInterval(tick, CHUNK_MS) };
     for (let i = 0; i < LEAD_CHUNKS; i++) tick();
+  }
+
+  /** Stops the response being played and tells the service to drop what it queued. */
+  cancel(): void {
+    const id = this.#playing?.id;
+    if (!id) return;
+    this.send({ type: "response.cancel", response_id: id });
+    this.stop();
+  }
+
+  /** The service cut `id` after `played` ms: the history keeps only what was heard. */
+  #truncate(id: unknown, played: unknown): void {
+    if (typeof id !== "string" || typeof played !== "number") return;
+    const total = this.#lengths.get(id);
+    if (total === undefined || !(played >= 0)) return;
+    this.onTruncation({
+      response_id: id,
+      played_ms: Math.min(played, total),
+      total_ms: total,
+    });
   }
 
   /** Stops the response being played, if any (interrupt, end, close). */
@@ -204,6 +253,15 @@ export function startExampleEngine(
 ): ExampleEngine {
   const hostname = options.hostname ?? "127.0.0.1";
   const sessions = new Set<EngineSession>();
+  const truncations: Truncation[] = [];
+  const log = options.log ?? ((line: string) => console.log(line));
+  const onTruncation = (t: Truncation) => {
+    truncations.push(t);
+    if (truncations.length > 100) truncations.shift();
+    log(
+      `truncated ${t.response_id}: the user heard ${t.played_ms} of ${t.total_ms} ms`,
+    );
+  };
   const handler = (req: Request): Response => {
     if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("example ECEP v1 engine: connect with WebSocket\n", {
@@ -218,7 +276,7 @@ export function startExampleEngine(
     }
     const { socket, response } = Deno.upgradeWebSocket(req);
     socket.binaryType = "arraybuffer";
-    const s = new EngineSession(socket);
+    const s = new EngineSession(socket, onTruncation);
     sessions.add(s);
     socket.onmessage = (e) => {
       if (typeof e.data === "string") s.onText(e.data);
@@ -245,6 +303,7 @@ export function startExampleEngine(
   return {
     url: `${tls.cert ? "wss" : "ws"}://${host}:${port}/`,
     port,
+    truncations,
     async close() {
       for (const s of sessions) {
         s.stop();

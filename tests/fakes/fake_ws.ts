@@ -165,6 +165,8 @@ export interface RecordedEvents extends EngineEvents {
   errors: { code: string; fatal: boolean; message: string }[];
   closes: { clean: boolean; reason: string }[];
   bargeIns: number;
+  /** Response ids the engine cancelled (`response.cancel`). */
+  cancels: string[];
   waiter: Waiter;
   /** Total agent audio samples received. */
   audioSamples(): number;
@@ -182,6 +184,7 @@ export function recordEvents(): RecordedEvents {
     errors: [],
     closes: [],
     bargeIns: 0,
+    cancels: [],
     waiter,
     audioSamples: () => r.audio.reduce((n, a) => n + a.samples, 0),
     onReady: ({ agentSampleRate }) => {
@@ -214,6 +217,10 @@ export function recordEvents(): RecordedEvents {
     },
     onBargeIn: () => {
       r.bargeIns++;
+      waiter.notify();
+    },
+    onResponseCancel: (id) => {
+      r.cancels.push(id);
       waiter.notify();
     },
   };

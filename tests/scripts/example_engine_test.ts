@@ -11,7 +11,9 @@ import { TEST_CERT, TEST_KEY } from "../fakes/wss_server.ts";
 const RATE = 16000;
 
 async function connect(token?: string) {
+  const lines: string[] = [];
   const engine = startExampleEngine({
+    log: (line) => lines.push(line),
     port: 0,
     cert: TEST_CERT,
     key: TEST_KEY,
@@ -30,7 +32,7 @@ async function connect(token?: string) {
     signal: new AbortController().signal,
   });
   await events.waiter.until(() => events.ready.length > 0, "session.ready");
-  return { engine, events, conn };
+  return { engine, events, conn, lines };
 }
 
 Deno.test("example engine echoes speech after the user stops (VAD with hangover)", async () => {
@@ -63,7 +65,7 @@ Deno.test("example engine echoes speech after the user stops (VAD with hangover)
 });
 
 Deno.test("example engine answers typed text with babble and stops on interrupt", async (t) => {
-  const { engine, events, conn } = await connect();
+  const { engine, events, conn, lines } = await connect();
   try {
     await t.step(
       "user.text → babble response with the reply transcript",
@@ -91,6 +93,33 @@ Deno.test("example engine answers typed text with babble and stops on interrupt"
       const played = events.audioSamples() - before;
       assert.ok(played < babble(replyFor(long), RATE).length);
     });
+
+    await t.step(
+      "the user talking over the agent cancels it; the cut is logged",
+      async () => {
+        conn.sendText("tell me a very long story about the sea ".repeat(4));
+        await events.waiter.until(() => events.starts.length === 3, "start");
+        const id = events.starts[2];
+        const quiet = new Int16Array(960);
+        for (let i = 0; i < 10; i++) conn.sendUserAudio(quiet, 48000);
+        for (let i = 0; i < 5; i++) conn.sendUserAudio(tone(960, 48000), 48000);
+        await events.waiter.until(() => events.cancels.length === 1, "cancel");
+        assert.deepEqual(events.cancels, [id]);
+        await events.waiter.until(() => events.ends.length === 3, "end");
+        // The service answers a cancel with how much of the response was streamed.
+        conn.interrupt({ responseId: id, playedMs: 420 });
+        for (let i = 0; i < 200 && engine.truncations.length === 0; i++) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        assert.equal(engine.truncations[0].response_id, id);
+        assert.equal(engine.truncations[0].played_ms, 420);
+        assert.ok(engine.truncations[0].total_ms > 420);
+        assert.match(
+          lines.at(-1) ?? "",
+          new RegExp(`^truncated ${id}: the user heard 420 of \\d+ ms$`),
+        );
+      },
+    );
 
     await t.step("graceful end closes from the engine side", async () => {
       assert.equal(await conn.end(5000), true);

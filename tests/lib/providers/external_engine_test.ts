@@ -127,6 +127,29 @@ Deno.test("external_engine speaks ECEP v1 against a real wss engine", async (t) 
     );
 
     await t.step(
+      "response.cancel reaches onResponseCancel (a non-string id is ignored); interrupt carries the cut",
+      async () => {
+        const peer = await fake.peer();
+        peer.send({ type: "response.cancel", response_id: { toString: 0 } });
+        peer.send({ type: "response.cancel", response_id: 7 });
+        peer.send({ type: "response.cancel", response_id: "resp-2" });
+        await events.waiter.until(() => events.cancels.length === 1, "cancel");
+        assert.deepEqual(events.cancels, ["resp-2"]);
+        conn!.interrupt({ responseId: "resp-2", playedMs: 123.4 });
+        await fake.waiter.until(
+          () =>
+            peer.json.find((m) => m.type === "interrupt" && "played_ms" in m),
+          "interrupt with the cut",
+        );
+        assert.deepEqual(peer.json.at(-1), {
+          type: "interrupt",
+          response_id: "resp-2",
+          played_ms: 123,
+        });
+      },
+    );
+
+    await t.step(
       "a non-fatal engine error mid-turn → per-turn onError",
       async () => {
         await expectTurnError(conn!, events, () => events.ends.length === 3, {

@@ -12,7 +12,38 @@ import type { TestApp } from "../../_helpers.ts";
 import { type Console, get } from "../../routes/admin/_console.ts";
 import type { Receiver } from "../webhooks/_helpers.ts";
 import { waitUntil } from "../webhooks/_helpers.ts";
-import { type Json, type LiveStack, statusOf } from "../media/_live.ts";
+import {
+  type Browser,
+  type Json,
+  type LiveStack,
+  statusOf,
+} from "../media/_live.ts";
+
+/**
+ * Asserts what the browser socket saw of the end: `session.state` `ending` (when it
+ * ended from `active`) before `session.ended` with the status and `reason`.
+ */
+export async function expectSocketEnd(
+  b: Browser,
+  want: EndExpectation,
+): Promise<void> {
+  const ended = await b.message(
+    (m) => m.type === "session.ended",
+    "session.ended",
+  );
+  assert.deepEqual(ended, {
+    type: "session.ended",
+    status: want.status,
+    reason: want.reason,
+  });
+  const ending = b.json.findIndex((m) =>
+    m.type === "session.state" && m.status === "ending"
+  );
+  if (want.fromActive) {
+    assert.ok(ending >= 0, "session.state ending was sent");
+    assert.ok(ending < b.json.indexOf(ended), "ending before session.ended");
+  }
+}
 
 export interface EndExpectation {
   status: "ended" | "ended_with_warnings" | "failed";

@@ -27,7 +27,7 @@ import {
   liveStack,
   statusOf,
 } from "../media/_live.ts";
-import { expectEnded } from "./_ended.ts";
+import { expectEnded, expectSocketEnd } from "./_ended.ts";
 
 const end = (s: LiveStack, id: string, force = false) =>
   s.t.request(`/v1/sessions/${id}/end${force ? "?force=true" : ""}`, {
@@ -73,11 +73,13 @@ Deno.test("end reasons from live paths: requested, forced, provider_ended, provi
     await t.step("requested: the end call", async () => {
       const { id, b } = await active();
       assert.equal((await end(s, id)).status, 200);
-      await expectEnded(s.t, rx, c, id, {
+      const want = {
         status: "ended",
         reason: "requested",
         fromActive: true,
-      });
+      } as const;
+      await expectEnded(s.t, rx, c, id, want);
+      await expectSocketEnd(b, want);
       await b.closed();
     });
 
@@ -96,22 +98,26 @@ Deno.test("end reasons from live paths: requested, forced, provider_ended, provi
       async () => {
         const { id, b } = await active();
         b.send({ type: "text", text: "bye" });
-        await expectEnded(s.t, rx, c, id, {
+        const want = {
           status: "ended",
           reason: "provider_ended",
           fromActive: true,
-        });
+        } as const;
+        await expectEnded(s.t, rx, c, id, want);
+        await expectSocketEnd(b, want);
       },
     );
 
     await t.step("provider_failed: the engine's fatal error", async () => {
       const { id, b } = await active();
       b.send({ type: "text", text: "fatal" });
-      await expectEnded(s.t, rx, c, id, {
+      const want = {
         status: "ended_with_warnings",
         reason: "provider_failed",
         fromActive: true,
-      });
+      } as const;
+      await expectEnded(s.t, rx, c, id, want);
+      await expectSocketEnd(b, want);
     });
 
     await t.step(
@@ -241,17 +247,14 @@ Deno.test("end reasons from the reaper on the injected clock: connect_timeout, i
       const b = await connectActive(s, session_id, client_token);
       clock.advance(600_000);
       assert.deepEqual((await reapOnce(s.t.app.deps)).ended, [session_id]);
-      const st = await expectEnded(s.t, rx, c, session_id, {
+      const want = {
         status: "ended_with_warnings",
         reason: "max_duration",
         fromActive: true,
-      });
+      } as const;
+      const st = await expectEnded(s.t, rx, c, session_id, want);
       assert.equal(st.duration_s, 600);
-      const ended = await b.message(
-        (m) => m.type === "session.ended",
-        "session.ended",
-      );
-      assert.equal(ended.status, "ended_with_warnings");
+      await expectSocketEnd(b, want);
     });
 
     await t.step("usage: 3 sessions, 630 s active", async () => {

@@ -1,0 +1,75 @@
+/**
+ * `avatar.speaking` on the video's clock: the server stamps each speech start and stop
+ * with the stream's presentation time (`media_time_ms`); this schedule fires them when
+ * the `<video>` reaches that time, so a page's "speaking" indicator matches what is seen
+ * and heard rather than when the message arrived (docs/media-protocol.md).
+ */
+import type { SpeakingDetail } from "./player_types.ts";
+
+type VideoWithFrames = HTMLVideoElement & {
+  requestVideoFrameCallback?: (cb: () => void) => number;
+};
+
+export class SpeakingSchedule {
+  #pending: SpeakingDetail[] = [];
+  /** The turn last reported speaking (until its stop). */
+  #speaking: string | null = null;
+  #waiting = false;
+
+  constructor(
+    private readonly video: HTMLVideoElement,
+    private readonly fire: (detail: SpeakingDetail) => void,
+  ) {}
+
+  /** Whether the avatar is speaking at the video's current time. */
+  get speaking(): boolean {
+    return this.#speaking !== null;
+  }
+
+  /** Schedules an event of the current stream. */
+  add(detail: SpeakingDetail): void {
+    this.#pending.push(detail);
+    this.#pending.sort((a, b) => a.media_time_ms - b.media_time_ms);
+    this.check();
+  }
+
+  /**
+   * A new stream restarts media time: what was scheduled on the old one is dropped, and
+   * a speaking avatar is reported silent (the new stream reports its own speech).
+   */
+  reset(): void {
+    this.#pending = [];
+    const turn = this.#speaking;
+    if (turn !== null) {
+      this.#speaking = null;
+      this.fire({
+        speaking: false,
+        turn_id: turn,
+        media_time_ms: Math.round(this.video.currentTime * 1000),
+      });
+    }
+  }
+
+  /** Fires every event the video has reached; keeps watching while any is left. */
+  check(): void {
+    const now = this.video.currentTime * 1000;
+    while (this.#pending.length > 0 && this.#pending[0].media_time_ms <= now) {
+      const d = this.#pending.shift()!;
+      this.#speaking = d.speaking ? d.turn_id : null;
+      this.fire(d);
+    }
+    if (this.#pending.length > 0 && !this.#waiting) {
+      this.#waiting = true;
+      const next = () => {
+        this.#waiting = false;
+        this.check();
+      };
+      const v = this.video as VideoWithFrames;
+      if (typeof v.requestVideoFrameCallback === "function") {
+        v.requestVideoFrameCallback(next);
+      } else {
+        requestAnimationFrame(next);
+      }
+    }
+  }
+}
