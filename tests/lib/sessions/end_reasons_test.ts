@@ -8,12 +8,7 @@ import assert from "node:assert/strict";
 import { INSTANCE_STALE_MS } from "../../../lib/media/presence.ts";
 import { reapOnce } from "../../../lib/media/reaper.ts";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
-import {
-  authJson,
-  TEST_ADMIN_KEY,
-  testApp,
-  TestClock,
-} from "../../_helpers.ts";
+import { TEST_ADMIN_KEY, testApp, TestClock } from "../../_helpers.ts";
 import { startInstance } from "../media/_instance.ts";
 import { get, signIn } from "../../routes/admin/_console.ts";
 import { startReceiver, waitUntil } from "../webhooks/_helpers.ts";
