@@ -38,6 +38,7 @@ export function containEvents(
     fn: (...args: A) => unknown,
   ) => contained(fn, (err) => onFault(where, err));
   const bargeIn = events.onBargeIn;
+  const cancel = events.onResponseCancel;
   return {
     onReady: c("onReady", (info) => events.onReady(info)),
     onResponseStart: c("onResponseStart", (id) => events.onResponseStart(id)),
@@ -50,5 +51,8 @@ export function containEvents(
     onError: c("onError", (e) => events.onError(e)),
     onClose: c("onClose", (info) => events.onClose(info)),
     onBargeIn: bargeIn ? c("onBargeIn", () => bargeIn.call(events)) : undefined,
+    onResponseCancel: cancel
+      ? c("onResponseCancel", (id: string) => cancel.call(events, id))
+      : undefined,
   };
 }
