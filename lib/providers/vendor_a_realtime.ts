@@ -122,12 +122,18 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
     const agentText = new Map<string, string>();
     const userText = new Map<string, string>();
 
-    const cutResponse = () => {
-      if (current === null) return;
+    /**
+     * Cancels the current response and truncates its audio item, once per response:
+     * at `playedMs` when the media plane says how much was streamed (an interrupt),
+     * else at the estimate (its own barge-in, before the media plane heard of it).
+     */
+    const cutResponse = (playedMs?: number) => {
+      if (current === null || dropAudio) return;
       dropAudio = true;
       link.send({ type: "response.cancel" });
       if (audioItem) {
-        const played = Math.min(audioItem.ms, now() - audioItem.firstAt);
+        const played = playedMs ??
+          Math.min(audioItem.ms, now() - audioItem.firstAt);
         link.send({
           type: "conversation.item.truncate",
           item_id: audioItem.id,
@@ -265,7 +271,7 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
         });
         link.send({ type: "response.create" });
       },
-      interrupt: cutResponse,
+      interrupt: (cut) => cutResponse(cut?.playedMs),
     });
   };
 }

@@ -174,6 +174,44 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
       },
     );
 
+    await t.step(
+      "an interrupt naming what was streamed truncates there, once a response",
+      async () => {
+        const peer = await fake.peer();
+        const sent = (type: string) =>
+          peer.json.filter((m) => m.type === type).length;
+        // The barge-in above cancelled and truncated resp_3.
+        await fake.waiter.until(
+          () => sent("conversation.item.truncate") === 2,
+          "the barge-in's truncate",
+        );
+        const [cancels, truncates] = [
+          sent("response.cancel"),
+          sent("conversation.item.truncate"),
+        ];
+        conn.sendText("long");
+        await events.waiter.until(() => events.starts.length === 5, "start");
+        const heard = events.audioSamples();
+        await events.waiter.until(
+          () => events.audioSamples() > heard,
+          "audio",
+        );
+        const responseId = events.starts[4];
+        conn.interrupt({ responseId, playedMs: 12.7 });
+        conn.interrupt({ responseId, playedMs: 20 });
+        await events.waiter.until(() => events.ends.length === 5, "cancelled");
+        const trunc = await fake.waiter.until(
+          () =>
+            sent("conversation.item.truncate") > truncates &&
+            peer.json.findLast((m) => m.type === "conversation.item.truncate"),
+          "truncate",
+        );
+        assert.equal((trunc as { audio_end_ms: number }).audio_end_ms, 12);
+        assert.equal(sent("response.cancel"), cancels + 1);
+        assert.equal(sent("conversation.item.truncate"), truncates + 1);
+      },
+    );
+
     await t.step("graceful end: close handshake answered → true", async () => {
       assert.equal(await conn.end(5000), true);
       assert.deepEqual(events.closes, [{ clean: true, reason: "ended" }]);
