@@ -8,10 +8,20 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import type { AvatarPlayer, TurnDetail } from "../../client/browser.ts";
+import type {
+  AvatarPlayer,
+  SpeakingDetail,
+  TurnDetail,
+} from "../../client/browser.ts";
 import { replyFor } from "../../scripts/example_engine.ts";
 import { SHOTS, WAIT } from "./_browser.ts";
 import { startPlayerStack, waitPlaying } from "./_player.ts";
+
+/** A speaking event as the page saw it fire. */
+interface Heard extends SpeakingDetail {
+  video_ms: number;
+  indicator: string;
+}
 
 /** The example page exposes its player as `globalThis.avatarPlayer`. */
 type Win = { avatarPlayer: AvatarPlayer };
@@ -101,9 +111,21 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
       "a typed turn comes back as an avatar turn and transcript",
       async () => {
         await page.evaluate(() => {
-          const w = globalThis as unknown as Win & { turns: TurnDetail[] };
+          const w = globalThis as unknown as Win & {
+            turns: TurnDetail[];
+            speech: Heard[];
+          };
           w.turns = [];
           w.avatarPlayer.on("turn", (d) => w.turns.push(d));
+          // When each speaking event fires: the video's time and the page's indicator.
+          w.speech = [];
+          w.avatarPlayer.on("speaking", (d) =>
+            w.speech.push({
+              ...d,
+              video_ms: document.querySelector("video")!.currentTime * 1000,
+              indicator:
+                document.getElementById("speaking")!.dataset.speaking ?? "",
+            }));
         });
         await page.getByLabel("Message").fill("hello avatar");
         await page.getByRole("button", { name: "Send", exact: true }).click();
@@ -132,6 +154,30 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
         ).then((h) => h.jsonValue());
         assert.ok(turns);
         assert.equal(turns[1].role, "avatar");
+      },
+    );
+
+    await t.step(
+      "speaking events fire when the video reaches the speech; the page shows them",
+      async () => {
+        const heard = await page.waitForFunction(
+          () => {
+            const w = globalThis as unknown as { speech: Heard[] };
+            const on = w.speech.find((d) => d.speaking);
+            const off = on &&
+              w.speech.find((d) => !d.speaking && d.turn_id === on.turn_id);
+            return off ? [on, off] : null;
+          },
+          undefined,
+          WAIT,
+        ).then((h) => h.jsonValue() as Promise<Heard[]>);
+        for (const d of heard) {
+          // Never before the video shows that moment (nor a tick after it).
+          assert.ok(d.video_ms >= d.media_time_ms, JSON.stringify(d));
+          assert.ok(d.video_ms - d.media_time_ms < 500, JSON.stringify(d));
+          assert.equal(d.indicator, String(d.speaking));
+        }
+        assert.ok(heard[1].media_time_ms > heard[0].media_time_ms);
       },
     );
 
@@ -253,6 +299,12 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
       );
       const status = (await client.getSession(sessionId)).status;
       assert.ok(status === "ended" || status === "ended_with_warnings", status);
+      // The page shows how and why it ended.
+      assert.equal(await page.locator("#end-status").textContent(), status);
+      assert.equal(
+        await page.locator("#end-reason").textContent(),
+        "requested",
+      );
     });
     await t.step(
       "token faults and a dead socket: refresh first, one retry, takeover on wake",
