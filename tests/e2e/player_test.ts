@@ -182,6 +182,49 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
     );
 
     await t.step(
+      "Interrupt cuts a long answer: the player reports what was played",
+      async () => {
+        const before = await page.evaluate(() =>
+          (globalThis as unknown as { speech: Heard[] }).speech.length
+        );
+        await page.getByLabel("Message").fill(
+          "tell me a very long story about the sea ".repeat(4),
+        );
+        await page.getByRole("button", { name: "Send", exact: true }).click();
+        await page.waitForFunction(
+          (n) =>
+            (globalThis as unknown as { speech: Heard[] }).speech.slice(n)
+              .some((d) => d.speaking),
+          before,
+          WAIT,
+        );
+        await page.evaluate(() => {
+          const w = globalThis as unknown as Win & { cuts: unknown[] };
+          w.cuts = [];
+          w.avatarPlayer.on("interrupted", (d) => w.cuts.push(d));
+        });
+        await page.getByRole("button", { name: "Interrupt", exact: true })
+          .click();
+        const cut = await page.waitForFunction(
+          () => (globalThis as unknown as { cuts: unknown[] }).cuts[0],
+          undefined,
+          WAIT,
+        ).then((h) => h.jsonValue()) as { played_ms: number };
+        assert.ok(cut.played_ms > 0, JSON.stringify(cut));
+        await page.locator("#log li", {
+          hasText: `Avatar interrupted after ${cut.played_ms} ms`,
+        }).waitFor(WAIT);
+        // The speaking indicator goes off with the cut.
+        await page.waitForFunction(
+          () =>
+            document.getElementById("speaking")!.dataset.speaking === "false",
+          undefined,
+          WAIT,
+        );
+      },
+    );
+
+    await t.step(
       "a dropped socket reconnects and playback resumes",
       async () => {
         const before = await playback(page);

@@ -90,7 +90,17 @@ Deno.test("two service processes on one KV file: an end taken by B tears down A'
           (m) => m.type === "session.ended",
           "session.ended",
         );
-        assert.equal(ended.status, "ended");
+        assert.deepEqual(ended, {
+          type: "session.ended",
+          status: "ended",
+          reason: "requested",
+        });
+        // The holder told its socket about the end under way taken on B.
+        assert.ok(
+          browser.json.some((m) =>
+            m.type === "session.state" && m.status === "ending"
+          ),
+        );
         assert.equal(await browser.closed(), 1000);
       },
     );

@@ -4,7 +4,10 @@ import { memoryLogger } from "../../../lib/log.ts";
 import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { createRenderBackend } from "../../../lib/render/mod.ts";
-import { RenderStartError } from "../../../lib/render/port.ts";
+import {
+  RenderStartError,
+  type SpeechEvent,
+} from "../../../lib/render/port.ts";
 import { createRemoteRenderer } from "../../../lib/render/remote.ts";
 import { createRenderWorker } from "../../../lib/render/worker.ts";
 import {
@@ -101,6 +104,40 @@ Deno.test("remote renderer against a real worker", async (t) => {
           r,
         );
         assertNoEncoders();
+      },
+    );
+
+    await t.step(
+      "tagged audio: speech events and the cut come through the worker",
+      async () => {
+        const session = await backend.open(OPEN);
+        const events: SpeechEvent[] = [];
+        const sink = new RecordingSink();
+        const speechSink = Object.assign(sink, {
+          onSpeech: (e: SpeechEvent) => events.push(e),
+        });
+        session.attach(speechSink);
+        await sink.until(() => sink.segments.length >= 3);
+        session.pushAudio(tone(1.5, 16000), 16000, "turn_1");
+        await sink.until(() => events.length >= 1);
+        assert.equal(events[0].speaking, true);
+        assert.equal(events[0].tag, "turn_1");
+        await new Promise((r) => setTimeout(r, 300));
+        const cut = await session.interrupt({ tag: "turn_1" });
+        assert.equal(cut?.tag, "turn_1");
+        assert.equal(cut?.wasSpeaking, true);
+        assert.ok(
+          cut!.playedMs > 0 && cut!.playedMs < 1500,
+          `${cut?.playedMs}`,
+        );
+        await sink.until(() => events.some((e) => e.cut));
+        const stop = events.find((e) => e.cut)!;
+        assert.deepEqual(
+          { speaking: stop.speaking, tag: stop.tag, cut: stop.cut },
+          { speaking: false, tag: "turn_1", cut: { playedMs: cut!.playedMs } },
+        );
+        assert.ok(stop.mediaTimeMs > events[0].mediaTimeMs);
+        await session.stop({ graceful: false, timeoutMs: 0 });
       },
     );
 
