@@ -1,6 +1,6 @@
 /**
- * Where agent audio is audible in a recorded fMP4 stream: the stream decoded by ffmpeg
- * (as a browser would: edit lists applied), its loud stretches as presentation times.
+ * What a recorded fMP4 stream holds, decoded by ffmpeg as a browser would (edit lists
+ * applied): where its agent audio is audible (as presentation times), and its frames.
  */
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 
@@ -9,14 +9,7 @@ export async function decodeAudio(
   init: Uint8Array,
   segments: Uint8Array[],
 ): Promise<Int16Array> {
-  const size = init.length + segments.reduce((n, s) => n + s.length, 0);
-  const mp4 = new Uint8Array(size);
-  mp4.set(init);
-  let at = init.length;
-  for (const s of segments) {
-    mp4.set(s, at);
-    at += s.length;
-  }
+  const mp4 = concat(init, segments);
   const child = new Deno.Command(await ffmpegPath(), {
     args: [
       "-v",
@@ -72,4 +65,55 @@ export function audibleSpans(
     else spans.push([ms, ms + 10]);
   }
   return spans;
+}
+
+/** Decodes the video of `init` + `segments` to 8-bit luma frames of `w`×`h`. */
+export async function decodeLuma(
+  init: Uint8Array,
+  segments: Uint8Array[],
+  w: number,
+  h: number,
+): Promise<Uint8Array[]> {
+  const child = new Deno.Command(await ffmpegPath(), {
+    args: [
+      "-v",
+      "error",
+      "-i",
+      "pipe:0",
+      "-map",
+      "0:v",
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "gray",
+      "pipe:1",
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(concat(init, segments));
+  await writer.close();
+  const out = await child.output();
+  if (!out.success) {
+    throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  const frames: Uint8Array[] = [];
+  for (let at = 0; at + w * h <= out.stdout.length; at += w * h) {
+    frames.push(out.stdout.subarray(at, at + w * h));
+  }
+  return frames;
+}
+
+function concat(init: Uint8Array, segments: Uint8Array[]): Uint8Array {
+  const size = init.length + segments.reduce((n, s) => n + s.length, 0);
+  const all = new Uint8Array(size);
+  all.set(init);
+  let at = init.length;
+  for (const s of segments) {
+    all.set(s, at);
+    at += s.length;
+  }
+  return all;
 }

@@ -4,7 +4,9 @@ import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import type { SpeechEvent } from "../../../lib/render/port.ts";
 import { SpeechTimeline } from "../../../lib/render/speech.ts";
 import { AudioQueue } from "../../../lib/render/voice.ts";
-import { audibleSpans, decodeAudio } from "./_audible.ts";
+import { findAvatar, findBackground } from "../../../lib/avatars.ts";
+import { drawAvatar } from "../../../lib/render/draw.ts";
+import { audibleSpans, decodeAudio, decodeLuma } from "./_audible.ts";
 import {
   assertNoEncoders,
   ManualClock,
@@ -97,6 +99,60 @@ Deno.test("builtin renderer: speech events match the audible audio of the fMP4 s
     assert.ok(
       segMs(e.afterSegments) >= e.mediaTimeMs,
       `event at ${e.mediaTimeMs} ms sent after ${e.afterSegments} segments`,
+    );
+  }
+});
+
+/**
+ * How open the mouth looks in decoded frame `n` of a 128×128 "ava" stream: the mean
+ * luma distance from the closed-mouth drawing at that time, over the pixels where the
+ * closed and the fully open drawings differ.
+ */
+function mouthScore(frame: Uint8Array, n: number): number {
+  const luma = (mouthOpen: number) => {
+    const f = { width: 128, height: 128, data: new Uint8Array(128 * 192) };
+    drawAvatar(f, findAvatar("ava")!, findBackground("studio")!, {
+      t: n / 25,
+      mouthOpen,
+      mouthWide: 0.5,
+      blink: 0,
+    });
+    return f.data.subarray(0, 128 * 128);
+  };
+  const closed = luma(0);
+  const open = luma(1);
+  let sum = 0;
+  let count = 0;
+  for (let i = 0; i < closed.length; i++) {
+    if (Math.abs(closed[i] - open[i]) > 30) {
+      sum += Math.abs(frame[i] - closed[i]);
+      count++;
+    }
+  }
+  return sum / count;
+}
+
+Deno.test("builtin renderer: a cut closes the mouth on the next frame", async () => {
+  const { session, sink, events, run } = await speakingRenderer();
+  await run(400);
+  session.pushAudio(tone(1.0, 48000), 48000, "turn_1");
+  await run(600);
+  await session.interrupt();
+  await run(600);
+  await sink.until(() => sink.segments.length >= 30);
+  await session.stop({ graceful: true, timeoutMs: 5000 });
+  assertNoEncoders();
+  const cutAt = events.find((e) => e.cut)!.mediaTimeMs / FRAME_MS;
+  const scores = (await decodeLuma(sink.inits[0].init, sink.segments, 128, 128))
+    .map(mouthScore);
+  const closed = Math.max(...scores.slice(2, 9));
+  const speaking = Math.min(...scores.slice(cutAt - 5, cutAt));
+  assert.ok(speaking > 3 * closed, `open ${speaking} vs closed ${closed}`);
+  // Without the reset the mouth takes ~6 frames to close from fully open.
+  for (let n = cutAt + 1; n < cutAt + 8; n++) {
+    assert.ok(
+      scores[n] <= closed + 5,
+      `frame ${n - cutAt} after the cut: ${scores[n]} (closed ${closed})`,
     );
   }
 });
