@@ -4,42 +4,46 @@
  */
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 
-/** Decodes `init` + `segments` to 48 kHz mono PCM16 from presentation time 0. */
-export async function decodeAudio(
+/** Runs ffmpeg on `init` + `segments` (piped in) with `args`; answers its stdout. */
+async function decode(
   init: Uint8Array,
   segments: Uint8Array[],
-): Promise<Int16Array> {
-  const mp4 = concat(init, segments);
+  args: string[],
+): Promise<Uint8Array> {
   const child = new Deno.Command(await ffmpegPath(), {
-    args: [
-      "-v",
-      "error",
-      "-i",
-      "pipe:0",
-      "-map",
-      "0:a",
-      "-af",
-      "aresample=async=1:first_pts=0",
-      "-f",
-      "s16le",
-      "-ac",
-      "1",
-      "-ar",
-      "48000",
-      "pipe:1",
-    ],
+    args: ["-v", "error", "-i", "pipe:0", ...args, "pipe:1"],
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
   const writer = child.stdin.getWriter();
-  await writer.write(mp4);
+  await writer.write(concat(init, segments));
   await writer.close();
   const out = await child.output();
   if (!out.success) {
     throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
   }
-  return new Int16Array(out.stdout.buffer, 0, out.stdout.length >> 1);
+  return out.stdout;
+}
+
+/** Decodes `init` + `segments` to 48 kHz mono PCM16 from presentation time 0. */
+export async function decodeAudio(
+  init: Uint8Array,
+  segments: Uint8Array[],
+): Promise<Int16Array> {
+  const out = await decode(init, segments, [
+    "-map",
+    "0:a",
+    "-af",
+    "aresample=async=1:first_pts=0",
+    "-f",
+    "s16le",
+    "-ac",
+    "1",
+    "-ar",
+    "48000",
+  ]);
+  return new Int16Array(out.buffer, out.byteOffset, out.length >> 1);
 }
 
 /**
@@ -74,34 +78,17 @@ export async function decodeLuma(
   w: number,
   h: number,
 ): Promise<Uint8Array[]> {
-  const child = new Deno.Command(await ffmpegPath(), {
-    args: [
-      "-v",
-      "error",
-      "-i",
-      "pipe:0",
-      "-map",
-      "0:v",
-      "-f",
-      "rawvideo",
-      "-pix_fmt",
-      "gray",
-      "pipe:1",
-    ],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(concat(init, segments));
-  await writer.close();
-  const out = await child.output();
-  if (!out.success) {
-    throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
-  }
+  const out = await decode(init, segments, [
+    "-map",
+    "0:v",
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "gray",
+  ]);
   const frames: Uint8Array[] = [];
-  for (let at = 0; at + w * h <= out.stdout.length; at += w * h) {
-    frames.push(out.stdout.subarray(at, at + w * h));
+  for (let at = 0; at + w * h <= out.length; at += w * h) {
+    frames.push(out.subarray(at, at + w * h));
   }
   return frames;
 }
