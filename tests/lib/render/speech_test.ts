@@ -157,6 +157,35 @@ Deno.test("builtin renderer: a cut closes the mouth on the next frame", async ()
   }
 });
 
+Deno.test("builtin renderer: a takeover mid-speech hears of the speech on its own timeline", async () => {
+  const { session, sink, events, run } = await speakingRenderer();
+  await run(400);
+  session.pushAudio(tone(1.0, 48000), 48000, "turn_1");
+  await run(400);
+  await sink.until(() => events.some((e) => e.speaking));
+  const second = new SpeechSink();
+  session.attach(second);
+  await run(1000);
+  await second.until(() => second.events.some((e) => !e.speaking));
+  await session.stop({ graceful: true, timeoutMs: 5000 });
+  assertNoEncoders();
+  const [on, off] = second.events;
+  assert.deepEqual([on.tag, on.speaking, off.tag, off.speaking], [
+    "turn_1",
+    true,
+    "turn_1",
+    false,
+  ]);
+  // The new viewer's timeline starts at its first keyframe: the speech under way is
+  // reported from its start (clamped to 0), and it stops where its audio stops.
+  const spans = audibleSpans(
+    await decodeAudio(second.inits[0].init, second.segments),
+  );
+  assert.equal(spans.length, 1, JSON.stringify(spans));
+  withinFrame(on.mediaTimeMs, Math.max(0, spans[0][0]), "speech under way");
+  withinFrame(off.mediaTimeMs, spans[0][1], "speech stops");
+});
+
 Deno.test("builtin renderer: a tagged cut drops only that turn's queued audio", async () => {
   const { session, sink, events, run } = await speakingRenderer();
   session.pushAudio(tone(0.4, 48000), 48000, "turn_1");

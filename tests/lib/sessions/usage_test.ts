@@ -6,7 +6,7 @@ import { createOk, driveTo } from "../../routes/v1/sessions/_helpers.ts";
 
 Deno.test("tenantUsage(): concurrent ends all count, windows of 24 h and 30 days", async () => {
   const clock = new TestClock(Date.UTC(2026, 10, 22, 12, 30));
-  const app = await testApp({ RENDER_MAX_SESSIONS: "32" }, { clock });
+  const app = await testApp({ RENDER_MAX_SESSIONS: "64" }, { clock });
   const deps = app.app.deps;
   deps.runtime = { endLive: () => Promise.resolve({ chunksRendered: 1 }) };
   try {
