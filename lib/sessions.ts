@@ -5,7 +5,6 @@
 export {
   conflictBackoff,
   counterValue,
-  insertSession,
   isTerminal,
   KV_U64_MINUS_ONE,
   listSessions,
@@ -27,6 +26,7 @@ export {
   type TerminalStatus,
   type TimelineEntry,
 } from "./sessions/store.ts";
+export { concurrencyError, insertSession } from "./sessions/insert.ts";
 export {
   tenantUsage,
   type UsageBucket,

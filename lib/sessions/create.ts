@@ -40,13 +40,12 @@ import {
 } from "../tenants.ts";
 import { requireTokenSecret } from "../auth/tokens.ts";
 import {
-  concurrencyError,
   counterValue,
-  insertSession,
   readSession,
   type SessionRecord,
   tenantOpenSessionsKey,
 } from "./store.ts";
+import { concurrencyError, insertSession } from "./insert.ts";
 import { toSessionResponse } from "./views.ts";
 
 export interface CreateSessionRequest {
