@@ -16,6 +16,8 @@ export interface AvatarDef {
   /** Face shape: width/height ratio of the head ellipse. */
   headAspect: number;
   hairStyle: "short" | "long" | "bun";
+  /** Frame width and height in pixels (square): 384, or 512 for the `-hd` entries. */
+  size: number;
 }
 
 export interface BackgroundDef {
@@ -26,7 +28,7 @@ export interface BackgroundDef {
   bottom: [number, number, number];
 }
 
-export const AVATARS: readonly AvatarDef[] = [
+const BASE: readonly AvatarDef[] = [
   {
     id: "ava",
     name: "Ava",
@@ -38,6 +40,7 @@ export const AVATARS: readonly AvatarDef[] = [
     },
     headAspect: 0.78,
     hairStyle: "long",
+    size: 384,
   },
   {
     id: "leo",
@@ -50,6 +53,7 @@ export const AVATARS: readonly AvatarDef[] = [
     },
     headAspect: 0.84,
     hairStyle: "short",
+    size: 384,
   },
   {
     id: "mira",
@@ -62,7 +66,22 @@ export const AVATARS: readonly AvatarDef[] = [
     },
     headAspect: 0.76,
     hairStyle: "bun",
+    size: 384,
   },
+];
+
+/**
+ * The catalog: each avatar at 384×384 (`ava`, `leo`, `mira`) and at 512×512 (`ava-hd`,
+ * `leo-hd`, `mira-hd`); docs/rendering.md says what each size costs.
+ */
+export const AVATARS: readonly AvatarDef[] = [
+  ...BASE,
+  ...BASE.map((a) => ({
+    ...a,
+    id: `${a.id}-hd`,
+    name: `${a.name} HD`,
+    size: 512,
+  })),
 ];
 
 export const BACKGROUNDS: readonly BackgroundDef[] = [

@@ -26,16 +26,11 @@ import { AAC_DELAY } from "./segments.ts";
 import { samplesToMs, SpeechTimeline } from "./speech.ts";
 export { planTicks, realClock, type RenderClock } from "./pacing.ts";
 import { EncoderStream } from "./stream.ts";
-import {
-  analyzeVoice,
-  AudioQueue,
-  blinkAt,
-  MouthFollower,
-  Resampler,
-  STREAM_RATE,
-} from "./voice.ts";
+import { FaceDriver } from "./face.ts";
+import { AudioQueue, Resampler, STREAM_RATE } from "./voice.ts";
 
 export interface BuiltinOptions {
+  /** Frame size for every session; by default each avatar's own (`AvatarDef.size`). */
   width?: number;
   height?: number;
   fps?: number;
@@ -64,13 +59,12 @@ class BuiltinSession implements RenderSession {
   #queue = new AudioQueue();
   #speech = new SpeechTimeline();
   #resampler = new Resampler(STREAM_RATE);
-  #mouth = new MouthFollower();
+  #face: FaceDriver;
   #pushed = 0;
   #marks: Array<{ idx: number; at: number }> = [];
   #segments = 0;
   #latency: number[] = [];
   #skipped = 0;
-  #seed: number;
 
   constructor(
     private readonly avatar: AvatarDef,
@@ -87,7 +81,8 @@ class BuiltinSession implements RenderSession {
       height: opts.height,
       data: new Uint8Array(0),
     };
-    this.#seed = Math.floor(Math.random() * 1e6);
+    // Each session moves on its own seeded rhythm (gaze, blinks, idle motion).
+    this.#face = new FaceDriver(Math.floor(Math.random() * 2 ** 32), opts.fps);
     this.#t0 = opts.clock.now();
     this.#startRun();
     this.#tick();
@@ -259,8 +254,7 @@ class BuiltinSession implements RenderSession {
   #produce(draw: boolean): void {
     const head = this.#pushed - this.#queue.length;
     const { samples, real } = this.#queue.take(this.#samplesPerFrame);
-    const mouth = this.#mouth.next(analyzeVoice(samples));
-    const t = this.#produced / this.opts.fps;
+    const face = this.#face.next(samples);
     this.#produced++;
     // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.
     const run = this.#run?.watched ? this.#run : null;
@@ -275,12 +269,7 @@ class BuiltinSession implements RenderSession {
       this.#frame.data = new Uint8Array(
         this.opts.width * this.opts.height * 3 / 2,
       );
-      drawAvatar(this.#frame, this.avatar, this.bg, {
-        t,
-        mouthOpen: mouth.open,
-        mouthWide: mouth.wide,
-        blink: blinkAt(t, this.#seed),
-      });
+      drawAvatar(this.#frame, this.avatar, this.bg, face);
       this.#last = this.#frame.data;
     } else {
       this.#skipped++;
@@ -312,8 +301,6 @@ export function createBuiltinRenderer(
 ): RenderBackend & { close(): Promise<void> } {
   const open = new Set<BuiltinSession>();
   const opts = {
-    width: options.width ?? 384,
-    height: options.height ?? 384,
     fps: options.fps ?? 25,
     clock: options.clock ?? realClock,
     maxCatchUpFrames: options.maxCatchUpFrames ?? 25,
@@ -347,7 +334,11 @@ export function createBuiltinRenderer(
         avatar,
         bg,
         ffmpeg,
-        opts,
+        {
+          ...opts,
+          width: options.width ?? avatar.size,
+          height: options.height ?? avatar.size,
+        },
         deps.log,
         () => open.delete(session),
       );

@@ -1,8 +1,7 @@
 /**
  * The avatar's voice: agent PCM resampled to the stream rate, a bounded queue the
- * render loop takes one frame's worth from each tick, and the analysis that turns each
- * frame of audio into a mouth shape (smoothed RMS envelope for the opening,
- * zero-crossing rate for a round-or-wide viseme).
+ * render loop takes one frame's worth from each tick, and the level and zero-crossing
+ * rate of a frame (./face.ts turns frames into a face; ./visemes.ts classifies them).
  */
 
 /** Audio rate of the stream (AAC-LC track and the raw input to the encoder). */
@@ -126,47 +125,4 @@ export function analyzeVoice(samples: Int16Array): VoiceFeatures {
     rms: Math.sqrt(sum / samples.length) / 32768,
     zcr: crossings / samples.length,
   };
-}
-
-/** Turns per-frame voice features into a smoothed mouth opening and width. */
-export class MouthFollower {
-  #open = 0;
-  #wide = 0.5;
-
-  /** The mouth for the next frame: opens fast, closes a little slower. */
-  next(f: VoiceFeatures): { open: number; wide: number } {
-    const db = f.rms > 0 ? 20 * Math.log10(f.rms) : -120;
-    const target = Math.min(1, Math.max(0, (db + 48) / 36));
-    const k = target > this.#open ? 0.65 : 0.35;
-    this.#open += (target - this.#open) * k;
-    if (this.#open < 0.01) this.#open = 0;
-    // Hissy sounds (many crossings) read as a wide mouth, voiced ones as rounder.
-    const wideTarget = target > 0
-      ? Math.min(1, Math.max(0, (f.zcr - 0.02) / 0.12))
-      : 0.5;
-    this.#wide += (wideTarget - this.#wide) * 0.4;
-    return { open: this.#open, wide: this.#wide };
-  }
-
-  reset(): void {
-    this.#open = 0;
-    this.#wide = 0.5;
-  }
-}
-
-/**
- * How closed the eyes are at `t` seconds (0 open … 1 closed): a blink of ~160 ms every
- * 2.5–5.5 s, at moments derived from `seed` so each session blinks on its own rhythm.
- */
-export function blinkAt(t: number, seed: number): number {
-  let start = 1 + (seed % 1000) / 1000;
-  let i = 0;
-  while (start + 0.16 < t) {
-    const r = Math.abs(Math.sin((seed + i) * 12.9898) * 43758.5453) % 1;
-    start += 2.5 + 3 * r;
-    i++;
-  }
-  const d = t - start;
-  if (d < 0 || d > 0.16) return 0;
-  return 1 - Math.abs(d - 0.08) / 0.08;
 }

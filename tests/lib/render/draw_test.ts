@@ -8,16 +8,13 @@ import {
   mouthRegion,
   toYuv,
 } from "../../../lib/render/draw.ts";
-import {
-  analyzeVoice,
-  MouthFollower,
-  STREAM_RATE,
-} from "../../../lib/render/voice.ts";
+import { FaceDriver, restingFace } from "../../../lib/render/face.ts";
+import { STREAM_RATE } from "../../../lib/render/voice.ts";
 import { tone } from "./_helpers.ts";
 
 const W = 384;
 const H = 384;
-const still: FaceState = { t: 0, mouthOpen: 0, mouthWide: 0.5, blink: 0 };
+const still: FaceState = restingFace();
 
 function draw(state: Partial<FaceState>, avatar = AVATARS[0]): Frame {
   const f = createFrame(W, H);
@@ -40,15 +37,14 @@ function lumaDiff(
   return d;
 }
 
-/** Mouth opening driven by audio, as the render loop does it (40-ms frames). */
-function mouthAfter(samples: Int16Array): { open: number; wide: number } {
-  const m = new MouthFollower();
+/** The mouth driven by audio, as the render loop does it (40-ms frames). */
+function mouthAfter(samples: Int16Array): FaceState["mouth"] {
+  const face = new FaceDriver(7);
   const per = STREAM_RATE / 25;
-  let last = { open: 0, wide: 0.5 };
   for (let at = 0; at + per <= samples.length; at += per) {
-    last = m.next(analyzeVoice(samples.subarray(at, at + per)));
+    face.next(samples.subarray(at, at + per));
   }
-  return last;
+  return { ...face.state.mouth };
 }
 
 Deno.test("drawAvatar()", async (t) => {
@@ -58,13 +54,13 @@ Deno.test("drawAvatar()", async (t) => {
   await t.step("a loud tone opens the mouth; silence keeps it shut", () => {
     const loud = mouthAfter(tone(0.2, STREAM_RATE));
     const quiet = mouthAfter(new Int16Array(STREAM_RATE / 5));
-    assert.ok(loud.open > 0.5, `open ${loud.open}`);
+    assert.ok(loud.open > 0.3, `open ${loud.open}`);
     assert.equal(quiet.open, 0);
-    const a = draw({ mouthOpen: loud.open, mouthWide: loud.wide });
-    const b = draw({ mouthOpen: quiet.open, mouthWide: quiet.wide });
+    const a = draw({ mouth: loud });
+    const b = draw({ mouth: quiet });
     const inMouth = lumaDiff(a, b, mouth);
     assert.ok(inMouth > 2000, `mouth diff ${inMouth}`);
-    // Only the mouth (and the brows that lift with it) changed: the rest is equal.
+    // Only the mouth, jaw and cheeks changed: the rest is equal.
     const above = { x: 0, y: 0, w: W, h: Math.round(H * 0.3) };
     const below = {
       x: 0,
@@ -86,8 +82,31 @@ Deno.test("drawAvatar()", async (t) => {
     assert.ok(lumaDiff(draw({ blink: 1 }), draw({ blink: 0 }), eyes) > 1000);
   });
 
-  await t.step("the idle sway and breath move the avatar over time", () => {
+  await t.step("the breath, head motion and gaze move the avatar", () => {
     assert.ok(lumaDiff(draw({ t: 0 }), draw({ t: 1.7 }), whole) > 1000);
+    const moved = draw({ head: { x: 0.01, y: 0.005, tilt: 0.03 } });
+    assert.ok(lumaDiff(draw({}), moved, whole) > 5000);
+    const eyes = {
+      x: 0,
+      y: Math.round(H * 0.3),
+      w: W,
+      h: Math.round(H * 0.12),
+    };
+    const look = draw({ gaze: { x: 1, y: 0 } });
+    assert.ok(lumaDiff(draw({}), look, eyes) > 500);
+    assert.equal(lumaDiff(draw({}), look, mouth), 0);
+  });
+
+  await t.step("raised brows change only the brow rows", () => {
+    const brows = {
+      x: 0,
+      y: Math.round(H * 0.33),
+      w: W,
+      h: Math.round(H * 0.055),
+    };
+    const up = draw({ brow: 1 });
+    assert.ok(lumaDiff(draw({}), up, brows) > 500);
+    assert.equal(lumaDiff(draw({}), up, mouth), 0);
   });
 
   await t.step("every avatar and background draws its own colours", () => {
@@ -103,8 +122,8 @@ Deno.test("drawAvatar()", async (t) => {
 
   await t.step("drawing is deterministic for a given state", () => {
     assert.deepEqual(
-      draw({ t: 2.3, mouthOpen: 0.4 }).data,
-      draw({ t: 2.3, mouthOpen: 0.4 }).data,
+      draw({ t: 2.3, brow: 0.4 }).data,
+      draw({ t: 2.3, brow: 0.4 }).data,
     );
   });
 });

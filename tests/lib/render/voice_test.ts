@@ -2,8 +2,6 @@ import assert from "node:assert/strict";
 import {
   analyzeVoice,
   AudioQueue,
-  blinkAt,
-  MouthFollower,
   Resampler,
 } from "../../../lib/render/voice.ts";
 import { tone } from "./_helpers.ts";
@@ -69,35 +67,11 @@ Deno.test("AudioQueue", async (t) => {
   });
 });
 
-Deno.test("MouthFollower", async (t) => {
-  await t.step("opens on speech, closes on silence, widens on hiss", () => {
-    const m = new MouthFollower();
-    let s = m.next(analyzeVoice(tone(0.04, 48000, 200)));
-    assert.ok(s.open > 0.4);
-    for (let i = 0; i < 10; i++) s = m.next(analyzeVoice(new Int16Array(1920)));
-    assert.equal(s.open, 0);
-    const voiced = new MouthFollower();
-    const hiss = new MouthFollower();
-    let v = { open: 0, wide: 0 };
-    let h = { open: 0, wide: 0 };
-    for (let i = 0; i < 5; i++) {
-      v = voiced.next(analyzeVoice(tone(0.04, 48000, 150)));
-      h = hiss.next(analyzeVoice(tone(0.04, 48000, 4000)));
-    }
-    assert.ok(h.wide > v.wide + 0.3, `${h.wide} vs ${v.wide}`);
-  });
-});
-
-Deno.test("blinkAt() blinks briefly every few seconds", () => {
-  let closedFrames = 0;
-  let blinks = 0;
-  let wasClosed = false;
-  for (let f = 0; f < 25 * 30; f++) {
-    const closed = blinkAt(f / 25, 1234) > 0.5;
-    if (closed) closedFrames++;
-    if (closed && !wasClosed) blinks++;
-    wasClosed = closed;
-  }
-  assert.ok(blinks >= 5 && blinks <= 12, `${blinks} blinks`);
-  assert.ok(closedFrames <= blinks * 3);
+Deno.test("analyzeVoice() measures level and zero crossings", () => {
+  const quiet = analyzeVoice(new Int16Array(1920));
+  assert.deepEqual(quiet, { rms: 0, zcr: 0 });
+  const low = analyzeVoice(tone(0.04, 48000, 150));
+  const high = analyzeVoice(tone(0.04, 48000, 4000));
+  assert.ok(low.rms > 0.1, `rms ${low.rms}`);
+  assert.ok(high.zcr > low.zcr * 10, `${high.zcr} vs ${low.zcr}`);
 });

@@ -1,0 +1,191 @@
+/**
+ * What the face does, frame by frame, from the agent audio of that frame: the viseme
+ * probabilities (./visemes.ts) smoothed into weights (coarticulation) and blended into a
+ * mouth shape (./mouth.ts) whose opening the loudness scales; the loudness envelope's
+ * peaks (stressed syllables) lift the brows and nod the head; idle head motion, gaze
+ * shifts and blinks (held back while a word is being spoken) come from a generator
+ * seeded per session. The same seed and the same audio give the same frames.
+ */
+import { blendShape, type MouthShape, VISEME_SHAPES } from "./mouth.ts";
+import { rmsDb, VISEME_COUNT, VisemeClassifier } from "./visemes.ts";
+import { analyzeVoice } from "./voice.ts";
+
+/** Everything that moves in a frame; `drawAvatar` draws it. */
+export interface FaceState {
+  /** Seconds since the session started (drives breathing). */
+  t: number;
+  mouth: MouthShape;
+  /** 0 eyes open … 1 closed. */
+  blink: number;
+  /** Head offset (fractions of the frame's smaller side) and tilt (shear). */
+  head: { x: number; y: number; tilt: number };
+  /** Where the eyes look, −1..1 each way. */
+  gaze: { x: number; y: number };
+  /** Brow lift, 0..1. */
+  brow: number;
+}
+
+/** A face at rest: mouth closed, eyes open and ahead, head centred. */
+export function restingFace(t = 0): FaceState {
+  return {
+    t,
+    mouth: { ...VISEME_SHAPES[0] },
+    blink: 0,
+    head: { x: 0, y: 0, tilt: 0 },
+    gaze: { x: 0, y: 0 },
+    brow: 0,
+  };
+}
+
+/** mulberry32: a small seeded generator, 0 ≤ x < 1. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Loudness → opening: dBFS mapped from −48..−12 to 0..1. */
+export function levelOf(db: number): number {
+  return Math.min(1, Math.max(0, (db + 48) / 36));
+}
+
+const BLINK_CURVE = [0.55, 1, 0.7, 0.25];
+/** The longest a due blink waits for a pause in speech, in frames. */
+const BLINK_MAX_WAIT = 38;
+
+/** Turns each frame of audio into a `FaceState`; one per session. */
+export class FaceDriver {
+  readonly state: FaceState;
+  /** Smoothed viseme weights, in `VISEMES` order. */
+  readonly weights = new Float64Array(VISEME_COUNT);
+  #probs = new Float64Array(VISEME_COUNT);
+  #classifier: VisemeClassifier;
+  #rand: () => number;
+  #frame = 0;
+  #fps: number;
+  #level = 0;
+  #slow = 0;
+  #emphasis = 0;
+  #lastStress = -100;
+  #quiet = 0;
+  #nextBlink: number;
+  #blinkAt = -1;
+  #nextGaze: number;
+  #gazeTarget = { x: 0, y: 0 };
+  #phase: number[];
+
+  constructor(seed: number, fps = 25, classifier = new VisemeClassifier()) {
+    this.#fps = fps;
+    this.#classifier = classifier;
+    this.#rand = seededRandom(seed);
+    this.#phase = [0, 1, 2, 3, 4, 5].map(() => this.#rand() * Math.PI * 2);
+    this.#nextBlink = Math.round(fps * (1 + 2 * this.#rand()));
+    this.#nextGaze = Math.round(fps * (0.8 + 1.5 * this.#rand()));
+    this.weights[0] = 1;
+    this.state = restingFace();
+  }
+
+  /** The viseme the mouth shows now (index into `VISEMES`): the heaviest weight. */
+  get viseme(): number {
+    let best = 0;
+    for (let v = 1; v < VISEME_COUNT; v++) {
+      if (this.weights[v] > this.weights[best]) best = v;
+    }
+    return best;
+  }
+
+  /** Loudness of the last frame, 0..1 (the mouth's opening scale). */
+  get level(): number {
+    return this.#level;
+  }
+
+  /** Advances one frame with that frame's audio (48 kHz). */
+  next(samples: Int16Array): FaceState {
+    const i = this.#frame++;
+    const fps = this.#fps;
+    const s = this.state;
+    s.t = i / fps;
+    const db = rmsDb(analyzeVoice(samples).rms);
+    const target = levelOf(db);
+    this.#level += (target - this.#level) * (target > this.#level ? 0.8 : 0.45);
+    if (this.#level < 0.01) this.#level = 0;
+    const level = this.#level;
+
+    // Visemes: probabilities of this frame, smoothed into the weights. Rising weights
+    // follow fast (a new sound shows at once), falling ones linger (coarticulation).
+    const p = this.#classifier.classify(samples, db, this.#probs);
+    let sum = 0;
+    for (let v = 0; v < VISEME_COUNT; v++) {
+      const w = this.weights[v];
+      const k = p[v] > w ? 0.75 : 0.5;
+      this.weights[v] = w + (p[v] - w) * k;
+      sum += this.weights[v];
+    }
+    for (let v = 0; v < VISEME_COUNT; v++) this.weights[v] /= sum;
+    blendShape(this.weights, s.mouth);
+    s.mouth.open *= 0.3 + 0.7 * level;
+
+    // Stress: a loudness peak well above the running average, at most every 250 ms.
+    this.#slow += (level - this.#slow) * 0.12;
+    if (
+      level > 0.45 && level - this.#slow > 0.2 &&
+      i - this.#lastStress > fps / 4
+    ) {
+      this.#lastStress = i;
+      this.#emphasis = 1;
+    } else {
+      this.#emphasis *= 0.78;
+    }
+    const speaking = level > 0.08;
+    this.#quiet = speaking ? 0 : this.#quiet + 1;
+
+    // Head: slow idle drift (three incommensurate sines per axis, seeded phases), a
+    // little more lively while speaking, and a nod on each stressed syllable.
+    const ph = this.#phase;
+    const t = s.t;
+    const live = 1 + 0.6 * Math.min(1, this.#slow * 2);
+    s.head.x = live * (0.007 * Math.sin(t * 0.86 + ph[0]) +
+      0.004 * Math.sin(t * 2.1 + ph[1]));
+    s.head.y = live * (0.004 * Math.sin(t * 1.1 + ph[2]) +
+          0.002 * Math.sin(t * 2.9 + ph[3])) + 0.012 * this.#emphasis;
+    s.head.tilt = 0.03 * Math.sin(t * 0.69 + ph[4]) +
+      0.012 * Math.sin(t * 1.7 + ph[5]) + 0.01 * this.#emphasis;
+    s.brow = Math.min(1, 0.25 * Math.min(1, this.#slow * 3) + this.#emphasis);
+
+    // Gaze: a shift every 0.8–3.5 s; while speaking mostly back to the viewer.
+    if (i >= this.#nextGaze) {
+      const r = this.#rand();
+      const toViewer = speaking ? r < 0.6 : r < 0.3;
+      this.#gazeTarget = toViewer ? { x: 0, y: 0 } : {
+        x: (this.#rand() * 2 - 1) * 0.8,
+        y: (this.#rand() * 2 - 1) * 0.4,
+      };
+      this.#nextGaze = i + Math.round(fps * (0.8 + 2.7 * this.#rand()));
+    }
+    s.gaze.x += (this.#gazeTarget.x - s.gaze.x) * 0.6;
+    s.gaze.y += (this.#gazeTarget.y - s.gaze.y) * 0.6;
+
+    // Blinks every 2.5–5.5 s, held while a word is under way (until a frame of quiet,
+    // at most ~1.5 s late).
+    if (this.#blinkAt < 0 && i >= this.#nextBlink) {
+      const late = i - this.#nextBlink;
+      if (this.#quiet >= 1 || late >= BLINK_MAX_WAIT) this.#blinkAt = i;
+    }
+    if (this.#blinkAt >= 0) {
+      const k = i - this.#blinkAt;
+      s.blink = BLINK_CURVE[k] ?? 0;
+      if (k >= BLINK_CURVE.length - 1) {
+        this.#blinkAt = -1;
+        this.#nextBlink = i + Math.round(fps * (2.5 + 3 * this.#rand()));
+      }
+    } else {
+      s.blink = 0;
+    }
+    return s;
+  }
+}
