@@ -141,7 +141,8 @@ export class FaceDriver {
     } else {
       this.#emphasis *= 0.78;
     }
-    const speaking = level > 0.08;
+    // A pause: this frame's own audio is quiet (the smoothed level lags behind it).
+    const speaking = target > 0.08;
     this.#quiet = speaking ? 0 : this.#quiet + 1;
 
     // Head: slow idle drift (three incommensurate sines per axis, seeded phases), a

@@ -80,6 +80,18 @@ export interface StreamFormat {
   fps: number;
   /** Output (and raw input) audio rate, Hz. */
   sampleRate: number;
+  /** Cap of the video bit rate (kbit/s); by default `videoMaxKbps(width, height)`. */
+  videoMaxKbps?: number;
+}
+
+/**
+ * The video bit-rate cap for a frame size: 1,500 kbit/s at 384×384, scaled with the
+ * pixel count (2,700 at 512×512). The rate itself comes from CRF 26 (a talking face
+ * averages ~440 kbit/s at 384 and ~650 at 512, its mouth at ~47 dB PSNR:
+ * docs/performance.md); the cap bounds keyframes and busy moments.
+ */
+export function videoMaxKbps(width: number, height: number): number {
+  return Math.round(1500 * width * height / (384 * 384) / 100) * 100;
 }
 
 /**
@@ -93,6 +105,7 @@ export function encoderArgs(
   audioSocket: string,
 ): string[] {
   const gop = String(fmt.fps);
+  const maxrate = `${fmt.videoMaxKbps ?? videoMaxKbps(fmt.width, fmt.height)}k`;
   const fragUs = String(Math.round(1_000_000 / fmt.fps));
   const lowLatencyInput = [
     "-thread_queue_size",
@@ -156,9 +169,9 @@ export function encoderArgs(
     "-crf",
     "26",
     "-maxrate",
-    "1500k",
+    maxrate,
     "-bufsize",
-    "1500k",
+    maxrate,
     "-c:a",
     "aac",
     "-b:a",

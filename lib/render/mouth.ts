@@ -169,8 +169,9 @@ export function drawMouth(f: Frame, g: FaceGeometry, m: MouthShape): void {
     );
     if (m.tuck > 0.5) {
       // f/v: the upper teeth rest on the lower lip.
-      ellipse(f, cx, cy - ry * 0.012, mw * 0.62, ry * 0.03, TEETH, {
-        clipBottom: cy + ry * 0.008,
+      ellipse(f, cx, cy - ry * 0.01, mw * 0.66, ry * 0.045, TEETH, {
+        clipTop: cy - ry * 0.035,
+        clipBottom: cy + ry * 0.018,
       });
     }
     return;

@@ -3,6 +3,7 @@ import {
   encoderArgs,
   executableCopy,
   ffmpegPath,
+  videoMaxKbps,
 } from "../../../lib/render/ffmpeg.ts";
 
 Deno.test("ffmpegPath()", async (t) => {
@@ -64,4 +65,28 @@ Deno.test("encoderArgs() asks for what MediaSource needs", () => {
   assert.equal(after("-profile:v"), "baseline");
   assert.equal(after("-c:a"), "aac");
   assert.equal(args[args.length - 1], "pipe:1");
+});
+
+Deno.test("encoderArgs() caps the video bit rate by frame size", () => {
+  const cap = (fmt: Parameters<typeof encoderArgs>[0]) => {
+    const args = encoderArgs(fmt, "/tmp/v.sock", "/tmp/a.sock");
+    return [
+      args[args.indexOf("-maxrate") + 1],
+      args[args.indexOf("-bufsize") + 1],
+    ];
+  };
+  const base = { fps: 25, sampleRate: 48000 };
+  assert.deepEqual(cap({ ...base, width: 384, height: 384 }), [
+    "1500k",
+    "1500k",
+  ]);
+  assert.deepEqual(cap({ ...base, width: 512, height: 512 }), [
+    "2700k",
+    "2700k",
+  ]);
+  assert.deepEqual(
+    cap({ ...base, width: 512, height: 512, videoMaxKbps: 2000 }),
+    ["2000k", "2000k"],
+  );
+  assert.equal(videoMaxKbps(512, 512), 2700);
 });

@@ -1,0 +1,170 @@
+/**
+ * Helpers of the lip-sync benchmark (bench/lipsync.ts): decoding an fMP4 stream with the
+ * npm ffmpeg (mouth-region luma per video frame with its pts, the audio track as PCM
+ * with its first pts, the H.264 bytes), and finding onsets in both.
+ */
+import { ffmpegPath } from "../lib/render/ffmpeg.ts";
+
+/** Runs ffmpeg, returning stdout and stderr; throws with the stderr tail on failure. */
+async function ffmpeg(
+  args: string[],
+): Promise<{ out: Uint8Array; err: string }> {
+  const r = await new Deno.Command(await ffmpegPath(), {
+    args: ["-hide_banner", "-nostdin", ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const err = new TextDecoder().decode(r.stderr);
+  if (!r.success) throw new Error(`ffmpeg failed: ${err.slice(-500)}`);
+  return { out: r.stdout, err };
+}
+
+const ptsOf = (log: string) =>
+  [...log.matchAll(/pts_time:\s*([-\d.]+)/g)].map((m) => Number(m[1]));
+
+/** The decoded video's crop `r`, as luma planes with their presentation times (s). */
+export async function decodeMouths(
+  file: string,
+  r: { x: number; y: number; w: number; h: number },
+): Promise<{ pts: number[]; planes: Uint8Array[] }> {
+  const { out, err } = await ffmpeg([
+    "-loglevel",
+    "info",
+    "-i",
+    file,
+    "-map",
+    "0:v:0",
+    "-vf",
+    `crop=${r.w}:${r.h}:${r.x}:${r.y},showinfo`,
+    "-vsync",
+    "passthrough",
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "yuv420p",
+    "pipe:1",
+  ]);
+  // yuv420p as decoded (limited range, as drawn); only the Y plane of each frame is kept.
+  const size = r.w * r.h;
+  const planes: Uint8Array[] = [];
+  for (let at = 0; at + size * 1.5 <= out.length; at += size * 1.5) {
+    planes.push(out.subarray(at, at + size));
+  }
+  const pts = ptsOf(err);
+  if (pts.length !== planes.length) {
+    throw new Error(`${pts.length} pts for ${planes.length} frames`);
+  }
+  return { pts, planes };
+}
+
+/** The decoded audio track at 48 kHz mono and the pts (s) of its first sample. */
+export async function decodeAudio(
+  file: string,
+): Promise<{ start: number; pcm: Int16Array }> {
+  const { out, err } = await ffmpeg([
+    "-loglevel",
+    "info",
+    "-i",
+    file,
+    "-map",
+    "0:a:0",
+    "-af",
+    "ashowinfo",
+    "-f",
+    "s16le",
+    "-ac",
+    "1",
+    "-ar",
+    "48000",
+    "pipe:1",
+  ]);
+  const pcm = new Int16Array(
+    out.buffer.slice(out.byteOffset, out.byteOffset + (out.length & ~1)),
+  );
+  return { start: ptsOf(err)[0] ?? 0, pcm };
+}
+
+/** Bytes of the H.264 elementary stream in `file`. */
+export async function videoBytes(file: string): Promise<number> {
+  const { out } = await ffmpeg([
+    "-loglevel",
+    "error",
+    "-i",
+    file,
+    "-map",
+    "0:v:0",
+    "-c",
+    "copy",
+    "-f",
+    "h264",
+    "pipe:1",
+  ]);
+  return out.length;
+}
+
+/**
+ * Speech onsets (s from the first sample): the first 5-ms hop whose 10-ms RMS reaches
+ * −40 dBFS after at least `quietMs` of hops under −50 dBFS.
+ */
+export function audioOnsets(
+  pcm: Int16Array,
+  rate = 48000,
+  quietMs = 150,
+): number[] {
+  const hop = rate / 200;
+  const win = 2 * hop;
+  const out: number[] = [];
+  let quietRun = 0;
+  let armed = true;
+  for (let at = 0; at + win <= pcm.length; at += hop) {
+    let e = 0;
+    for (let i = at; i < at + win; i++) e += pcm[i] * pcm[i];
+    const db = 20 * Math.log10(Math.sqrt(e / win) / 32768 + 1e-12);
+    if (db < -50) {
+      quietRun++;
+      if (quietRun * 5 >= quietMs) armed = true;
+      continue;
+    }
+    quietRun = 0;
+    if (db >= -40 && armed) {
+      out.push(at / rate);
+      armed = false;
+    }
+  }
+  return out;
+}
+
+/** Pixels darker than the mouth's inside threshold (the open mouth) in a luma crop. */
+export function darkPixels(plane: Uint8Array, below = 52): number {
+  let n = 0;
+  for (let i = 0; i < plane.length; i++) if (plane[i] < below) n++;
+  return n;
+}
+
+/** Indices of frames where the mouth opens (≥ `min` dark pixels) after ≥ 3 closed ones. */
+export function openings(dark: number[], min: number): number[] {
+  const out: number[] = [];
+  let closed = 3;
+  for (let k = 0; k < dark.length; k++) {
+    if (dark[k] >= min) {
+      if (closed >= 3) out.push(k);
+      closed = 0;
+    } else closed++;
+  }
+  return out;
+}
+
+/** The `q` quantile (0..1) of `xs` (nearest rank). */
+export function quantile(xs: number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+/** PSNR (dB) between two equally sized luma crops. */
+export function psnr(a: Uint8Array, b: Uint8Array): number {
+  let e = 0;
+  for (let i = 0; i < a.length; i++) e += (a[i] - b[i]) ** 2;
+  const mse = e / a.length;
+  return mse === 0 ? 99 : 10 * Math.log10(255 * 255 / mse);
+}

@@ -1,0 +1,275 @@
+/**
+ * Lip-sync benchmark (`deno task bench:lipsync`). Renders the committed labelled set
+ * (scripts/lipsync/set/: espeak-ng sentences with phoneme timings) through the built-in
+ * renderer's own pieces — `FaceDriver` (visemes, motion), `drawAvatar`, and the
+ * `Encoder` (ffmpeg, H.264 + AAC in fMP4) — at each catalog size, then decodes the
+ * encoded stream with the npm ffmpeg and prints:
+ *
+ * - A/V offset: for every speech onset in the decoded audio track (≥ −40 dBFS after
+ *   ≥ 150 ms under −50 dBFS), the presentation time of the first decoded video frame
+ *   whose mouth region shows the mouth open (dark inside pixels) minus the onset's
+ *   time; p50, p95 and max of |offset|. Target |offset| ≤ 40 ms at p95.
+ * - Viseme accuracy: the share of 40-ms frames whose drawn viseme (the heaviest of the
+ *   smoothed viseme weights: the shape the mouth mostly takes) is the label's, beside
+ *   the loudness-only mouth the renderer drew before (scripts/lipsync/baseline.ts).
+ * - The video bit rate and the mouth region's PSNR (decoded against drawn).
+ *
+ * The set plays three times with silences of 600 ms, then of 600 ms plus an odd number
+ * of ms, so onsets fall at different points of the 40-ms frame grid; accuracy is taken
+ * on the first pass, whose sentences start on frame boundaries. Prints a table and one
+ * `RESULT {…}` JSON line. Options: `--sizes 384,512`.
+ */
+import { AVATARS, BACKGROUNDS } from "../lib/avatars.ts";
+import { createFrame, drawAvatar, mouthRegion } from "../lib/render/draw.ts";
+import { Encoder } from "../lib/render/encoder.ts";
+import { FaceDriver } from "../lib/render/face.ts";
+import { ffmpegPath } from "../lib/render/ffmpeg.ts";
+import { concat } from "../lib/render/mp4.ts";
+import { VISEMES } from "../lib/render/visemes.ts";
+import { analyzeVoice, STREAM_RATE } from "../lib/render/voice.ts";
+import { baselineViseme, MouthFollower } from "../scripts/lipsync/baseline.ts";
+import { FRAME_SAMPLES, loadSet } from "../scripts/lipsync/set.ts";
+import {
+  audioOnsets,
+  darkPixels,
+  decodeAudio,
+  decodeMouths,
+  openings,
+  psnr,
+  quantile,
+  videoBytes,
+} from "./_lipsync_lib.ts";
+
+const FPS = 25;
+const GAP = 0.6 * STREAM_RATE;
+
+function opt(name: string, def: string): string {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 ? Deno.args[i + 1] : def;
+}
+
+/** The audio of the run and where the first pass's labelled frames are. */
+async function timeline() {
+  const set = await loadSet();
+  const parts: Int16Array[] = [];
+  const labelled: Array<{ frame: number; label: string }> = [];
+  let at = 0;
+  for (let pass = 0; pass < 3; pass++) {
+    set.forEach((u, i) => {
+      // First pass: each sentence starts on a frame boundary, so labels line up.
+      const gap = pass === 0
+        ? GAP + (FRAME_SAMPLES - at % FRAME_SAMPLES) % FRAME_SAMPLES
+        : GAP + (pass * 13 + i * 7) * 48;
+      parts.push(new Int16Array(gap), u.pcm);
+      if (pass === 0) {
+        const first = (at + gap) / FRAME_SAMPLES;
+        u.labels.forEach((label, k) =>
+          labelled.push({ frame: first + k, label })
+        );
+      }
+      at += gap + u.pcm.length;
+    });
+  }
+  parts.push(new Int16Array(GAP));
+  at += GAP;
+  const pcm = new Int16Array(Math.ceil(at / FRAME_SAMPLES) * FRAME_SAMPLES);
+  let o = 0;
+  for (const p of parts) (pcm.set(p, o), o += p.length);
+  return { pcm, labelled };
+}
+
+interface Rendered {
+  file: string;
+  visemes: number[];
+  baseline: number[];
+  mouths: Uint8Array[];
+  encodeMs: number;
+}
+
+/** Draws and encodes the whole timeline for one avatar; returns the fMP4 file. */
+async function render(
+  pcm: Int16Array,
+  avatarId: string,
+  dir: string,
+): Promise<Rendered> {
+  const avatar = AVATARS.find((a) => a.id === avatarId)!;
+  const size = avatar.size;
+  const crop = region(size);
+  const parts: Uint8Array[] = [];
+  let segments = 0;
+  let failure: Error | null = null;
+  const encoder = new Encoder(
+    {
+      ffmpeg: await ffmpegPath(),
+      width: size,
+      height: size,
+      fps: FPS,
+      sampleRate: STREAM_RATE,
+    },
+    {
+      onInit: (b) => parts.push(b.slice()),
+      onSegment: (b) => (parts.push(b.slice()), segments++),
+      onFailure: (err) => (failure = err),
+    },
+  );
+  const face = new FaceDriver(42);
+  const base = new MouthFollower();
+  const out: Rendered = {
+    file: `${dir}/${avatarId}.mp4`,
+    visemes: [],
+    baseline: [],
+    mouths: [],
+    encodeMs: 0,
+  };
+  const frames = pcm.length / FRAME_SAMPLES;
+  const t0 = performance.now();
+  for (let k = 0; k < frames; k++) {
+    const samples = pcm.subarray(k * FRAME_SAMPLES, (k + 1) * FRAME_SAMPLES);
+    const state = face.next(samples);
+    out.visemes.push(face.viseme);
+    out.baseline.push(baselineViseme(base.next(analyzeVoice(samples))));
+    const f = createFrame(size, size);
+    drawAvatar(f, avatar, BACKGROUNDS[0], state);
+    const mouth = new Uint8Array(crop.w * crop.h);
+    for (let y = 0; y < crop.h; y++) {
+      const row = (crop.y + y) * size + crop.x;
+      mouth.set(f.data.subarray(row, row + crop.w), y * crop.w);
+    }
+    out.mouths.push(mouth);
+    const audio = new Uint8Array(samples.slice().buffer);
+    if (!encoder.write(f.data, audio)) throw new Error("encoder fell behind");
+    // Keep at most ~1 s queued (the encoder's bound is 2 s).
+    while (k - segments > 25 && !failure) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    if (failure) throw failure;
+  }
+  const { clean } = await encoder.stop({ graceful: true, timeoutMs: 20_000 });
+  if (!clean) throw new Error("encoder did not finish");
+  out.encodeMs = performance.now() - t0;
+  await Deno.writeFile(out.file, concat(parts));
+  return out;
+}
+
+const ms = (s: number) => Math.round(s * 1000);
+
+/** The mouth region with even edges (ffmpeg crops yuv420p on even coordinates). */
+function region(size: number) {
+  const r = mouthRegion(size, size);
+  return { x: r.x & ~1, y: r.y & ~1, w: r.w & ~1, h: r.h & ~1 };
+}
+
+async function measure(
+  r: Rendered,
+  avatarId: string,
+  labelled: Array<{ frame: number; label: string }>,
+  seconds: number,
+) {
+  const size = AVATARS.find((a) => a.id === avatarId)!.size;
+  const [video, audio, bytes] = await Promise.all([
+    decodeMouths(r.file, region(size)),
+    decodeAudio(r.file),
+    videoBytes(r.file),
+  ]);
+  // Open: at least as many dark pixels as a mouth opened a tenth of the way shows.
+  const min = Math.round(25 * (size / 384) ** 2);
+  const dark = video.planes.map((p) => darkPixels(p));
+  const opens = openings(dark, min).map((k) => video.pts[k]);
+  const onsets = audioOnsets(audio.pcm).map((t) => audio.start + t);
+  const offsets: number[] = [];
+  let missed = 0;
+  for (const a of onsets) {
+    const v = opens.find((t) => t >= a - 0.2);
+    if (v === undefined || v > a + 0.3) missed++;
+    else offsets.push(v - a);
+  }
+  const abs = offsets.map(Math.abs);
+  let good = 0;
+  let base = 0;
+  for (const { frame, label } of labelled) {
+    if (VISEMES[r.visemes[frame]] === label) good++;
+    if (VISEMES[r.baseline[frame]] === label) base++;
+  }
+  // Drawn frame m is presented at m × 40 ms (ffmpeg shows the second drawn frame over
+  // the first two slots; the first is never shown).
+  let q = 0;
+  let n = 0;
+  for (let j = 1; j < video.planes.length; j++) {
+    const m = Math.round(video.pts[j] * FPS);
+    if (m >= r.mouths.length) break;
+    q += psnr(video.planes[j], r.mouths[m]);
+    n++;
+  }
+  return {
+    avatar: avatarId,
+    size,
+    onsets: onsets.length,
+    paired: offsets.length,
+    missed,
+    offset_p50_ms: ms(quantile(offsets, 0.5)),
+    offset_p95_ms: ms(quantile(offsets, 0.95)),
+    abs_offset_p95_ms: ms(quantile(abs, 0.95)),
+    abs_offset_max_ms: ms(Math.max(...abs)),
+    offset_min_ms: ms(Math.min(...offsets)),
+    offset_max_ms: ms(Math.max(...offsets)),
+    labelled_frames: labelled.length,
+    viseme_accuracy: Math.round(good / labelled.length * 1000) / 1000,
+    baseline_accuracy: Math.round(base / labelled.length * 1000) / 1000,
+    video_kbps: Math.round(bytes * 8 / seconds / 1000),
+    mouth_psnr_db: Math.round(q / n * 10) / 10,
+    encode_x_realtime: Math.round(seconds * 1000 / r.encodeMs * 10) / 10,
+  };
+}
+
+async function main(): Promise<void> {
+  const sizes = opt("sizes", "384,512").split(",").map(Number);
+  const { pcm, labelled } = await timeline();
+  const seconds = pcm.length / STREAM_RATE;
+  console.log(
+    `labelled set ×3: ${
+      seconds.toFixed(1)
+    } s, ${labelled.length} labelled frames (first pass)`,
+  );
+  const dir = await Deno.makeTempDir({ prefix: "bench-lipsync-" });
+  const results = [];
+  try {
+    for (const size of sizes) {
+      const id = AVATARS.find((a) =>
+        a.size === size && a.id.startsWith("ava")
+      )!.id;
+      const r = await render(pcm, id, dir);
+      results.push(await measure(r, id, labelled, seconds));
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  console.log(
+    "\navatar   size  onsets  paired  offset p50  p95  |off| p95  max   viseme acc.  loudness-only  video kbit/s  mouth PSNR",
+  );
+  for (const r of results) {
+    console.log(
+      [
+        r.avatar.padEnd(7),
+        String(r.size).padStart(4),
+        String(r.onsets).padStart(7),
+        String(r.paired).padStart(7),
+        `${r.offset_p50_ms} ms`.padStart(11),
+        String(r.offset_p95_ms).padStart(4),
+        `${r.abs_offset_p95_ms} ms`.padStart(10),
+        String(r.abs_offset_max_ms).padStart(4),
+        r.viseme_accuracy.toFixed(3).padStart(12),
+        r.baseline_accuracy.toFixed(3).padStart(14),
+        String(r.video_kbps).padStart(13),
+        `${r.mouth_psnr_db} dB`.padStart(11),
+      ].join(" "),
+    );
+    console.log(
+      `  target |offset| ≤ 40 ms at p95: ${
+        r.abs_offset_p95_ms <= 40 ? "met" : "MISSED"
+      } (${r.missed} onsets without an opening)`,
+    );
+  }
+  console.log(`\nRESULT ${JSON.stringify({ seconds, results })}`);
+}
+
+if (import.meta.main) await main();

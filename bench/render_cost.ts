@@ -1,0 +1,74 @@
+/**
+ * Render micro-benchmark (`deno task bench:render`): main-thread cost per frame of the
+ * built-in renderer's own work, at each catalog size, on the labelled lip-sync speech
+ * (scripts/lipsync/set/) looped: the face (`FaceDriver.next`: level, MFCCs, viseme
+ * classification, motion) and the drawing (`drawAvatar` into a fresh frame, as the render
+ * loop does). Prints µs per frame (median of 5 runs of 1,000 frames after a warm-up)
+ * and what that is of one core at 25 fps for 24 sessions. The encoder (ffmpeg, a
+ * process per stream) is not in these figures: `deno task bench:media` measures it.
+ */
+import { AVATARS, BACKGROUNDS } from "../lib/avatars.ts";
+import { createFrame, drawAvatar } from "../lib/render/draw.ts";
+import { FaceDriver } from "../lib/render/face.ts";
+import { FRAME_SAMPLES, loadSet } from "../scripts/lipsync/set.ts";
+
+const set = await loadSet();
+let total = 0;
+for (const u of set) total += u.pcm.length;
+const speech = new Int16Array(total);
+let at = 0;
+for (const u of set) (speech.set(u.pcm, at), at += u.pcm.length);
+const frames = Math.floor(speech.length / FRAME_SAMPLES);
+const frameAt = (i: number) => {
+  const k = i % frames;
+  return speech.subarray(k * FRAME_SAMPLES, (k + 1) * FRAME_SAMPLES);
+};
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1];
+}
+
+/** µs per call of `fn(i)` over `n` calls, median of `runs`. */
+function time(fn: (i: number) => void, n = 1000, runs = 5): number {
+  for (let i = 0; i < 300; i++) fn(i);
+  const out: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) fn(i);
+    out.push((performance.now() - t0) * 1000 / n);
+  }
+  return median(out);
+}
+
+console.log(
+  `Deno ${Deno.version.deno}, ${navigator.hardwareConcurrency} cores`,
+);
+const face = new FaceDriver(1);
+const faceUs = time((i) => face.next(frameAt(i)));
+console.log(
+  `face (level, MFCCs, visemes, motion): ${faceUs.toFixed(1)} µs/frame`,
+);
+const rows: Record<string, number> = { face_us: Math.round(faceUs * 10) / 10 };
+for (const size of [384, 512]) {
+  const avatar = AVATARS.find((a) => a.size === size)!;
+  const driver = new FaceDriver(2);
+  const states = Array.from({ length: 500 }, (_, i) => {
+    const s = driver.next(frameAt(i));
+    return structuredClone(s);
+  });
+  const drawUs = time((i) => {
+    const f = createFrame(size, size);
+    drawAvatar(f, avatar, BACKGROUNDS[0], states[i % states.length]);
+  });
+  const perCore = (faceUs + drawUs) * 25 * 24 / 1e6;
+  console.log(
+    `${size}×${size} draw: ${
+      drawUs.toFixed(1)
+    } µs/frame; face + draw for 24 sessions at 25 fps: ${
+      (perCore * 100).toFixed(1)
+    } % of one core`,
+  );
+  rows[`draw_${size}_us`] = Math.round(drawUs * 10) / 10;
+}
+console.log(`RESULT ${JSON.stringify(rows)}`);
