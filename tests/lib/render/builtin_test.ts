@@ -7,7 +7,12 @@ import {
   realClock,
 } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import { parseFragment, parseInit } from "../../../lib/render/mp4.ts";
+import {
+  child,
+  parseBoxes,
+  parseFragment,
+  parseInit,
+} from "../../../lib/render/mp4.ts";
 import { RenderStartError } from "../../../lib/render/port.ts";
 import {
   assertNoEncoders,
@@ -399,4 +404,32 @@ Deno.test("builtin renderer in real time delivers a stream MediaSource can play"
   );
   assert.equal(session.stats().audioLatencyMs.length, 1);
   noEncoders();
+});
+
+/** Width × height in the init segment's video track header (tkhd). */
+function videoSize(init: Uint8Array): string {
+  const moov = parseBoxes(init).find((b) => b.type === "moov")!;
+  const trak = child(init, moov, "trak")!;
+  const tkhd = child(init, trak, "tkhd")!;
+  const v = new DataView(init.buffer, init.byteOffset);
+  // tkhd version 0: width and height (16.16 fixed point) at body offsets 76 and 80.
+  const w = v.getUint32(tkhd.bodyStart + 76) >> 16;
+  const h = v.getUint32(tkhd.bodyStart + 80) >> 16;
+  return `${w}x${h}`;
+}
+
+Deno.test("the avatar id picks the frame size: -hd entries at 512×512", async () => {
+  const { backend, clock } = renderer({ width: undefined, height: undefined });
+  const sizes: string[] = [];
+  for (const avatarId of ["ava", "ava-hd", "mira-hd"]) {
+    const session = await backend.open({ ...OPEN, avatarId });
+    const sink = new RecordingSink();
+    session.attach(sink);
+    run(clock, 200);
+    await sink.until(() => sink.inits.length === 1);
+    sizes.push(videoSize(sink.inits[0].init));
+    await session.stop({ graceful: false, timeoutMs: 0 });
+  }
+  assert.deepEqual(sizes, ["384x384", "512x512", "512x512"]);
+  assertNoEncoders();
 });
