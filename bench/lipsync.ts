@@ -84,6 +84,14 @@ interface Rendered {
   baseline: number[];
   mouths: Uint8Array[];
   encodeMs: number;
+  encoderCpuS: number;
+}
+
+/** utime + stime of a process, in seconds (Linux /proc, 100 ticks a second). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Draws and encodes the whole timeline for one avatar; returns the fMP4 file. */
@@ -119,6 +127,7 @@ async function render(
     visemes: [],
     baseline: [],
     mouths: [],
+    encoderCpuS: 0,
     encodeMs: 0,
   };
   const frames = pcm.length / FRAME_SAMPLES;
@@ -144,6 +153,11 @@ async function render(
     }
     if (failure) throw failure;
   }
+  // The encoder's CPU time once it has caught up (all but the last fragment out).
+  while (segments < frames - 3 && !failure) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  out.encoderCpuS = await cpuSeconds(encoder.pid);
   const { clean } = await encoder.stop({ graceful: true, timeoutMs: 20_000 });
   if (!clean) throw new Error("encoder did not finish");
   out.encodeMs = performance.now() - t0;
@@ -218,6 +232,7 @@ async function measure(
     video_kbps: Math.round(bytes * 8 / seconds / 1000),
     mouth_psnr_db: Math.round(q / n * 10) / 10,
     encode_x_realtime: Math.round(seconds * 1000 / r.encodeMs * 10) / 10,
+    encoder_cpu_pct: Math.round(r.encoderCpuS / seconds * 1000) / 10,
   };
 }
 
@@ -244,7 +259,7 @@ async function main(): Promise<void> {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
   console.log(
-    "\navatar   size  onsets  paired  offset p50  p95  |off| p95  max   viseme acc.  loudness-only  video kbit/s  mouth PSNR",
+    "\navatar   size  onsets  paired  offset p50  p95  |off| p95  max   viseme acc.  loudness-only  video kbit/s  mouth PSNR  ffmpeg CPU",
   );
   for (const r of results) {
     console.log(
@@ -261,6 +276,7 @@ async function main(): Promise<void> {
         r.baseline_accuracy.toFixed(3).padStart(14),
         String(r.video_kbps).padStart(13),
         `${r.mouth_psnr_db} dB`.padStart(11),
+        `${r.encoder_cpu_pct} %`.padStart(11),
       ].join(" "),
     );
     console.log(
