@@ -62,7 +62,8 @@ const pct = (cpuSeconds: number, wallMs: number) =>
 /**
  * Runs one step of `n` sessions over a window of `windowMs`; `clients` maps session ids
  * to their sockets while the step runs (the engine hook looks them up), `baselineKiB` is
- * the idle service's RSS. Ends the sessions and waits for their encoders to go.
+ * the idle service's RSS, `avatarId` the catalog entry every session shows. Ends the
+ * sessions and waits for their encoders to go.
  */
 export async function runStep(
   svc: Service,
@@ -71,6 +72,7 @@ export async function runStep(
   n: number,
   windowMs: number,
   baselineKiB: number,
+  avatarId = "ava",
 ): Promise<StepResult> {
   const ids: string[] = [];
   const mine: MediaClient[] = [];
@@ -82,6 +84,7 @@ export async function runStep(
   try {
     for (let i = 0; i < n; i++) {
       const r = await post(svc.base, "/v1/sessions", {
+        avatar_config: { avatar_id: avatarId },
         provider_type: "external_engine",
         provider_config: {
           external_engine: {
