@@ -2,11 +2,11 @@
  * Audio → viseme classification, frame by frame, as uLipSync does it: the MFCCs of each
  * 40-ms frame (./mfcc.ts) are scored against per-viseme profiles (a mean and spread per
  * coefficient for each of the 15 Oculus visemes, made from labelled espeak-ng speech by
- * scripts/lipsync/make_profiles.ts into ./viseme_profiles.ts), and the scores become a
+ * scripts/lipsync/make_profiles.ts into ./viseme_profiles.json), and the scores become a
  * probability per viseme. Frames below the silence level are `sil` outright.
  */
 import { mfcc, MFCC_COUNT } from "./mfcc.ts";
-import { PROFILES } from "./viseme_profiles.ts";
+import profiles from "./viseme_profiles.json" with { type: "json" };
 
 /** The Oculus viseme set (sil, bilabials, labiodentals, dentals, alveolars, …, vowels). */
 export const VISEMES = [
@@ -51,6 +51,9 @@ export interface VisemeProfiles {
     std: number[];
   }>;
 }
+
+/** The committed profiles (`deno task lipsync:profiles` makes them). */
+export const PROFILES = profiles as VisemeProfiles;
 
 /** dBFS of an RMS level (0..1 of full scale). */
 export function rmsDb(rms: number): number {

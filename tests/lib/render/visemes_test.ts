@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { mfcc, MFCC_COUNT } from "../../../lib/render/mfcc.ts";
-import { PROFILES } from "../../../lib/render/viseme_profiles.ts";
+
 import {
+  PROFILES,
   rmsDb,
   VISEME_COUNT,
   VisemeClassifier,
