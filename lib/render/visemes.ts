@@ -34,8 +34,11 @@ export function visemeIndex(v: Viseme): number {
   return VISEMES.indexOf(v);
 }
 
-/** Features per frame: the frame's MFCCs and their change since the previous frame. */
-export const FEATURE_COUNT = 2 * MFCC_COUNT;
+/**
+ * Features per frame: the frame's MFCCs, their change since the previous frame, and
+ * the frame's level relative to the recent speech peak.
+ */
+export const FEATURE_COUNT = 2 * MFCC_COUNT + 1;
 
 /** Per-viseme profiles: mean and standard deviation of each feature, and a prior. */
 export interface VisemeProfiles {
@@ -63,6 +66,8 @@ export function rmsDb(rms: number): number {
 /** Turns frames of audio into viseme probabilities; keeps the previous frame's MFCCs. */
 export class VisemeClassifier {
   #prev = new Float64Array(MFCC_COUNT);
+  /** The recent speech peak (dBFS), falling 0.5 dB a frame. */
+  #peak = -120;
   #cur = new Float64Array(MFCC_COUNT);
   #feat = new Float64Array(FEATURE_COUNT);
   #means: Float64Array[];
@@ -97,6 +102,7 @@ export class VisemeClassifier {
    * null when the frame is below the silence level. The array is reused per call.
    */
   featuresOf(samples: Int16Array, db: number): Float64Array | null {
+    this.#peak = Math.max(db, this.#peak - 0.5);
     if (db < this.#silence) {
       this.#prev.fill(0);
       return null;
@@ -107,6 +113,9 @@ export class VisemeClassifier {
       f[k] = this.#cur[k];
       f[MFCC_COUNT + k] = this.#cur[k] - this.#prev[k];
     }
+    // How far below the recent peak: closures, stops and fricatives are quieter
+    // than the vowels around them (dB / 4, about the MFCCs' range).
+    f[2 * MFCC_COUNT] = (db - this.#peak) / 4;
     this.#prev.set(this.#cur);
     return f;
   }
@@ -157,5 +166,6 @@ export class VisemeClassifier {
 
   reset(): void {
     this.#prev.fill(0);
+    this.#peak = -120;
   }
 }
