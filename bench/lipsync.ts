@@ -185,8 +185,9 @@ async function measure(
     decodeAudio(r.file),
     videoBytes(r.file),
   ]);
-  // Open: at least as many dark pixels as a mouth opened a tenth of the way shows.
-  const min = Math.round(25 * (size / 384) ** 2);
+  // Open: 10 dark pixels at 384×384 (scaled by area): a closed mouth shows none, the
+  // smallest opening drawn shows more.
+  const min = Math.round(10 * (size / 384) ** 2);
   const dark = video.planes.map((p) => darkPixels(p));
   const opens = openings(dark, min).map((k) => video.pts[k]);
   const onsets = audioOnsets(audio.pcm).map((t) => audio.start + t);
@@ -220,6 +221,7 @@ async function measure(
     onsets: onsets.length,
     paired: offsets.length,
     missed,
+    offsets_ms: offsets.map(ms).sort((a, b) => a - b),
     offset_p50_ms: ms(quantile(offsets, 0.5)),
     offset_p95_ms: ms(quantile(offsets, 0.95)),
     abs_offset_p95_ms: ms(quantile(abs, 0.95)),

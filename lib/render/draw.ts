@@ -87,10 +87,12 @@ export function drawAvatar(
   const s = Math.min(w, h);
   const p = paletteOf(avatar);
   const breathe = Math.sin(state.t * Math.PI * 2 / 4.2);
-  const tilt = state.head.tilt;
+  // Whole pixels and tilt steps of 1/256: the head then stands still between steps,
+  // which the encoder codes as skipped blocks, instead of shimmering every frame.
+  const tilt = Math.round(state.head.tilt * 256) / 256;
 
-  const cx = w / 2 + state.head.x * s;
-  const headCy = h * 0.42 + breathe * s * 0.004 + state.head.y * s;
+  const cx = Math.round(w / 2 + state.head.x * s);
+  const headCy = Math.round(h * 0.42 + breathe * s * 0.004 + state.head.y * s);
   const headRy = s * 0.2;
   const headRx = headRy * avatar.headAspect;
   const pivotY = headCy + headRy;
@@ -110,7 +112,7 @@ export function drawAvatar(
     );
   }
   // Body: shoulders and shirt rise and fall with the breath.
-  const shoulderY = h * 0.98 - breathe * s * 0.008;
+  const shoulderY = Math.round(h * 0.98 - breathe * s * 0.008);
   ellipse(f, w / 2, shoulderY, s * 0.36, s * 0.3, p.shirt);
   ellipse(f, w / 2, shoulderY - s * 0.26, s * 0.09, s * 0.05, p.collar);
   // Neck.

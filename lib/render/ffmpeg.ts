@@ -87,7 +87,7 @@ export interface StreamFormat {
 /**
  * The video bit-rate cap for a frame size: 1,500 kbit/s at 384×384, scaled with the
  * pixel count (2,700 at 512×512). The rate itself comes from CRF 26 (a talking face
- * averages ~440 kbit/s at 384 and ~650 at 512, its mouth at ~47 dB PSNR:
+ * averages ~290 kbit/s at 384 and ~430 at 512, its mouth at ~48 dB PSNR:
  * docs/performance.md); the cap bounds keyframes and busy moments.
  */
 export function videoMaxKbps(width: number, height: number): number {
