@@ -196,7 +196,7 @@ class BuiltinSession implements RenderSession {
     // Latency marks index the queue: any removal invalidates them.
     if (this.#queue.length !== before) this.#marks = [];
     if (cut?.wasSpeaking || options.all || options.tag === undefined) {
-      this.#mouth.reset();
+      this.#face.closeMouth();
     }
     return cut;
   }

@@ -104,6 +104,18 @@ export class FaceDriver {
     return this.#level;
   }
 
+  /**
+   * Closes the mouth at once (the agent was cut off): the viseme weights go to `sil`
+   * and the level to 0, so the next quiet frame shows it shut.
+   */
+  closeMouth(): void {
+    this.weights.fill(0);
+    this.weights[0] = 1;
+    this.#level = 0;
+    this.#classifier.reset();
+    Object.assign(this.state.mouth, VISEME_SHAPES[0]);
+  }
+
   /** Advances one frame with that frame's audio (48 kHz). */
   next(samples: Int16Array): FaceState {
     const i = this.#frame++;

@@ -84,6 +84,21 @@ Deno.test("FaceDriver", async (t) => {
     assert.ok(maxNod > 0.005, `nod ${maxNod}`);
   });
 
+  await t.step("closeMouth() shuts the mouth on the next quiet frame", () => {
+    const speak = (face: FaceDriver) => {
+      for (let k = 0; k < 10; k++) face.next(tone(0.04, 48000, 220, 20000));
+    };
+    const cut = new FaceDriver(4);
+    speak(cut);
+    assert.ok(cut.state.mouth.open > 0.2, `open ${cut.state.mouth.open}`);
+    cut.closeMouth();
+    assert.equal(cut.next(SILENCE).mouth.open, 0);
+    // Left to itself the mouth is still closing a frame later.
+    const free = new FaceDriver(4);
+    speak(free);
+    assert.ok(free.next(SILENCE).mouth.open > 0.02);
+  });
+
   await t.step("the gaze shifts now and then while idle", () => {
     const face = new FaceDriver(11);
     const seen = new Set<string>();
