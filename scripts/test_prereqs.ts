@@ -1,7 +1,8 @@
 /**
  * What the test suite needs from outside npm, run first by `deno task test`: Chromium
- * (the browser tests drive `/usr/bin/chromium`) and Janus (the SFU tests run
- * `/usr/bin/janus` from their own config). Everything present: returns at once, no
+ * (the browser tests drive `/usr/bin/chromium`), Janus (the SFU tests run
+ * `/usr/bin/janus` from their own config) and espeak-ng (the lip-sync test rebuilds the
+ * viseme profiles through its library). Everything present: returns at once, no
  * package manager call. Something missing, as root with apt-get (a fresh Debian
  * machine, CI): `apt-get update` once, then `apt-get install -y` of the missing Debian
  * packages, quietly, with the janus package's own system service kept from starting and
@@ -20,6 +21,8 @@ export interface Prereq {
 export const PREREQS: readonly Prereq[] = [
   { path: "/usr/bin/chromium", pkg: "chromium", name: "Chromium" },
   { path: "/usr/bin/janus", pkg: "janus", name: "Janus" },
+  // The lip-sync profile test rebuilds the profiles through libespeak-ng (a dependency).
+  { path: "/usr/bin/espeak-ng", pkg: "espeak-ng", name: "espeak-ng" },
 ];
 
 export interface PrereqOptions {
@@ -69,7 +72,10 @@ async function run(
 }
 
 function listed(items: readonly Prereq[]): string {
-  return items.map((p) => `${p.name} (${p.path})`).join(" and ");
+  const named = items.map((p) => `${p.name} (${p.path})`);
+  return named.length < 3
+    ? named.join(" and ")
+    : `${named.slice(0, -1).join(", ")} and ${named.at(-1)}`;
 }
 
 /**

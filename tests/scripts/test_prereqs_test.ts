@@ -66,10 +66,10 @@ done
   };
 }
 
-const [CHROMIUM, JANUS] = PREREQS;
+const [CHROMIUM, JANUS, ESPEAK] = PREREQS;
 
 Deno.test("everything present: nothing runs, nothing is installed", async () => {
-  const box = await sandbox([CHROMIUM.path, JANUS.path]);
+  const box = await sandbox([CHROMIUM.path, JANUS.path, ESPEAK.path]);
   try {
     const installed = await ensurePrereqs({
       root: box.root,
@@ -93,29 +93,30 @@ Deno.test("missing as root with apt-get: one update, one install of what is miss
       path: box.bin,
       log: (l) => lines.push(l),
     });
-    assert.deepEqual(installed, ["chromium", "janus"]);
+    assert.deepEqual(installed, ["chromium", "janus", "espeak-ng"]);
     assert.deepEqual(await box.calls(), [
       "apt-get update -qq",
       "policy-rc.d: exit 101",
-      "apt-get install -y -qq chromium janus",
+      "apt-get install -y -qq chromium janus espeak-ng",
       "policy-rc.d: exit 101",
       "systemctl disable --now janus.service",
       "update-rc.d janus disable",
     ]);
     assert.deepEqual(lines, [
-      "installing chromium janus from Debian for the tests (apt-get, once)",
+      "installing chromium janus espeak-ng from Debian for the tests (apt-get, once)",
     ]);
     // The temporary policy is gone again; the tools are there.
     await assert.rejects(Deno.stat(`${box.root}/usr/sbin/policy-rc.d`));
     await Deno.stat(box.root + CHROMIUM.path);
     await Deno.stat(box.root + JANUS.path);
+    await Deno.stat(box.root + ESPEAK.path);
   } finally {
     await box.close();
   }
 });
 
 Deno.test("only Chromium missing: only chromium is installed, the janus service left alone", async () => {
-  const box = await sandbox([JANUS.path]);
+  const box = await sandbox([JANUS.path, ESPEAK.path]);
   try {
     const installed = await ensurePrereqs({
       root: box.root,
@@ -136,7 +137,7 @@ Deno.test("only Chromium missing: only chromium is installed, the janus service 
 });
 
 Deno.test("not root: one sentence naming what to install, and no apt-get call", async () => {
-  const box = await sandbox([JANUS.path]);
+  const box = await sandbox([JANUS.path, ESPEAK.path]);
   try {
     await assert.rejects(
       ensurePrereqs({ root: box.root, uid: 1000, path: box.bin }),
@@ -159,7 +160,7 @@ Deno.test("no apt-get: one sentence naming what to install", async () => {
       (err) =>
         err instanceof PrereqError &&
         err.message ===
-          "The tests need Chromium (/usr/bin/chromium) and Janus (/usr/bin/janus), and this machine has no apt-get to install them: install them with your package manager (on Debian/Ubuntu, `sudo apt-get install -y chromium janus`) and run the tests again.",
+          "The tests need Chromium (/usr/bin/chromium), Janus (/usr/bin/janus) and espeak-ng (/usr/bin/espeak-ng), and this machine has no apt-get to install them: install them with your package manager (on Debian/Ubuntu, `sudo apt-get install -y chromium janus espeak-ng`) and run the tests again.",
     );
   } finally {
     await box.close();
@@ -178,7 +179,9 @@ Deno.test("apt-get fails: one sentence, apt's output as detail, an existing poli
       ensurePrereqs({ root: box.root, uid: 0, path: box.bin, log: () => {} }),
       (err) =>
         err instanceof PrereqError &&
-        /^Installing chromium janus with apt-get failed/.test(err.message) &&
+        /^Installing chromium janus espeak-ng with apt-get failed/.test(
+          err.message,
+        ) &&
         err.detail.includes("E: Unable to locate package janus"),
     );
     // The operator's own policy was neither replaced nor removed.
@@ -214,7 +217,7 @@ Deno.test("`deno task test` runs the script first, with the permissions it needs
     const stderr = new TextDecoder().decode(out.stderr);
     if (Deno.uid() === 0) {
       assert.equal(out.code, 0, stderr);
-      assert.match(stdout, /\ninstalled chromium janus\n$/);
+      assert.match(stdout, /\ninstalled chromium janus espeak-ng\n$/);
     } else {
       assert.equal(out.code, 1, stdout);
       assert.match(stderr, /^The tests need Chromium .*: install them /);
