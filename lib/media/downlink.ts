@@ -3,6 +3,9 @@
  * segment, then media segments as they come, never queued without bound — past
  * `MAX_SOCKET_BUFFERED_BYTES` segments are dropped (counted) and sending resumes at the
  * next one that starts on a keyframe, so the decoder never gets a fragment it cannot use.
+ * JSON messages (turns, transcripts, pongs) cannot be dropped without confusing the
+ * client, so a socket that has `MAX_SOCKET_JSON_BUFFERED_BYTES` queued is closed with
+ * 1013 instead: the browser reconnects (a takeover) and starts afresh.
  */
 import { parseFragment, parseInit } from "../render/mp4.ts";
 import type { ServerMessage } from "./protocol.ts";
@@ -16,9 +19,29 @@ export interface DownlinkStats {
   segmentsDropped: number;
 }
 
-/** Sends a JSON message when the socket is open; never throws for a closed one. */
+/**
+ * Bytes a browser socket may have queued before a JSON message closes it (1013) rather
+ * than queue more: the relay's limit, above the media one so media is dropped first.
+ */
+export const MAX_SOCKET_JSON_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+/** The close code for a browser too slow to read what it is sent ("try again later"). */
+export const CLOSE_TOO_SLOW = 1013;
+
+/**
+ * Sends a JSON message when the socket is open; never throws for a closed one. A socket
+ * that does not read (over `MAX_SOCKET_JSON_BUFFERED_BYTES` queued) is closed with 1013
+ * instead, so an engine's flood of transcripts cannot grow the process without bound.
+ */
 export function sendJson(ws: WebSocket, msg: ServerMessage): void {
-  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+  if (ws.readyState !== WebSocket.OPEN) return;
+  if (ws.bufferedAmount > MAX_SOCKET_JSON_BUFFERED_BYTES) {
+    try {
+      ws.close(CLOSE_TOO_SLOW, "too slow");
+    } catch { /* already closing */ }
+    return;
+  }
+  ws.send(JSON.stringify(msg));
 }
 
 export class Downlink {
