@@ -14,8 +14,12 @@
  * cannot refuse it.
  *
  * The local maps are bounded: at most `maxAddresses` address windows and
- * `maxPrincipals` principal windows a window; past that, new subjects of the kind share
+ * `maxPrincipals` principal windows a window. Past the address bound, new addresses share
  * one overflow window (an attacker spraying addresses slows only unverified traffic).
+ * Past the principal bound, a new principal takes the window of the least recently used
+ * principal whose counts are merged (its total stays in KV and is read back when it
+ * returns), never a shared window: a tenant that mints keys by the thousand must not be
+ * able to spend one window that every other tenant's keys then fall into.
  *
  * KV's `sum` keeps no expiry (a sum even clears the expiry of the key it adds to), so
  * the flush also sweeps the keys of windows older than the previous one.
@@ -51,8 +55,12 @@ export const MAX_ADDRESS_SUBJECTS = 50_000;
 export const MAX_PRINCIPAL_SUBJECTS = 50_000;
 /** The shared window of address subjects past the bound. */
 export const ADDRESS_OVERFLOW_SUBJECT = "a:overflow";
-/** The shared window of principal subjects past the bound. */
-export const PRINCIPAL_OVERFLOW_SUBJECT = "p:overflow";
+/**
+ * Least recently used principal windows looked at for one whose counts are merged, when a
+ * new principal needs room; none of them merged (cannot happen short of the whole bound
+ * being used within one flush) → the new principal is admitted uncounted.
+ */
+const PRINCIPAL_EVICT_SCAN = 32;
 /** Client address → subject cache entries kept before the cache starts over. */
 const ADDRESS_CACHE_MAX = 10_000;
 
@@ -115,6 +123,8 @@ export class RateLimiter {
   readonly #entries = new Map<string, Entry>();
   /** Entries of `#entries` that are address subjects (the rest are principals). */
   #addresses = 0;
+  /** The principal subjects of `#entries`, least recently used first. */
+  readonly #principals = new Set<string>();
   /** Client address → its subject (a cache: the group and its MAC cost ~4 µs). */
   readonly #addressSubjects = new Map<string, string>();
   #running: Promise<void> | null = null;
@@ -183,9 +193,18 @@ export class RateLimiter {
     let counted = subject;
     let e = this.#entries.get(subject);
     if (e === undefined) {
+      if (!isAddressSubject(subject) && !this.#roomForPrincipal()) {
+        // Every principal window was used within one flush: admit, uncounted.
+        return this.#decision(nowMs, window, 1, true);
+      }
       counted = this.#counted(subject, true);
       e = this.#entries.get(counted);
       if (e === undefined && isAddressSubject(counted)) this.#addresses++;
+    }
+    if (!isAddressSubject(counted)) {
+      // Most recently used last: eviction looks at the front.
+      this.#principals.delete(counted);
+      this.#principals.add(counted);
     }
     if (e === undefined || e.window !== window) {
       // A new entry for a new window: a running flush may still hold the old one.
@@ -209,9 +228,28 @@ export class RateLimiter {
         ? subject
         : ADDRESS_OVERFLOW_SUBJECT;
     }
-    return this.#entries.size - this.#addresses < this.#maxPrincipals
-      ? subject
-      : PRINCIPAL_OVERFLOW_SUBJECT;
+    return subject;
+  }
+
+  /**
+   * Makes room for one more principal window when the bound is reached, by forgetting
+   * the least recently used principal whose counts are all merged into KV (nothing is
+   * lost: its total is read back from KV when it is counted again). False when none of
+   * the `PRINCIPAL_EVICT_SCAN` least recently used is merged.
+   */
+  #roomForPrincipal(): boolean {
+    if (this.#principals.size < this.#maxPrincipals) return true;
+    let looked = 0;
+    for (const subject of this.#principals) {
+      if (++looked > PRINCIPAL_EVICT_SCAN) break;
+      const e = this.#entries.get(subject);
+      if (e === undefined || (e.pending === 0 && e.inFlight === 0)) {
+        this.#entries.delete(subject);
+        this.#principals.delete(subject);
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The decision once `used` requests of the window are counted. */
@@ -255,6 +293,7 @@ export class RateLimiter {
       if (e.window < window) {
         this.#entries.delete(subject);
         if (isAddressSubject(subject)) this.#addresses--;
+        else this.#principals.delete(subject);
         continue;
       }
       if (e.pending > 0) {

@@ -4,7 +4,6 @@ import { createApp } from "../../../app.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import {
   ADDRESS_OVERFLOW_SUBJECT,
-  PRINCIPAL_OVERFLOW_SUBJECT,
   RATE_LIMIT_WINDOW_MS,
   RateLimiter,
   rateLimiterOf,
@@ -384,7 +383,7 @@ Deno.test("RateLimiter.flush() reads back only the subjects it merged, not every
   }
 });
 
-Deno.test("RateLimiter keeps its maps bounded: past the bound, new subjects share their kind's overflow window", async () => {
+Deno.test("RateLimiter keeps its maps bounded: past the bound, new addresses share an overflow window and new principals take a merged principal's place", async () => {
   const kv = await Deno.openKv(":memory:");
   const clock = windowClock();
   const rl = new RateLimiter({
@@ -408,14 +407,48 @@ Deno.test("RateLimiter keeps its maps bounded: past the bound, new subjects shar
     for (let i = 0; i < 4; i++) {
       assert.equal(rl.take(keySubject(`k${i}`)).remaining, 4);
     }
+    await rl.flush(); // k0..k3 merged into KV
     assert.equal(rl.take(keySubject("k4")).remaining, 4);
-    assert.equal(rl.peek(PRINCIPAL_OVERFLOW_SUBJECT).remaining, 4);
-    assert.equal(rl.size, 16);
+    assert.equal(rl.size, 15, "k0, the least recently used, made room for k4");
+    // k0 comes back: its count is read back from KV, not lost.
+    assert.equal(rl.take(keySubject("k0")).remaining, 4);
+    await rl.flush();
+    assert.equal(rl.take(keySubject("k0")).remaining, 2);
     // A new window's flush forgets the old windows.
     clock.advance(RATE_LIMIT_WINDOW_MS);
     await rl.flush();
     assert.equal(rl.size, 0);
     assert.equal(rl.take(rl.addressSubject("10.9.9.9")).remaining, 4);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("RateLimiter: a tenant filling the principal bound with minted keys cannot spend other principals' windows", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = windowClock();
+  const rl = new RateLimiter({
+    kv,
+    limit: 5,
+    now: clock.now,
+    maxPrincipals: 50,
+  });
+  try {
+    // One tenant's 60 keys (it minted them with keys:admin), each used to the limit.
+    for (let i = 0; i < 60; i++) {
+      for (let n = 0; n < 5; n++) rl.take(keySubject(`attacker${i}`));
+      if (i % 10 === 9) await rl.flush();
+    }
+    await rl.flush();
+    // Another tenant's key, first seen now, has its own full window.
+    const victim = rl.take(keySubject("victim"));
+    assert.equal(victim.allowed, true);
+    assert.equal(victim.remaining, 4);
+    // And the attacker's keys stay limited: each one's total comes back from KV.
+    rl.take(keySubject("attacker0"));
+    await rl.flush();
+    assert.equal(rl.take(keySubject("attacker0")).allowed, false);
+    assert.ok(rl.size <= 50, `principal windows bounded (${rl.size})`);
   } finally {
     kv.close();
   }
