@@ -47,6 +47,12 @@ export const SESSIONS_PAGE = 50;
 export const POLL_MS = 1000;
 /** A comment line keeps idle connections (and proxies) open, and detects dead peers. */
 export const KEEPALIVE_MS = 15_000;
+/**
+ * Events a feed may have queued for a client that does not read them; past it the feed
+ * ends (the page's EventSource reconnects when it reads again), so a signed-in client
+ * that opens feeds and never reads cannot grow the process by a snapshot per change.
+ */
+export const MAX_UNREAD_EVENTS = 16;
 
 /** The table row of a session record (only display fields; never credentials). */
 export function toRow(rec: SessionRecord): SessionRow {
@@ -185,7 +191,16 @@ export function sessionsStream(
       controllerRef = controller;
       unregister = register(deps, stop);
       const send = (text: string) => {
-        if (!closed) controller.enqueue(enc.encode(text));
+        if (closed) return;
+        // desiredSize is the high-water mark (1) less the events queued and not read.
+        if ((controller.desiredSize ?? 0) < 1 - MAX_UNREAD_EVENTS) {
+          deps.log.warn(
+            "console live feed closed: the client does not read it",
+          );
+          stop();
+          return;
+        }
+        controller.enqueue(enc.encode(text));
       };
       send("retry: 2000\n\n");
       let last = "";
