@@ -1,6 +1,6 @@
 /**
- * Sign-in attempt limiting: failed console sign-ins are counted per client address in a
- * fixed 15-minute window in KV (shared by every instance); past the limit the form
+ * Sign-in attempt limiting: failed console sign-ins are counted per client address (IPv6
+ * by /64) in a fixed 15-minute window in KV (shared by every instance); past the limit the form
  * refuses further attempts from that address until the window ends.
  *
  * The check and the count are one atomic step: an attempt first reserves a place in the
@@ -10,6 +10,7 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
+import { addressGroup } from "../api/rate_subjects.ts";
 
 /** Failed sign-ins allowed per client address per window. */
 export const LOGIN_MAX_FAILURES = 10;
@@ -18,10 +19,15 @@ export const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 /** Lost commit races before an attempt gives up (and is refused for a second). */
 const MAX_RACES = 64;
 
+/**
+ * The window of `address`'s group (`addressGroup`: IPv6 by /64, as the REST rate limits
+ * count it): one host commonly holds a whole /64, and counting each of its addresses
+ * apart would give it 2^64 windows (and a KV write for each).
+ */
 function windowKey(address: string, now: number): Deno.KvKey {
   return [
     "console_login_failures",
-    address,
+    addressGroup(address),
     Math.floor(now / LOGIN_WINDOW_MS),
   ];
 }
