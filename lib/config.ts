@@ -3,6 +3,10 @@
  * the environment as a record so tests build configs without touching `Deno.env`.
  */
 
+import { z } from "zod";
+
+const ICE_URL = /^(stuns?|turns?):[^\s]+$/;
+
 export interface Config {
   port: number;
   /**
@@ -33,11 +37,14 @@ export interface Config {
   /** Per-attempt webhook delivery timeout (ms). */
   webhookTimeoutMs: number;
   allowPrivateNetworkTargets: boolean;
+  /** The realtime SFU of DECISIONS 11; null without `SFU_URL`. */
   sfu: {
     url: string;
     apiKey: string;
     apiSecret: string;
     iceServers: IceServer[];
+    /** coturn's `static-auth-secret`: `turn:` entries get time-limited credentials. */
+    turnSecret: string | undefined;
   } | null;
   idp: {
     issuer: string;
@@ -172,6 +179,53 @@ function defaultKvPath(
   return env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH;
 }
 
+const iceServersSchema = z.array(z.strictObject({
+  urls: z.union([
+    z.string().regex(ICE_URL),
+    z.array(z.string().regex(ICE_URL)).min(1),
+  ]),
+  username: z.string().optional(),
+  credential: z.string().optional(),
+}));
+
+/** `SFU_URL` and its companions (DECISIONS 11); null without `SFU_URL`. */
+function sfuConfig(env: Record<string, string | undefined>): Config["sfu"] {
+  if (!env.SFU_URL) return null;
+  if (!/^https?:\/\/[^/?#]+(\/[^?#]*)?$/.test(env.SFU_URL)) {
+    throw new ConfigError(
+      "SFU_URL must be the SFU's http(s) API URL, e.g. http://127.0.0.1:8088/janus",
+    );
+  }
+  if (!env.SFU_API_SECRET || !env.SFU_API_KEY) {
+    throw new ConfigError(
+      "SFU_URL needs SFU_API_SECRET (the Janus API token) and SFU_API_KEY (the streaming plugin's admin_key)",
+    );
+  }
+  let iceServers: IceServer[] = [];
+  if (env.ICE_SERVERS) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(env.ICE_SERVERS);
+    } catch {
+      raw = undefined;
+    }
+    const parsed = iceServersSchema.safeParse(raw);
+    if (!parsed.success) {
+      throw new ConfigError(
+        "ICE_SERVERS must be a JSON array of ICE servers ({urls, username?, credential?} with stun:, stuns:, turn: or turns: URLs)",
+      );
+    }
+    iceServers = parsed.data;
+  }
+  return {
+    url: env.SFU_URL.replace(/\/+$/, ""),
+    apiKey: env.SFU_API_KEY,
+    apiSecret: env.SFU_API_SECRET,
+    iceServers,
+    turnSecret: env.TURN_SECRET || undefined,
+  };
+}
+
 /** An `ADMIN_API_KEY` shorter than this refuses the start (DECISIONS 1). */
 export const ADMIN_API_KEY_MIN_LENGTH = 32;
 
@@ -197,25 +251,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     tokenSecret = bytes.length >= 32 ? bytes : null;
   }
 
-  let sfu: Config["sfu"] = null;
-  if (env.SFU_URL) {
-    let iceServers: IceServer[] = [];
-    if (env.ICE_SERVERS) {
-      try {
-        iceServers = JSON.parse(env.ICE_SERVERS);
-      } catch {
-        throw new ConfigError(
-          "ICE_SERVERS must be a JSON array of ICE servers",
-        );
-      }
-    }
-    sfu = {
-      url: env.SFU_URL,
-      apiKey: env.SFU_API_KEY ?? "",
-      apiSecret: env.SFU_API_SECRET ?? "",
-      iceServers,
-    };
-  }
+  const sfu = sfuConfig(env);
 
   let idp: Config["idp"] = null;
   if (env.IDP_ISSUER) {

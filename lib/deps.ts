@@ -8,6 +8,8 @@ import { idleRuntime, type SessionRuntime } from "./runtime.ts";
 import { openKv, openReadKv } from "./kv/store.ts";
 import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render/slots.ts";
+import { createJanusSfu } from "./sfu/janus.ts";
+import type { SfuPort } from "./sfu/port.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
@@ -50,6 +52,8 @@ export interface AppDeps {
   vault: CredentialVault;
   /** This instance's render slots (lib/render/slots.ts). */
   renderSlots: RenderSlots;
+  /** The realtime SFU (lib/sfu/), when `SFU_URL` is set. */
+  sfu: SfuPort | null;
 }
 
 export interface DepsOptions {
@@ -58,6 +62,8 @@ export interface DepsOptions {
   kv?: Deno.Kv;
   now?: () => number;
   log?: Logger;
+  /** Overrides the SFU built from the config. */
+  sfu?: SfuPort | null;
 }
 
 /** Builds the shared dependencies; the caller owns `close()`. */
@@ -83,6 +89,13 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
       reservationMs: config.renderReservationS * 1000,
       now,
     }),
+    sfu: options.sfu !== undefined ? options.sfu : config.sfu
+      ? createJanusSfu({
+        url: config.sfu.url,
+        token: config.sfu.apiSecret,
+        adminKey: config.sfu.apiKey,
+      })
+      : null,
   };
 }
 

@@ -1,13 +1,19 @@
 import { type Ctx, json } from "../lib/api/http.ts";
 import { kvTry } from "../lib/kv/store.ts";
+import { sfuHealthy } from "../lib/sfu/health.ts";
 
 export const handler = {
-  /** Ready when KV answers and the token secret is usable (DECISIONS 1). */
+  /**
+   * Ready when KV answers and the token secret is usable (DECISIONS 1). With `SFU_URL`
+   * set, `checks.sfu` reports the SFU too, without deciding readiness: an SFU outage
+   * fails `webrtc_sfu` creates, while `websocket_fmp4` sessions still work here.
+   */
   async GET(ctx: Ctx): Promise<Response> {
     const checks: Record<string, "ok" | "failing"> = {
       kv: "ok",
       token_secret: "ok",
     };
+    const sfu = ctx.deps.sfu ? sfuHealthy(ctx.deps) : undefined;
     try {
       await kvTry(ctx.deps.kv.get(["readyz"]), 2000);
     } catch {
@@ -15,6 +21,7 @@ export const handler = {
     }
     if (!ctx.deps.config.tokenSecret) checks.token_secret = "failing";
     const ready = Object.values(checks).every((v) => v === "ok");
+    if (sfu) checks.sfu = await sfu ? "ok" : "failing";
     return json(
       { status: ready ? "ready" : "not_ready", checks },
       ready ? 200 : 503,

@@ -47,6 +47,9 @@ import {
 } from "./store.ts";
 import { concurrencyError, insertSession } from "./insert.ts";
 import { toSessionResponse } from "./views.ts";
+import { SfuError } from "../sfu/port.ts";
+import { markSfuFailing, sfuHealthy } from "../sfu/health.ts";
+import { closeMountpoint, openMountpoint } from "../sfu/mountpoints.ts";
 
 export interface CreateSessionRequest {
   tenantId: string;
@@ -63,21 +66,80 @@ export interface CreateSessionResult {
 }
 
 /**
- * `auto` → `websocket_fmp4`; `webrtc_sfu` → 400 `AVTR_SFU_NOT_CONFIGURED`. This service
- * publishes no media to a realtime SFU, so it fails closed even when `SFU_URL` is set
- * (SPEC 2.2: `webrtc_sfu` never falls back to fMP4).
+ * The transport a create gets (SPEC 2.2, DECISIONS 11): `webrtc_sfu` needs `SFU_URL`
+ * (else 400 `AVTR_SFU_NOT_CONFIGURED`, never a fall back); `auto` picks `webrtc_sfu`
+ * when the SFU is configured and answered its last health probe, else `websocket_fmp4`.
  */
-export function resolveTransport(
+export async function resolveTransport(
+  deps: AppDeps,
   requested: Transport,
-): Exclude<Transport, "auto"> {
+): Promise<Exclude<Transport, "auto">> {
   if (requested === "webrtc_sfu") {
-    throw new ApiError(
-      "AVTR_SFU_NOT_CONFIGURED",
-      "transport webrtc_sfu is not available on this deployment",
-      { param: "transport" },
-    );
+    if (!deps.sfu) {
+      throw new ApiError(
+        "AVTR_SFU_NOT_CONFIGURED",
+        "transport webrtc_sfu is not available on this deployment",
+        { param: "transport" },
+      );
+    }
+    return "webrtc_sfu";
   }
+  if (requested === "auto" && await sfuHealthy(deps)) return "webrtc_sfu";
   return "websocket_fmp4";
+}
+
+/** The `AVTR_SFU_*` error for an SFU failure during create. */
+export function sfuCreateError(err: unknown): ApiError {
+  const kind = err instanceof SfuError ? err.kind : "connection";
+  switch (kind) {
+    case "full":
+      return new ApiError(
+        "AVTR_SFU_ROOM_FULL",
+        "The realtime SFU has no room for another session",
+        { cause: err },
+      );
+    case "negotiation":
+      return new ApiError(
+        "AVTR_SFU_NEGOTIATION_FAILED",
+        "The realtime SFU refused the session's mountpoint",
+        { cause: err },
+      );
+    default:
+      return new ApiError(
+        "AVTR_SFU_CONNECTION_FAILED",
+        "The realtime SFU could not be reached",
+        { cause: err },
+      );
+  }
+}
+
+/**
+ * Opens the session's SFU mountpoint. A requested `webrtc_sfu` fails with an
+ * `AVTR_SFU_*` code; an `auto` that picked the SFU falls back to `websocket_fmp4`.
+ */
+async function openSessionMountpoint(
+  deps: AppDeps,
+  sessionId: string,
+  requested: Transport,
+  signal: AbortSignal,
+): Promise<Exclude<Transport, "auto">> {
+  try {
+    await openMountpoint(deps, sessionId, signal);
+    return "webrtc_sfu";
+  } catch (err) {
+    if (!(err instanceof SfuError) && !signal.aborted) throw err;
+    if (!(err instanceof SfuError) || err.kind === "connection") {
+      markSfuFailing(deps);
+    }
+    if (requested === "auto") {
+      deps.log.warn("sfu: mountpoint failed; auto uses websocket_fmp4", {
+        session_id: sessionId,
+        err,
+      });
+      return "websocket_fmp4";
+    }
+    throw sfuCreateError(err);
+  }
 }
 
 /** The catalog entries named by `avatar_config` (defaults when omitted), else 400. */
@@ -164,9 +226,10 @@ async function withStartTimeout<T>(
 
 /**
  * Creates and starts a session for `tenantId` (SPEC 4.1). Throws the `ApiError`s of
- * DECISIONS 3/4: 400s for the body (and a `vendor_c.signed_url` off `VENDOR_C_URL`), 422 for an idempotency mismatch, 429 over the
- * tenant's limit, 502/503/504 from the provider pre-flight, 503 without render capacity,
- * token secret or store.
+ * DECISIONS 3/4/11: 400s for the body (and a `vendor_c.signed_url` off `VENDOR_C_URL`,
+ * and `webrtc_sfu` without an SFU), 422 for an idempotency mismatch, 429 over the
+ * tenant's limit, 502/503/504 from the provider pre-flight and the SFU's mountpoint,
+ * 503 without render capacity, token secret or store.
  */
 export async function createSession(
   deps: AppDeps,
@@ -174,7 +237,7 @@ export async function createSession(
 ): Promise<CreateSessionResult> {
   const input = parseCreateSession(request.body);
   checkProviderTargets(deps, input);
-  const transport = resolveTransport(input.transport);
+  let transport = await resolveTransport(deps, input.transport);
   const { avatarId, bgId } = resolveAvatar(input.avatar_config);
   requireTokenSecret(deps);
 
@@ -221,10 +284,22 @@ export async function createSession(
         { retryAfter: deps.renderSlots.retryAfterS() },
       );
     }
-    const creds = await withStartTimeout(
-      deps,
-      (signal) => preflightProvider(deps, credentialsOf(input), signal),
-    );
+    const creds = await withStartTimeout(deps, async (signal) => {
+      const creds = await preflightProvider(
+        deps,
+        credentialsOf(input),
+        signal,
+      );
+      if (transport === "webrtc_sfu") {
+        transport = await openSessionMountpoint(
+          deps,
+          sessionId,
+          input.transport,
+          signal,
+        );
+      }
+      return creds;
+    });
     deps.vault.put(sessionId, creds);
     const now = deps.now();
     const record: SessionRecord = {
@@ -265,6 +340,14 @@ export async function createSession(
     if (!committed) {
       deps.vault.zero(sessionId);
       deps.renderSlots.release(sessionId);
+      if (transport === "webrtc_sfu") {
+        await closeMountpoint(deps, sessionId).catch((err) =>
+          deps.log.warn("sfu: mountpoint destroy failed; the sweep retries", {
+            session_id: sessionId,
+            err,
+          })
+        );
+      }
       if (claim) await releaseIdempotent(deps, claim);
     }
   }

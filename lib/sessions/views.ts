@@ -15,6 +15,7 @@ import type {
 import { SESSION_ID_PATTERN } from "../api/schemas.ts";
 import { mintToken } from "../auth/tokens.ts";
 import { isTerminal, recordOf, type SessionRecord } from "./store.ts";
+import { iceServersFor } from "../sfu/ice.ts";
 
 /** 404 `AVTR_SESSION_NOT_FOUND`, identical for absent and other tenants' sessions. */
 export function sessionNotFound(): ApiError {
@@ -37,6 +38,20 @@ export function ownedSession(
   return rec;
 }
 
+/**
+ * The session's media socket URL, `{ws_base_url}/v1/sessions/{id}/ws`: the SFU
+ * signalling endpoint of a `webrtc_sfu` session (DECISIONS 11). The base is
+ * `PUBLIC_URL`, else this instance's URL, as ws(s)://.
+ */
+export function mediaSocketUrl(deps: AppDeps, sessionId: string): string {
+  const base = (deps.config.publicUrl ?? deps.instanceUrl ??
+    `http://localhost:${deps.config.port}`).replace(/\/+$/, "").replace(
+      /^http/,
+      "ws",
+    );
+  return `${base}/v1/sessions/${encodeURIComponent(sessionId)}/ws`;
+}
+
 /** Media tokens and stream metadata for `rec`, both tokens minted now. */
 export function issueMediaTokens(
   deps: AppDeps,
@@ -48,14 +63,16 @@ export function issueMediaTokens(
 } {
   const client = mintToken(deps, rec.session_id, "client");
   const session = mintToken(deps, rec.session_id, "session");
-  // Every session is websocket_fmp4 (lib/sessions/create.ts resolveTransport).
+  const sfu = rec.transport === "webrtc_sfu";
   return {
     client_token: client.token,
     expires_at: client.expiresAt,
     stream_metadata: {
       session_token: session.token,
-      sfu_endpoint: null,
-      ice_servers: [],
+      sfu_endpoint: sfu ? mediaSocketUrl(deps, rec.session_id) : null,
+      ice_servers: sfu
+        ? iceServersFor(deps.config, rec.session_id, deps.now())
+        : [],
     },
   };
 }

@@ -25,6 +25,26 @@ Deno.test("loadConfig() reads TOKEN_SECRET: generated when unset, unusable when 
   );
 });
 
+const JANUS = "http://127.0.0.1:8088/janus";
+const SFU_KEYS = { SFU_API_SECRET: "token", SFU_API_KEY: "key" };
+
+Deno.test("loadConfig() reads the SFU variables (DECISIONS 11)", () => {
+  assert.equal(loadConfig({}).sfu, null);
+  const c = loadConfig({
+    SFU_URL: JANUS + "/",
+    ...SFU_KEYS,
+    ICE_SERVERS: '[{"urls":["turn:turn.example.com:3478"]}]',
+    TURN_SECRET: "s3cret",
+  });
+  assert.deepEqual(c.sfu, {
+    url: JANUS,
+    apiSecret: "token",
+    apiKey: "key",
+    iceServers: [{ urls: ["turn:turn.example.com:3478"] }],
+    turnSecret: "s3cret",
+  });
+});
+
 Deno.test("loadConfig() refuses malformed values with a ConfigError naming the variable", async (t) => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ PORT: "eighty" }, /PORT/],
@@ -48,7 +68,13 @@ Deno.test("loadConfig() refuses malformed values with a ConfigError naming the v
       /IDP_AUDIENCE/,
     ],
     [{ ADMIN_API_KEY: "k".repeat(31) }, /ADMIN_API_KEY.*32/],
-    [{ SFU_URL: "wss://sfu.example.com", ICE_SERVERS: "[" }, /ICE_SERVERS/],
+    [{ SFU_URL: "wss://sfu.example.com", ...SFU_KEYS }, /SFU_URL/],
+    [{ SFU_URL: "http://127.0.0.1:8088/janus" }, /SFU_API_SECRET/],
+    [{ SFU_URL: JANUS, ...SFU_KEYS, ICE_SERVERS: "[" }, /ICE_SERVERS/],
+    [
+      { SFU_URL: JANUS, ...SFU_KEYS, ICE_SERVERS: '[{"urls":"http://x"}]' },
+      /ICE_SERVERS/,
+    ],
   ];
   for (const [env, message] of cases) {
     await t.step(Object.keys(env).join(","), () => {

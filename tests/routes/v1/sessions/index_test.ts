@@ -632,41 +632,6 @@ Deno.test("POST /v1/sessions creates a session for every provider type", async (
   }
 });
 
-Deno.test("POST /v1/sessions fails closed on webrtc_sfu even with SFU_URL set (no SFU publisher)", async (t) => {
-  const app = await sessionApp({
-    SFU_URL: "wss://sfu.example.com",
-    ICE_SERVERS: JSON.stringify([{ urls: "stun:stun.example.com:3478" }]),
-  });
-  try {
-    for (const transport of [undefined, "auto"]) {
-      await t.step(`transport ${transport} → websocket_fmp4`, async () => {
-        const res = await postCreate(app, { ...validBody(), transport });
-        const body = sessionResponseSchema.parse(await res.json());
-        assert.equal(body.transport, "websocket_fmp4");
-        assert.equal(body.stream_metadata.sfu_endpoint, null);
-        assert.deepEqual(body.stream_metadata.ice_servers, []);
-      });
-    }
-    await t.step("webrtc_sfu → 400 AVTR_SFU_NOT_CONFIGURED", async () => {
-      const res = await postCreate(app, {
-        ...validBody(),
-        transport: "webrtc_sfu",
-      });
-      assert.equal(res.status, 400);
-      const body = await res.json();
-      assert.equal(body.code, "AVTR_SFU_NOT_CONFIGURED");
-      assert.equal(body.param, "transport");
-    });
-    await t.step("the start says why", () => {
-      assert.ok(
-        app.log.lines.some((l) => l.includes("publishes no media to an SFU")),
-      );
-    });
-  } finally {
-    await app.close();
-  }
-});
-
 Deno.test("POST /v1/sessions authenticates before anything else", async (t) => {
   const app = await sessionApp();
   try {

@@ -1,0 +1,257 @@
+/**
+ * One private SFU mountpoint per `webrtc_sfu` session (DECISIONS 11): recorded in KV
+ * with its holder instance *before* the SFU makes it, destroyed when the session turns
+ * terminal (whichever instance commits that move), and swept: at start and every
+ * `SWEEP_INTERVAL_MS`, a mountpoint whose session is gone or terminal, whose holder is
+ * dead, or that has no record at all is destroyed. The record holds ids only, never a
+ * secret (a mountpoint's secret and pin derive from the SFU key, lib/sfu/janus.ts).
+ */
+import type { AppDeps } from "../deps.ts";
+import { kvTry } from "../kv/store.ts";
+import {
+  INSTANCE_STALE_MS,
+  instanceKey,
+  type InstanceRecord,
+} from "../media/presence.ts";
+import {
+  isTerminal,
+  recordOf,
+  sessionKey,
+  type SessionRecord,
+} from "../sessions/store.ts";
+import type { Mountpoint } from "./port.ts";
+
+export interface MountpointRecord {
+  session_id: string;
+  /** Null while the SFU is making it. */
+  mountpoint_id: number | null;
+  /** Instance id of the process that made it and feeds it. */
+  holder: string;
+  created_at: number;
+}
+
+/** KV key of a session's mountpoint record. */
+export const mountpointKey = (sessionId: string) =>
+  ["sfu_mountpoints", sessionId] as const;
+
+/** How often each instance sweeps leftover mountpoints. */
+export const SWEEP_INTERVAL_MS = 10_000;
+/** A record still without a mountpoint id this long after creation is abandoned. */
+const PENDING_MS = 60_000;
+
+/** This instance's live mountpoints (the renderer and the viewers need the ports). */
+const live = new WeakMap<AppDeps, Map<string, Mountpoint>>();
+
+function liveOf(deps: AppDeps): Map<string, Mountpoint> {
+  let m = live.get(deps);
+  if (!m) live.set(deps, m = new Map());
+  return m;
+}
+
+/** The mountpoint this instance made for `sessionId`, if any. */
+export function mountpointOf(
+  deps: AppDeps,
+  sessionId: string,
+): Mountpoint | undefined {
+  return liveOf(deps).get(sessionId);
+}
+
+/**
+ * Makes `sessionId`'s mountpoint: the KV record first (so a crash leaves something the
+ * sweep finds), then the SFU's mountpoint, then the record's id. Throws `SfuError` (or
+ * a KV error); on failure nothing is left behind that the sweep would not remove.
+ */
+export async function openMountpoint(
+  deps: AppDeps,
+  sessionId: string,
+  signal?: AbortSignal,
+): Promise<Mountpoint> {
+  const sfu = deps.sfu;
+  if (!sfu) throw new Error("no SFU configured");
+  const record: MountpointRecord = {
+    session_id: sessionId,
+    mountpoint_id: null,
+    holder: deps.instanceId,
+    created_at: deps.now(),
+  };
+  await kvTry(deps.kv.set(mountpointKey(sessionId), record));
+  let mp: Mountpoint;
+  try {
+    mp = await sfu.createMountpoint(sessionId, signal);
+  } catch (err) {
+    await kvTry(deps.kv.delete(mountpointKey(sessionId))).catch(() => {});
+    throw err;
+  }
+  liveOf(deps).set(sessionId, mp);
+  try {
+    await kvTry(deps.kv.set(
+      mountpointKey(sessionId),
+      {
+        ...record,
+        mountpoint_id: mp.id,
+      } satisfies MountpointRecord,
+    ));
+  } catch (err) {
+    await closeMountpoint(deps, sessionId).catch(() => {});
+    throw err;
+  }
+  return mp;
+}
+
+/**
+ * Destroys `sessionId`'s mountpoint (if any) on the SFU and deletes its record. The
+ * record stays when the SFU cannot be reached, for the sweep to retry.
+ */
+export async function closeMountpoint(
+  deps: AppDeps,
+  sessionId: string,
+): Promise<void> {
+  const sfu = deps.sfu;
+  const mine = liveOf(deps).get(sessionId);
+  liveOf(deps).delete(sessionId);
+  if (!sfu) return;
+  const entry = await kvTry(
+    deps.kv.get<MountpointRecord>(mountpointKey(sessionId)),
+  );
+  const id = entry.value?.mountpoint_id ?? mine?.id;
+  if (id !== undefined && id !== null) {
+    await sfu.destroyMountpoint(id, AbortSignal.timeout(5_000));
+  }
+  if (entry.value) {
+    await kvTry(
+      deps.kv.atomic().check(entry).delete(mountpointKey(sessionId)).commit(),
+    );
+  }
+}
+
+/** Whether `holder` is an instance with a fresh heartbeat. */
+function alive(rec: InstanceRecord | null, now: number): boolean {
+  return rec !== null && now - rec.heartbeat_at < INSTANCE_STALE_MS;
+}
+
+export interface SweepResult {
+  destroyed: number[];
+}
+
+/**
+ * One sweep: destroys the mountpoints of sessions that are gone or terminal, of dead
+ * holders, and those the SFU holds with no record (a crash between make and record).
+ */
+export async function sweepMountpoints(deps: AppDeps): Promise<SweepResult> {
+  const sfu = deps.sfu;
+  const result: SweepResult = { destroyed: [] };
+  if (!sfu) return result;
+  const now = deps.now();
+  const records = new Map<string, Deno.KvEntry<MountpointRecord>>();
+  for await (
+    const e of deps.kv.list<MountpointRecord>({ prefix: ["sfu_mountpoints"] })
+  ) {
+    records.set(e.value.session_id, e);
+  }
+  const ids = [...records.keys()];
+  const sessions = new Map<string, SessionRecord | null>();
+  const holders = new Map<string, InstanceRecord | null>();
+  for (let i = 0; i < ids.length; i += 10) {
+    const part = ids.slice(i, i + 10);
+    const got = await kvTry(deps.kv.getMany(part.map(sessionKey)));
+    part.forEach((id, k) => sessions.set(id, recordOf(deps, got[k])));
+  }
+  const holderIds = [
+    ...new Set([...records.values()].map((e) => e.value.holder)),
+  ];
+  for (let i = 0; i < holderIds.length; i += 10) {
+    const part = holderIds.slice(i, i + 10);
+    const got = await kvTry(
+      deps.kv.getMany<InstanceRecord[]>(part.map(instanceKey)),
+    );
+    part.forEach((id, k) => holders.set(id, got[k].value));
+  }
+  const keep = new Set<number>();
+  for (const [id, entry] of records) {
+    const r = entry.value;
+    const s = sessions.get(id);
+    const holderAlive = r.holder === deps.instanceId ||
+      alive(holders.get(r.holder) ?? null, now);
+    const stale = !s || isTerminal(s.status) || !holderAlive ||
+      (r.mountpoint_id === null && now - r.created_at > PENDING_MS);
+    if (!stale) {
+      if (r.mountpoint_id !== null) keep.add(r.mountpoint_id);
+      continue;
+    }
+    try {
+      if (r.mountpoint_id !== null) {
+        await sfu.destroyMountpoint(r.mountpoint_id);
+        result.destroyed.push(r.mountpoint_id);
+      }
+      await kvTry(
+        deps.kv.atomic().check(entry).delete(mountpointKey(id)).commit(),
+      );
+      liveOf(deps).delete(id);
+    } catch (err) {
+      deps.log.warn("sfu sweep: destroy failed", { session_id: id, err });
+    }
+  }
+  // Mountpoints on the SFU with no record: ours by label, left by a crash.
+  const pendingIds = new Set(
+    [...records.values()].filter((e) => e.value.mountpoint_id === null).map((
+      e,
+    ) => e.value.session_id),
+  );
+  for (const m of await sfu.listMountpoints()) {
+    if (keep.has(m.id) || !m.label.startsWith("session:")) continue;
+    if (pendingIds.has(m.label) || result.destroyed.includes(m.id)) continue;
+    if (liveOf(deps).get(m.label)?.id === m.id) continue;
+    const rec = records.get(m.label);
+    if (rec && rec.value.mountpoint_id === m.id) continue;
+    // Made since our snapshot? Its record was written before the SFU made it.
+    const fresh = await kvTry(deps.kv.get(mountpointKey(m.label)));
+    if (fresh.value !== null && !rec) continue;
+    try {
+      await sfu.destroyMountpoint(m.id);
+      result.destroyed.push(m.id);
+    } catch (err) {
+      deps.log.warn("sfu sweep: destroy failed", { err });
+    }
+  }
+  return result;
+}
+
+/**
+ * Starts the SFU side of the service: destroys a session's mountpoint when it turns
+ * terminal, and sweeps leftovers now and every `SWEEP_INTERVAL_MS`.
+ */
+export function startSfu(deps: AppDeps): void {
+  if (!deps.sfu) return;
+  deps.sessionHooks.afterCommit.push((before, after) => {
+    const b = before as SessionRecord | null;
+    const a = after as SessionRecord;
+    if (a.transport !== "webrtc_sfu" || !isTerminal(a.status)) return;
+    if (b && isTerminal(b.status)) return;
+    closeMountpoint(deps, a.session_id).catch((err) =>
+      deps.log.warn("sfu: mountpoint destroy failed; the sweep retries", {
+        session_id: a.session_id,
+        err,
+      })
+    );
+  });
+  let running = false;
+  const sweep = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const r = await sweepMountpoints(deps);
+      if (r.destroyed.length > 0) {
+        deps.log.info("sfu sweep destroyed leftover mountpoints", {
+          count: r.destroyed.length,
+        });
+      }
+    } catch (err) {
+      deps.log.warn("sfu sweep failed", { err });
+    } finally {
+      running = false;
+    }
+  };
+  void sweep();
+  const timer = setInterval(sweep, SWEEP_INTERVAL_MS);
+  deps.onClose.push(() => clearInterval(timer));
+}
