@@ -18,6 +18,11 @@ export interface EncoderOptions extends StreamFormat {
   ffmpeg: string;
   /** Frames that may wait for the encoder before `write` reports a stall. */
   maxQueuedFrames?: number;
+  /**
+   * Another output than fMP4 on stdout (e.g. RTP, ./rtp.ts): ffmpeg's arguments for the
+   * two input sockets. stdout is then read and dropped; `onInit`/`onSegment` never fire.
+   */
+  args?: (videoSocket: string, audioSocket: string) => string[];
 }
 
 const live = new Set<Deno.ChildProcess>();
@@ -149,7 +154,9 @@ export class Encoder {
       listeners.push(Deno.listen({ transport: "unix", path: vPath }));
       listeners.push(Deno.listen({ transport: "unix", path: aPath }));
       this.#child = new Deno.Command(options.ffmpeg, {
-        args: encoderArgs(options, vPath, aPath),
+        args: options.args
+          ? options.args(vPath, aPath)
+          : encoderArgs(options, vPath, aPath),
         stdin: "null",
         stdout: "piped",
         stderr: "piped",
@@ -168,7 +175,10 @@ export class Encoder {
     );
     live.add(this.#child);
     this.pid = this.#child.pid;
-    this.#readers = Promise.all([this.#readStdout(), this.#readStderr()]).then(
+    this.#readers = Promise.all([
+      options.args ? this.#drainStdout() : this.#readStdout(),
+      this.#readStderr(),
+    ]).then(
       () => {},
     );
     this.#exited = this.#child.status.then((status) => {
@@ -274,6 +284,14 @@ export class Encoder {
       }
     } catch {
       // the pipe broke with the process; the exit handler reports it
+    }
+  }
+
+  async #drainStdout(): Promise<void> {
+    try {
+      for await (const _ of this.#child.stdout) { /* not ours to read */ }
+    } catch {
+      // the pipe broke with the process
     }
   }
 

@@ -1,0 +1,161 @@
+/**
+ * The RTP output of a render session (DECISIONS 11): one ffmpeg for the session's life
+ * encoding H.264 baseline (`packetization-mode=1`, pt 96, SPS/PPS before every keyframe)
+ * and Opus (pt 111) and sending each as RTP (`-f rtp`) to an SFU mountpoint's ingest
+ * ports. It sits beside the fMP4 output: the same frames and audio, another encoder.
+ */
+import { Encoder } from "./encoder.ts";
+import type { StreamFormat } from "./ffmpeg.ts";
+
+/** Where the RTP goes: an SFU mountpoint's ingest (lib/sfu/port.ts `Mountpoint`). */
+export interface RtpTarget {
+  host: string;
+  videoPort: number;
+  audioPort: number;
+}
+
+/** Payload types the mountpoint expects (lib/sfu/janus.ts). */
+export const RTP_VIDEO_PT = 96;
+export const RTP_AUDIO_PT = 111;
+/** RTP packets stay below a typical path MTU once SRTP and ICE are added. */
+const RTP_PACKET_SIZE = 1200;
+
+/** ffmpeg arguments: raw I420 + s16le mono in (two unix sockets), two RTP streams out. */
+export function rtpEncoderArgs(
+  fmt: StreamFormat,
+  videoSocket: string,
+  audioSocket: string,
+  target: RtpTarget,
+): string[] {
+  const gop = String(fmt.fps);
+  const lowLatencyInput = [
+    "-thread_queue_size",
+    "64",
+    "-probesize",
+    "32",
+    "-analyzeduration",
+    "0",
+    "-fflags",
+    "nobuffer",
+  ];
+  const host = target.host.includes(":") ? `[${target.host}]` : target.host;
+  const rtp = (port: number) =>
+    `rtp://${host}:${port}?rtcpport=${port + 1}&pkt_size=${RTP_PACKET_SIZE}`;
+  return [
+    "-hide_banner",
+    "-nostdin",
+    "-loglevel",
+    "error",
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "yuv420p",
+    "-video_size",
+    `${fmt.width}x${fmt.height}`,
+    "-framerate",
+    String(fmt.fps),
+    ...lowLatencyInput,
+    "-i",
+    `unix:${videoSocket}`,
+    "-f",
+    "s16le",
+    "-ar",
+    String(fmt.sampleRate),
+    "-ac",
+    "1",
+    ...lowLatencyInput,
+    "-i",
+    `unix:${audioSocket}`,
+    "-map",
+    "0:v:0",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-tune",
+    "zerolatency",
+    "-profile:v",
+    "baseline",
+    "-level",
+    "3.1",
+    "-pix_fmt",
+    "yuv420p",
+    "-g",
+    gop,
+    "-keyint_min",
+    gop,
+    "-sc_threshold",
+    "0",
+    "-bf",
+    "0",
+    "-crf",
+    "26",
+    "-maxrate",
+    "1500k",
+    "-bufsize",
+    "1500k",
+    // Janus has no sprop-parameter-sets: SPS/PPS go in band before every keyframe.
+    "-x264-params",
+    "repeat-headers=1",
+    "-payload_type",
+    String(RTP_VIDEO_PT),
+    "-f",
+    "rtp",
+    rtp(target.videoPort),
+    "-map",
+    "1:a:0",
+    "-c:a",
+    "libopus",
+    "-application",
+    "lowdelay",
+    "-frame_duration",
+    "20",
+    "-b:a",
+    "48k",
+    "-ar",
+    "48000",
+    "-payload_type",
+    String(RTP_AUDIO_PT),
+    "-f",
+    "rtp",
+    rtp(target.audioPort),
+  ];
+}
+
+/** The session's RTP encoder: fed every rendered frame until stopped. */
+export class RtpOutput {
+  readonly #encoder: Encoder;
+
+  /** Spawns ffmpeg; throws when spawning fails. `onFailure` reports a dead encoder. */
+  constructor(
+    ffmpeg: string,
+    fmt: StreamFormat,
+    target: RtpTarget,
+    onFailure: (err: Error) => void,
+  ) {
+    this.#encoder = new Encoder({
+      ffmpeg,
+      ...fmt,
+      args: (v, a) => rtpEncoderArgs(fmt, v, a, target),
+    }, {
+      onInit: () => {},
+      onSegment: () => {},
+      onFailure,
+    });
+  }
+
+  get pid(): number {
+    return this.#encoder.pid;
+  }
+
+  /** One frame and its audio; false when the encoder fell behind (a failure). */
+  write(frame: Uint8Array, audio: Uint8Array): boolean {
+    return this.#encoder.write(frame, audio);
+  }
+
+  stop(options: { graceful: boolean; timeoutMs: number }): Promise<
+    { clean: boolean }
+  > {
+    return this.#encoder.stop(options);
+  }
+}
