@@ -1,14 +1,17 @@
 /**
  * Browser client of the live avatar service: connects the media socket
- * (docs/media-protocol.md), plays the avatar's fMP4 stream in a `<video>`, sends the
- * microphone as PCM16LE frames, and reconnects after network loss or a sleeping tab by
- * taking the session over with a fresh token.
+ * (docs/media-protocol.md), plays the avatar in a `<video>` — the fMP4 stream over MSE
+ * for `websocket_fmp4` sessions, WebRTC from the SFU for `webrtc_sfu` ones (signalling on
+ * the same socket, client/webrtc.ts) — sends the microphone as PCM16LE frames, and
+ * reconnects after network loss or a sleeping tab by taking the session over with a
+ * fresh token.
  *
  * Bundle for a page: `deno bundle --platform browser -o avatar.js client/browser.ts`.
  */
 import { MicUplink } from "./mic_uplink.ts";
 import { LiveBuffer } from "./mse.ts";
 import { SpeakingSchedule } from "./speaking.ts";
+import { RtcPlayback } from "./webrtc.ts";
 import type {
   AvatarPlayerEventMap,
   AvatarPlayerOptions,
@@ -23,6 +26,7 @@ import {
 } from "./protocol.ts";
 
 export { LiveBuffer } from "./mse.ts";
+export { RtcPlayback } from "./webrtc.ts";
 export { PCM_WORKLET_SOURCE } from "./pcm-worklet.ts";
 export type * from "./player_types.ts";
 
@@ -33,9 +37,16 @@ export class AvatarPlayer extends EventTarget {
   state: PlayerState = "idle";
   status: string | null = null;
   readonly #o:
-    & Required<Omit<AvatarPlayerOptions, "expiresAt" | "workletUrl">>
+    & Required<
+      Omit<
+        AvatarPlayerOptions,
+        "expiresAt" | "workletUrl" | "transport" | "iceServers"
+      >
+    >
     & Pick<AvatarPlayerOptions, "expiresAt" | "workletUrl">;
   readonly #buffer: LiveBuffer;
+  /** Set for a `webrtc_sfu` session: media comes over WebRTC, not the socket. */
+  readonly #rtc: RtcPlayback | null;
   readonly #token: MediaToken;
   #ws: WebSocket | null = null;
   #closing = false;
@@ -84,6 +95,19 @@ export class AvatarPlayer extends EventTarget {
       onError: (code, message) =>
         this.#emit("error", { code, fatal: false, message }),
     });
+    this.#rtc = options.transport === "webrtc_sfu"
+      ? new RtcPlayback(options.video, {
+        iceServers: options.iceServers ?? [],
+        send: (msg) => {
+          if (this.#ws?.readyState === WebSocket.OPEN) {
+            this.#ws.send(JSON.stringify(msg));
+          }
+        },
+        onError: (code, message) =>
+          this.#emit("error", { code, fatal: false, message }),
+        onPlaying: () => this.#attempts = 0,
+      })
+      : null;
   }
 
   /** The current socket, for diagnostics and tests. */
@@ -105,6 +129,8 @@ export class AvatarPlayer extends EventTarget {
       ...this.#buffer.stats,
       micFramesSent: this.#mic.framesSent,
       reconnects: this.#reconnects,
+      rtc: this.#rtc?.stats ??
+        { peerConnections: 0, framesDecoded: 0, audioPacketsReceived: 0 },
     };
   }
 
@@ -190,6 +216,7 @@ export class AvatarPlayer extends EventTarget {
     this.#ws = null;
     this.#mic.stop();
     this.#buffer.close();
+    this.#rtc?.close();
     if (this.state !== "ended") this.#setState("closed");
   }
 
@@ -236,7 +263,7 @@ export class AvatarPlayer extends EventTarget {
       ws.onmessage = (e) => {
         if (ws !== this.#ws) return;
         if (typeof e.data === "string") this.#onText(e.data);
-        else this.#buffer.append(e.data as ArrayBuffer);
+        else if (!this.#rtc) this.#buffer.append(e.data as ArrayBuffer);
       };
       ws.onclose = (e) => {
         if (!opened) {
@@ -312,6 +339,14 @@ export class AvatarPlayer extends EventTarget {
       case "pong":
         this.#keepalive.ponged();
         break;
+      case "webrtc.offer":
+        // A new viewer: its media timeline starts again, like a new init segment.
+        this.#speech.reset();
+        void this.#rtc?.offer(msg.sdp);
+        break;
+      case "webrtc.candidate":
+        void this.#rtc?.candidate(msg.candidate);
+        break;
     }
   }
 
@@ -376,12 +411,15 @@ export class AvatarPlayer extends EventTarget {
   }
 
   #onTick(): void {
-    this.#buffer.tick();
     this.#speech.check();
     const v = this.#o.video;
+    if (this.#rtc) void this.#rtc.refreshStats().catch(() => {});
+    else this.#buffer.tick();
+    const playable = this.#rtc
+      ? v.srcObject !== null
+      : this.#buffer.latencyS > 0;
     if (
-      v.paused && !this.#autoplayBlocked && this.state === "open" &&
-      this.#buffer.latencyS > 0
+      v.paused && !this.#autoplayBlocked && this.state === "open" && playable
     ) {
       v.play().catch((err) => {
         if (err instanceof DOMException && err.name === "NotAllowedError") {

@@ -2,6 +2,7 @@
  * Options, states and events of the browser client's `AvatarPlayer` (client/browser.ts).
  */
 import type { LiveBufferStats } from "./mse.ts";
+import type { IceServer, RtcStats } from "./webrtc.ts";
 
 /** A fresh media token, as `POST /v1/sessions/{id}/client-token` answers it. */
 export interface FreshToken {
@@ -18,6 +19,13 @@ export interface AvatarPlayerOptions {
   /** e.g. `wss://avatar.example.com`. */
   wsBaseUrl: string;
   video: HTMLVideoElement;
+  /**
+   * The session's `transport` from create: `webrtc_sfu` plays over WebRTC (signalling
+   * on the media socket), anything else over MSE (default `websocket_fmp4`).
+   */
+  transport?: "webrtc_sfu" | "websocket_fmp4" | "auto";
+  /** `stream_metadata.ice_servers` from create (WebRTC only). */
+  iceServers?: IceServer[];
   /** Asks the customer backend for a fresh token (it calls the client-token route). */
   refreshToken: () => Promise<FreshToken>;
   /** Capture and send the microphone (default true). */
@@ -107,4 +115,6 @@ export interface AvatarPlayerEventMap {
 export interface PlayerStats extends LiveBufferStats {
   micFramesSent: number;
   reconnects: number;
+  /** WebRTC playback (`webrtc_sfu` sessions); zeros otherwise. */
+  rtc: RtcStats;
 }

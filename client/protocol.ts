@@ -4,6 +4,7 @@
  * typed ones, and the ping/pong keepalive that notices a socket that died without closing.
  */
 import type { AvatarPlayerOptions, FreshToken } from "./player_types.ts";
+import type { SocketCandidate } from "./webrtc.ts";
 
 const TOKEN_MARGIN_MS = 10_000;
 const PING_EVERY_MS = 15_000;
@@ -37,7 +38,9 @@ export type ServerMessage =
     media_time_ms: number;
   }
   | { type: "turn.interrupted"; turn_id: string; played_ms: number }
-  | { type: "pong" };
+  | { type: "pong" }
+  | { type: "webrtc.offer"; sdp: string }
+  | { type: "webrtc.candidate"; candidate: SocketCandidate | null };
 
 /** A finite, non-negative number, or null. */
 function ms(v: unknown): number | null {
@@ -155,6 +158,25 @@ export function decodeServerMessage(data: string): ServerMessage | null {
     }
     case "pong":
       return { type: "pong" };
+    case "webrtc.offer":
+      return typeof msg.sdp === "string"
+        ? { type: "webrtc.offer", sdp: msg.sdp }
+        : null;
+    case "webrtc.candidate": {
+      const c = msg.candidate as Record<string, unknown> | null;
+      if (c === null) return { type: "webrtc.candidate", candidate: null };
+      if (typeof c !== "object" || typeof c.candidate !== "string") return null;
+      return {
+        type: "webrtc.candidate",
+        candidate: {
+          candidate: c.candidate,
+          sdpMid: typeof c.sdpMid === "string" ? c.sdpMid : null,
+          sdpMLineIndex: typeof c.sdpMLineIndex === "number"
+            ? c.sdpMLineIndex
+            : null,
+        },
+      };
+    }
   }
   return null;
 }

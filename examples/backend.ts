@@ -6,6 +6,7 @@
  *
  *   AVATAR_BASE_URL=http://localhost:8000 AVATAR_API_KEY=avk_… \
  *   ENGINE_URL=wss://engine.example.com/engine ENGINE_TOKEN=… \
+ *   AVATAR_TRANSPORT=auto \                    # or webrtc_sfu / websocket_fmp4
  *   deno run -A examples/backend.ts            # then open http://localhost:3000
  *
  * A real backend authenticates its own users first and remembers which user owns which
@@ -21,6 +22,8 @@ export interface BackendOptions {
   engine: { url: string; authHeaders: Record<string, string> };
   /** The browser client bundle (`bundleBrowserClient()`), served at /avatar.js. */
   browserBundle: string;
+  /** The transport sessions ask for (default `auto`: the SFU when the service has one). */
+  transport?: "auto" | "webrtc_sfu" | "websocket_fmp4";
 }
 
 const HERE = new URL("./", import.meta.url);
@@ -88,6 +91,7 @@ export function createBackend(
             auth_headers: options.engine.authHeaders,
           },
         },
+        transport: options.transport ?? "auto",
       });
       mine.add(session.session_id);
       return json({
@@ -95,6 +99,9 @@ export function createBackend(
         client_token: session.client_token,
         expires_at: session.expires_at,
         ws_base_url: options.wsBaseUrl,
+        // The player picks MSE or WebRTC from these.
+        transport: session.transport,
+        ice_servers: session.stream_metadata.ice_servers,
       });
     }
     const m = pathname.match(/^\/api\/avatar\/sessions\/([^/]+)\/(token|end)$/);
@@ -135,6 +142,10 @@ if (import.meta.main) {
       authHeaders: { authorization: `Bearer ${env("ENGINE_TOKEN")}` },
     },
     browserBundle: await bundleBrowserClient(),
+    transport: (Deno.env.get("AVATAR_TRANSPORT") ?? "auto") as
+      | "auto"
+      | "webrtc_sfu"
+      | "websocket_fmp4",
   });
   Deno.serve({ port: Number(Deno.env.get("PORT") ?? 3000) }, handler);
 }

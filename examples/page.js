@@ -26,6 +26,9 @@ $("start").onclick = async () => {
     token: s.client_token,
     expiresAt: s.expires_at,
     wsBaseUrl: s.ws_base_url,
+    // webrtc_sfu plays over WebRTC, websocket_fmp4 over MSE: same player, same events.
+    transport: s.transport,
+    iceServers: s.ice_servers,
     video,
     refreshToken: () =>
       post(`/api/avatar/sessions/${encodeURIComponent(s.session_id)}/token`),

@@ -31,6 +31,8 @@ import {
   requestRemoteEnd,
 } from "./end_requests.ts";
 import { LiveSession } from "./live.ts";
+import { sendJson } from "./downlink.ts";
+import { type SfuLink, sfuLinkFor } from "../sfu/signalling.ts";
 import { presenceKey } from "./presence.ts";
 
 export { HUB_POLL_MS };
@@ -186,9 +188,19 @@ export class MediaHub implements SessionRuntime {
       (why: string, source: FailureSource, reason: EndReason) =>
         this.liveFailed(id, why, source, reason),
     );
+    if (session.transport === "webrtc_sfu") live.sfu = this.sfuLink(live);
     live.attach(ws, session.status);
     await this.markPresence(id, true);
     await this.activate(live, session);
+  }
+
+  /** The SFU side of a webrtc_sfu session (null: this process holds no mountpoint). */
+  private sfuLink(live: LiveSession): SfuLink | null {
+    return sfuLinkFor(this.deps, live.sessionId, {
+      send: (ws, msg) => sendJson(ws, msg),
+      onFlowing: () => live.sfuFlowing(),
+      onViewerFailed: () => live.sendError("avatar_render_failed", false),
+    });
   }
 
   private async markPresence(id: string, attached: boolean): Promise<void> {
@@ -216,6 +228,10 @@ export class MediaHub implements SessionRuntime {
     if (session.status !== "created") {
       // Active or activating without a live object here: this process lost it (restart).
       await this.fail(live, "live media state was lost", "instance_lost");
+      return;
+    }
+    if (session.transport === "webrtc_sfu" && !live.sfu) {
+      await this.fail(live, "the session's SFU mountpoint is not held here");
       return;
     }
     const moved = await moveSession(deps, id, {
@@ -263,6 +279,7 @@ export class MediaHub implements SessionRuntime {
         sessionId: id,
         avatarId: session.avatar_id,
         bgId: session.bg_id,
+        output: session.transport === "webrtc_sfu" ? "rtp" : "fmp4",
       }).then((render) => {
         if (!live.closed) live.startRendering(render);
         return render;

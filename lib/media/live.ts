@@ -7,6 +7,7 @@ import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink } from "../render/port.ts";
 import { Turns } from "./turns.ts";
+import type { SfuLink } from "../sfu/signalling.ts";
 import { bindSocket, containAll, type FailureSource } from "./contain.ts";
 import { Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
@@ -44,6 +45,8 @@ export class LiveSession {
   socket: WebSocket | null = null;
   engine: EngineConnection | null = null;
   render: RenderSession | null = null;
+  /** A webrtc_sfu session's SFU side: media goes out as RTP, sockets get WebRTC offers. */
+  sfu: SfuLink | null = null;
   readonly stats: LiveStats = {
     segmentsSent: 0,
     segmentsDropped: 0,
@@ -249,7 +252,8 @@ export class LiveSession {
       close: () => {
         if (this.socket === ws) {
           this.socket = null;
-          this.render?.detach();
+          if (this.sfu) this.sfu.detach(ws);
+          else this.render?.detach();
           this.onDetached?.();
         }
       },
@@ -257,13 +261,44 @@ export class LiveSession {
       error: () => {},
     });
     sendJson(ws, { type: "session.state", status });
-    if (this.render) this.render.attach(this.sinkFor(ws));
+    if (this.sfu) this.sfu.attach(ws);
+    else if (this.render) this.render.attach(this.sinkFor(ws));
   }
 
-  /** Starts streaming to the current socket once the renderer exists. */
+  /**
+   * Starts streaming once the renderer exists: to the current socket (fMP4), or for a
+   * webrtc_sfu session as RTP to its mountpoint, whatever the sockets do.
+   */
   startRendering(render: RenderSession): void {
     this.render = render;
+    if (this.sfu) {
+      if (!render.publishRtp) {
+        this.onFailed?.(
+          "the renderer cannot publish to the SFU",
+          "render",
+          "render_failed",
+        );
+        return;
+      }
+      render.publishRtp(this.sfu.mountpoint, (err) => {
+        this.deps.log.error("render rtp error", {
+          session_id: this.sessionId,
+          err,
+        });
+        this.onFailed?.(
+          "the renderer's RTP output failed",
+          "render",
+          "render_failed",
+        );
+      });
+      return;
+    }
     if (this.socket) render.attach(this.sinkFor(this.socket));
+  }
+
+  /** The SFU reports the current socket's viewer receiving media: the stream is up. */
+  sfuFlowing(): void {
+    this.onInitSent?.();
   }
 
   /** One browser frame, judged by the socket's gate (./gate.ts) before any use. */
@@ -320,6 +355,19 @@ export class LiveSession {
       }
       case "interrupt":
         return this.turns.interrupt();
+      case "webrtc.answer":
+      case "webrtc.candidate": {
+        const ws = this.socket;
+        if (!this.sfu || !ws) {
+          this.stats.invalidMessages++;
+          this.sendError("invalid_message", false);
+        } else if (msg.type === "webrtc.answer") {
+          void this.sfu.answer(ws, msg.sdp);
+        } else {
+          void this.sfu.candidate(ws, msg.candidate);
+        }
+        break;
+      }
     }
   }
 
@@ -369,7 +417,7 @@ export class LiveSession {
         );
       }
     })();
-    await Promise.all([engineDone, renderDone]);
+    await Promise.all([engineDone, renderDone, this.sfu?.close()]);
     return problems;
   }
 
@@ -414,6 +462,7 @@ export class LiveSession {
     this.closed = true;
     this.turns.close();
     this.engine?.close();
+    await this.sfu?.close();
     await this.render?.stop({ graceful: false, timeoutMs: 0 }).catch(() =>
       undefined
     );

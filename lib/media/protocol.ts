@@ -11,6 +11,10 @@ export const DEFAULT_BROWSER_SAMPLE_RATE = 24000;
 /** Longest typed turn accepted, in characters. */
 export const MAX_TEXT_LENGTH = 4000;
 
+/** Longest SDP answer and ICE candidate line accepted, in characters. */
+export const MAX_SDP_LENGTH = 32 * 1024;
+export const MAX_CANDIDATE_LENGTH = 1024;
+
 export const clientMessageSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("audio.config"),
@@ -22,6 +26,19 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
   }),
   z.object({ type: z.literal("interrupt") }),
   z.object({ type: z.literal("ping") }),
+  // WebRTC signalling of a webrtc_sfu session (DECISIONS 11), proxied to the SFU.
+  z.object({
+    type: z.literal("webrtc.answer"),
+    sdp: z.string().min(1).max(MAX_SDP_LENGTH),
+  }),
+  z.object({
+    type: z.literal("webrtc.candidate"),
+    candidate: z.object({
+      candidate: z.string().max(MAX_CANDIDATE_LENGTH),
+      sdpMid: z.string().max(64).nullish(),
+      sdpMLineIndex: z.number().int().min(0).max(64).nullish(),
+    }).nullable(),
+  }),
 ]);
 
 export type ClientMessage = z.infer<typeof clientMessageSchema>;
@@ -115,7 +132,16 @@ export type ServerMessage =
     media_time_ms: number;
   }
   | { type: "turn.interrupted"; turn_id: string; played_ms: number }
-  | { type: "pong" };
+  | { type: "pong" }
+  | { type: "webrtc.offer"; sdp: string }
+  | {
+    type: "webrtc.candidate";
+    candidate: {
+      candidate: string;
+      sdpMid?: string | null;
+      sdpMLineIndex?: number | null;
+    } | null;
+  };
 
 /** Close code for a socket replaced by a newer one for the same session. */
 export const CLOSE_TAKEN_OVER = 4000;

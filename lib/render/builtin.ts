@@ -27,6 +27,7 @@ import { samplesToMs, SpeechTimeline } from "./speech.ts";
 export { planTicks, realClock, type RenderClock } from "./pacing.ts";
 import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
+import { RtpOutput, type RtpTarget } from "./rtp.ts";
 import { AudioQueue, Resampler, STREAM_RATE } from "./voice.ts";
 
 export interface BuiltinOptions {
@@ -53,6 +54,8 @@ class BuiltinSession implements RenderSession {
   #stopping: Promise<{ clean: boolean }> | null = null;
   /** The session's encoder run; replaced only after it failed. */
   #run: EncoderStream | null = null;
+  /** The RTP output of a webrtc_sfu session: every frame, for the session's life. */
+  #rtp: { out: RtpOutput; onError: (err: Error) => void } | null = null;
   #retiring = new Set<Promise<unknown>>();
   #last: Uint8Array | null = null;
   #frame: Frame;
@@ -73,6 +76,8 @@ class BuiltinSession implements RenderSession {
     private readonly opts: Required<Omit<BuiltinOptions, "ffmpeg">>,
     private readonly log: Logger,
     private readonly onStopped: () => void,
+    /** Start the fMP4 encoder at open (false: an RTP-only session, ./rtp.ts). */
+    private readonly warm: boolean,
   ) {
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
@@ -84,13 +89,13 @@ class BuiltinSession implements RenderSession {
     // Each session moves on its own seeded rhythm (gaze, blinks, idle motion).
     this.#face = new FaceDriver(Math.floor(Math.random() * 2 ** 32), opts.fps);
     this.#t0 = opts.clock.now();
-    this.#startRun();
+    if (warm) this.#startRun();
     this.#tick();
   }
 
   /** Whether an encoder runs (false when the warm start at open failed). */
   get running(): boolean {
-    return this.#run !== null;
+    return !this.warm || this.#run !== null;
   }
 
   get segmentsRendered(): number {
@@ -123,6 +128,37 @@ class BuiltinSession implements RenderSession {
 
   detach(): void {
     this.#run?.detach();
+  }
+
+  publishRtp(target: RtpTarget, onError: (err: Error) => void): void {
+    if (this.#closed || this.#rtp) return;
+    try {
+      const out = new RtpOutput(
+        this.ffmpeg,
+        {
+          width: this.opts.width,
+          height: this.opts.height,
+          fps: this.opts.fps,
+          sampleRate: STREAM_RATE,
+        },
+        target,
+        (err) => this.#failRtp(err),
+      );
+      this.#rtp = { out, onError };
+    } catch (err) {
+      this.log.error("render rtp encoder failed to start", { err });
+      onError(new Error("render rtp encoder failed to start"));
+    }
+  }
+
+  #failRtp(err: Error): void {
+    const rtp = this.#rtp;
+    if (!rtp) return;
+    this.#rtp = null;
+    const p = rtp.out.stop({ graceful: false, timeoutMs: 0 });
+    this.#retiring.add(p);
+    void p.finally(() => this.#retiring.delete(p));
+    rtp.onError(err);
   }
 
   /** Spawns the session's encoder; null (logged) when ffmpeg cannot start. */
@@ -214,13 +250,15 @@ class BuiltinSession implements RenderSession {
     this.#closed = true;
     if (this.#timer !== undefined) this.opts.clock.clearTimer(this.#timer);
     this.#timer = undefined;
-    let clean = true;
     const run = this.#run;
-    if (run) {
-      const r = await run.stop(options);
-      clean = r.clean;
-      this.#run = null;
-    }
+    const rtp = this.#rtp;
+    this.#rtp = null;
+    const [r, rr] = await Promise.all([
+      run?.stop(options),
+      rtp?.out.stop(options),
+    ]);
+    const clean = (r?.clean ?? true) && (rr?.clean ?? true);
+    this.#run = null;
     await Promise.all([...this.#retiring]);
     this.#queue.clear();
     this.onStopped();
@@ -264,7 +302,8 @@ class BuiltinSession implements RenderSession {
       const m = this.#marks.shift()!;
       if (m.idx >= head && run) run.mark(run.samples + (m.idx - head), m.at);
     }
-    if (!run) return;
+    const rtp = this.#rtp;
+    if (!run && !rtp) return;
     if (draw || this.#last === null) {
       this.#frame.data = new Uint8Array(
         this.opts.width * this.opts.height * 3 / 2,
@@ -279,7 +318,10 @@ class BuiltinSession implements RenderSession {
       samples.byteOffset,
       samples.byteLength,
     );
-    if (!run.write(this.#last, audio)) {
+    if (rtp && !rtp.out.write(this.#last, audio)) {
+      this.#failRtp(new Error("render rtp encoder fell behind real time"));
+    }
+    if (run && !run.write(this.#last, audio)) {
       run.fail(new Error("render encoder fell behind real time"));
     }
   }
@@ -341,6 +383,7 @@ export function createBuiltinRenderer(
         },
         deps.log,
         () => open.delete(session),
+        o.output !== "rtp",
       );
       if (!session.running) {
         await session.stop({ graceful: false, timeoutMs: 0 });

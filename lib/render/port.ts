@@ -78,12 +78,26 @@ export interface RenderSession {
   >;
   /** Latency and drop counters, for metrics and docs/performance.md. */
   stats(): RenderStats;
+  /**
+   * Also encodes the session once more as RTP (H.264 + Opus) to an SFU mountpoint
+   * (lib/render/rtp.ts), for its whole life beside any fMP4 stream. `onError`: the RTP
+   * output failed for good. Renderers that cannot (a render worker) leave it out.
+   */
+  publishRtp?(
+    target: { host: string; videoPort: number; audioPort: number },
+    onError: (err: Error) => void,
+  ): void;
 }
 
 export interface RenderOpenOptions {
   sessionId: string;
   avatarId: string;
   bgId: string;
+  /**
+   * `rtp`: the session's media goes out only through `publishRtp` (webrtc_sfu), so no
+   * fMP4 encoder is started ahead of a socket. Default `fmp4`.
+   */
+  output?: "fmp4" | "rtp";
 }
 
 /** Opens render sessions. `open` rejects with `RenderStartError`. */

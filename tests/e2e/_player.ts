@@ -26,16 +26,25 @@ export interface PlayerStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack; `onBackendRequest` sees every request the example page makes. */
+/**
+ * Starts the stack; `onBackendRequest` sees every request the example page makes, `env`
+ * goes to the service (e.g. a Janus's SFU variables), `transport` to the backend's
+ * creates.
+ */
 export async function startPlayerStack(options: {
   prefix: string;
   viewport: { width: number; height: number };
   onBackendRequest?: (req: Request) => void;
+  env?: Record<string, string>;
+  transport?: "auto" | "webrtc_sfu" | "websocket_fmp4";
 }): Promise<PlayerStack> {
   await requireChromium();
   const engineToken = "e2e-engine-token";
   const engine = await startTlsEngine({ token: engineToken });
-  const service = await testApp({ ALLOW_PRIVATE_NETWORK_TARGETS: "true" });
+  const service = await testApp({
+    ALLOW_PRIVATE_NETWORK_TARGETS: "true",
+    ...options.env,
+  });
   const { server: api, base: serviceBase } = serveLoopback((req, info) =>
     service.app.handler(req, info)
   );
@@ -51,6 +60,7 @@ export async function startPlayerStack(options: {
       authHeaders: { authorization: `Bearer ${engineToken}` },
     },
     browserBundle: await bundleBrowserClient(),
+    transport: options.transport,
   });
   const { server: backend, base: pageBase } = serveLoopback((req) => {
     options.onBackendRequest?.(req);

@@ -1,0 +1,143 @@
+/**
+ * The video side of the browser client for `webrtc_sfu` sessions: an RTCPeerConnection
+ * answering the SFU's offer that the server relays over the media socket
+ * (`webrtc.offer` / `webrtc.answer` / `webrtc.candidate`, docs/media-protocol.md), its
+ * remote stream attached to the same `<video>` the fMP4 path uses. Every offer (a new
+ * socket: reconnect or takeover) gets a fresh PeerConnection.
+ */
+
+export interface IceServer {
+  urls: string | string[];
+  username?: string;
+  credential?: string;
+}
+
+/** An ICE candidate as the socket carries it (RTCIceCandidateInit). */
+export interface SocketCandidate {
+  candidate: string;
+  sdpMid?: string | null;
+  sdpMLineIndex?: number | null;
+}
+
+export interface RtcStats {
+  /** PeerConnections negotiated (one per offer). */
+  peerConnections: number;
+  framesDecoded: number;
+  audioPacketsReceived: number;
+}
+
+export interface RtcPlaybackOptions {
+  iceServers: IceServer[];
+  /** Sends a signalling message on the current socket. */
+  send: (msg: Record<string, unknown>) => void;
+  /** Reports a negotiation or connection failure. */
+  onError: (code: string, message: string) => void;
+  /** Media arrived on the current PeerConnection. */
+  onPlaying?: () => void;
+}
+
+/** WebRTC playback of one SFU viewer at a time into a `<video>`. */
+export class RtcPlayback {
+  #pc: RTCPeerConnection | null = null;
+  #early: SocketCandidate[] = [];
+  #count = 0;
+  #last: RtcStats = {
+    peerConnections: 0,
+    framesDecoded: 0,
+    audioPacketsReceived: 0,
+  };
+
+  constructor(
+    readonly video: HTMLVideoElement,
+    private readonly options: RtcPlaybackOptions,
+  ) {}
+
+  /** Answers the SFU's offer on a fresh PeerConnection (the previous one closes). */
+  async offer(sdp: string): Promise<void> {
+    this.#closePc();
+    const pc = new RTCPeerConnection({ iceServers: this.options.iceServers });
+    this.#pc = pc;
+    this.#count++;
+    const stream = new MediaStream();
+    pc.ontrack = (e) => {
+      if (this.#pc !== pc) return;
+      stream.addTrack(e.track);
+      if (this.video.srcObject !== stream) this.video.srcObject = stream;
+      this.options.onPlaying?.();
+    };
+    pc.onicecandidate = (e) => {
+      if (this.#pc !== pc) return;
+      this.options.send({
+        type: "webrtc.candidate",
+        candidate: e.candidate ? e.candidate.toJSON() : null,
+      });
+    };
+    pc.onconnectionstatechange = () => {
+      if (this.#pc === pc && pc.connectionState === "failed") {
+        this.options.onError(
+          "media_error",
+          "The WebRTC connection to the SFU failed",
+        );
+      }
+    };
+    try {
+      await pc.setRemoteDescription({ type: "offer", sdp });
+      for (const c of this.#early.splice(0)) await pc.addIceCandidate(c);
+      const answer = await pc.createAnswer();
+      await pc.setLocalDescription(answer);
+      if (this.#pc !== pc) return;
+      this.options.send({ type: "webrtc.answer", sdp: answer.sdp ?? "" });
+    } catch (err) {
+      if (this.#pc !== pc) return;
+      this.options.onError(
+        "media_error",
+        err instanceof Error ? err.message : "WebRTC negotiation failed",
+      );
+    }
+  }
+
+  /** One SFU candidate (null: the end of them). */
+  async candidate(c: SocketCandidate | null): Promise<void> {
+    const pc = this.#pc;
+    if (!pc || !pc.remoteDescription) {
+      if (c && this.#early.length < 32) this.#early.push(c);
+      return;
+    }
+    await pc.addIceCandidate(c ?? undefined).catch(() => {});
+  }
+
+  /** Decoded frames and received audio packets so far (this PeerConnection). */
+  async refreshStats(): Promise<RtcStats> {
+    const pc = this.#pc;
+    if (!pc) return this.#last;
+    const out: RtcStats = {
+      peerConnections: this.#count,
+      framesDecoded: 0,
+      audioPacketsReceived: 0,
+    };
+    (await pc.getStats()).forEach((r) => {
+      if (r.type !== "inbound-rtp") return;
+      if (r.kind === "video") out.framesDecoded += r.framesDecoded ?? 0;
+      if (r.kind === "audio") {
+        out.audioPacketsReceived += r.packetsReceived ?? 0;
+      }
+    });
+    this.#last = out;
+    return out;
+  }
+
+  get stats(): RtcStats {
+    return this.#last;
+  }
+
+  close(): void {
+    this.#closePc();
+    this.video.srcObject = null;
+  }
+
+  #closePc(): void {
+    this.#pc?.close();
+    this.#pc = null;
+    this.#early = [];
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * WebRTC signalling of a `webrtc_sfu` session over its media socket (DECISIONS 11),
+ * proxied to the SFU. Each socket gets its own SFU viewer: the server sends
+ * `webrtc.offer`, the browser answers `webrtc.answer`, ICE candidates go either way as
+ * `webrtc.candidate`. A takeover opens a viewer for the new socket and closes the old
+ * one; the browser never sees an SFU token, pin or URL beyond the ICE/DTLS endpoint.
+ */
+import type { AppDeps } from "../deps.ts";
+import type { Logger } from "../log.ts";
+import { mountpointOf } from "./mountpoints.ts";
+import type { ServerMessage } from "../media/protocol.ts";
+import type { IceCandidate, Mountpoint, SfuPort, Viewer } from "./port.ts";
+
+export interface SfuLinkHooks {
+  /** Sends a message on `ws` when it is still open. */
+  send(ws: WebSocket, msg: ServerMessage): void;
+  /** The current socket's viewer has media flowing (DTLS up). */
+  onFlowing(): void;
+  /** The current socket's viewer could not be set up or was dropped by the SFU. */
+  onViewerFailed(reason: string): void;
+}
+
+/** The SFU side of one live session: its mountpoint and the current socket's viewer. */
+export class SfuLink {
+  #viewer: Viewer | null = null;
+  #ws: WebSocket | null = null;
+  /** Bumped on every attach/detach: an older watch that resolves late is closed. */
+  #generation = 0;
+  #closed = false;
+  /** Browser candidates that came before the viewer existed. */
+  #early: Array<IceCandidate | null> = [];
+
+  constructor(
+    readonly sfu: SfuPort,
+    readonly mountpoint: Mountpoint,
+    private readonly log: Logger,
+    private readonly sessionId: string,
+    private readonly hooks: SfuLinkHooks,
+  ) {}
+
+  /** Opens a viewer for `ws` (the session's socket now) and sends it the SFU's offer. */
+  attach(ws: WebSocket): void {
+    if (this.#closed) return;
+    this.#dropViewer();
+    this.#ws = ws;
+    const gen = ++this.#generation;
+    const current = () => gen === this.#generation && !this.#closed;
+    this.sfu.watch(this.mountpoint.id, {
+      onCandidate: (candidate) => {
+        if (current()) {
+          this.hooks.send(ws, { type: "webrtc.candidate", candidate });
+        }
+      },
+      onMediaFlowing: () => {
+        if (current()) this.hooks.onFlowing();
+      },
+      onClosed: (reason) => {
+        if (!current()) return;
+        this.#viewer = null;
+        this.hooks.onViewerFailed(`sfu viewer closed (${reason})`);
+      },
+    }, AbortSignal.timeout(10_000)).then((viewer) => {
+      if (!current()) {
+        void viewer.close();
+        return;
+      }
+      this.#viewer = viewer;
+      this.hooks.send(ws, { type: "webrtc.offer", sdp: viewer.offer });
+    }, (err) => {
+      if (!current()) return;
+      this.log.warn("sfu watch failed", { session_id: this.sessionId, err });
+      this.hooks.onViewerFailed("the SFU refused the viewer");
+    });
+  }
+
+  /** The browser's answer on `ws`. */
+  async answer(ws: WebSocket, sdp: string): Promise<void> {
+    const viewer = this.#viewer;
+    if (ws !== this.#ws || !viewer) return;
+    const gen = this.#generation;
+    try {
+      await viewer.answer(sdp, AbortSignal.timeout(10_000));
+      for (const c of this.#early.splice(0)) await viewer.trickle(c);
+    } catch (err) {
+      if (gen !== this.#generation) return;
+      this.log.warn("sfu answer refused", { session_id: this.sessionId, err });
+      this.hooks.onViewerFailed("the SFU refused the answer");
+    }
+  }
+
+  /** One browser ICE candidate (null: the end of them) on `ws`. */
+  async candidate(ws: WebSocket, c: IceCandidate | null): Promise<void> {
+    if (ws !== this.#ws) return;
+    const viewer = this.#viewer;
+    if (!viewer) {
+      if (this.#early.length < 32) this.#early.push(c);
+      return;
+    }
+    await viewer.trickle(c).catch((err) =>
+      this.log.warn("sfu trickle failed", { session_id: this.sessionId, err })
+    );
+  }
+
+  /** `ws` went away: its viewer is closed (no-op when a newer socket took over). */
+  detach(ws: WebSocket): void {
+    if (ws !== this.#ws) return;
+    this.#ws = null;
+    this.#generation++;
+    this.#dropViewer();
+  }
+
+  /** Closes the viewer for good (session teardown). The mountpoint is not ours to end. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#generation++;
+    const viewer = this.#viewer;
+    this.#viewer = null;
+    await viewer?.close().catch(() => {});
+  }
+
+  #dropViewer(): void {
+    const viewer = this.#viewer;
+    this.#viewer = null;
+    this.#early = [];
+    if (viewer) void viewer.close().catch(() => {});
+  }
+}
+
+/**
+ * The SFU link of `sessionId` on this instance, or null when this instance holds no
+ * mountpoint for it (no SFU, or the process that made it is gone).
+ */
+export function sfuLinkFor(
+  deps: AppDeps,
+  sessionId: string,
+  hooks: SfuLinkHooks,
+): SfuLink | null {
+  const mp = mountpointOf(deps, sessionId);
+  if (!deps.sfu || !mp) return null;
+  return new SfuLink(deps.sfu, mp, deps.log, sessionId, hooks);
+}

@@ -1,0 +1,166 @@
+/**
+ * The realtime transport end to end (DECISIONS 11): a real Janus started by the test
+ * (the code of `deno task sfu`), the real service on loopback with SFU_URL pointing at
+ * it, the example engine on wss, the example backend and page, and headless Chromium
+ * playing the avatar over WebRTC. Screenshot: test-output/screenshots/sfu.png.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { replyFor } from "../../scripts/example_engine.ts";
+import { createJanusSfu } from "../../lib/sfu/janus.ts";
+import type { AvatarPlayer } from "../../client/browser.ts";
+import { startPlayerStack } from "./_player.ts";
+import { startTestJanus } from "../lib/sfu/_janus.ts";
+import { requireChromium, SHOTS, WAIT } from "./_browser.ts";
+
+/** The example page exposes its player as `globalThis.avatarPlayer`. */
+type Win = { avatarPlayer: AvatarPlayer };
+
+interface Rtc {
+  frames: number;
+  audio: number;
+  pcs: number;
+  width: number;
+  state: string;
+}
+
+function rtc(page: Page): Promise<Rtc> {
+  return page.evaluate(() => {
+    const p = (globalThis as unknown as Win).avatarPlayer;
+    return {
+      frames: p?.stats.rtc.framesDecoded ?? 0,
+      audio: p?.stats.rtc.audioPacketsReceived ?? 0,
+      pcs: p?.stats.rtc.peerConnections ?? 0,
+      width: document.querySelector("video")!.videoWidth,
+      state: p?.state ?? "none",
+    };
+  });
+}
+
+/** Waits until the current PeerConnection decoded `frames` more frames and got audio. */
+async function waitPlaying(page: Page, frames: number): Promise<void> {
+  const from = await rtc(page);
+  await page.waitForFunction(
+    ([f, a]) => {
+      const p = (globalThis as unknown as Win).avatarPlayer;
+      const v = document.querySelector("video")!;
+      return !v.paused && v.videoWidth > 0 &&
+        p.stats.rtc.framesDecoded > f && p.stats.rtc.audioPacketsReceived > a;
+    },
+    [from.frames + frames, from.audio],
+    WAIT,
+  );
+}
+
+Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives a takeover; end destroys the mountpoint", async (t) => {
+  await requireChromium();
+  const janus = await startTestJanus();
+  const sfu = createJanusSfu({
+    url: janus.url,
+    token: janus.apiSecret,
+    adminKey: janus.apiKey,
+  });
+  const stack = await startPlayerStack({
+    prefix: "sfu-e2e-",
+    viewport: { width: 900, height: 900 },
+    env: janus.env,
+    transport: "webrtc_sfu",
+  });
+  const { client, pageBase, browser } = stack;
+  const { page, problems } = browser;
+  let sessionId = "";
+  try {
+    await t.step(
+      "a webrtc_sfu session plays over WebRTC and turns active",
+      async () => {
+        await page.goto(pageBase);
+        await page.getByRole("button", { name: "Start", exact: true }).click();
+        await page.waitForFunction(
+          () => (globalThis as unknown as Win).avatarPlayer?.state === "open",
+          undefined,
+          WAIT,
+        );
+        sessionId = await page.evaluate(() =>
+          (globalThis as unknown as Win).avatarPlayer._ws!.url
+        ).then((u: string) =>
+          decodeURIComponent(new URL(u).pathname.split("/")[3])
+        );
+        const s = await client.getSession(sessionId);
+        assert.equal(s.transport, "webrtc_sfu");
+        await waitPlaying(page, 25);
+        const now = await rtc(page);
+        assert.ok(now.width > 0);
+        assert.equal(now.pcs, 1);
+        await waitPlaying(page, 10);
+        assert.equal((await client.getSession(sessionId)).status, "active");
+        assert.deepEqual((await sfu.listMountpoints()).map((m) => m.label), [
+          sessionId,
+        ]);
+      },
+    );
+
+    await t.step(
+      "the page's traffic never carries a Janus credential",
+      async () => {
+        const html = await page.content();
+        for (const secret of [janus.apiSecret, janus.apiKey, janus.url]) {
+          assert.ok(!html.includes(secret));
+        }
+      },
+    );
+
+    await t.step(
+      "a typed turn comes back as an avatar transcript",
+      async () => {
+        await page.getByRole("button", { name: "Mute", exact: true }).click();
+        await page.getByLabel("Message").fill("hello avatar");
+        await page.getByRole("button", { name: "Send", exact: true }).click();
+        await page.locator('#log li[data-role="avatar"]', {
+          hasText: replyFor("hello avatar"),
+        }).waitFor(WAIT);
+      },
+    );
+
+    await t.step(
+      "a dropped socket takes over and renegotiates; playback goes on",
+      async () => {
+        const before = await rtc(page);
+        await page.evaluate(() =>
+          (globalThis as unknown as Win).avatarPlayer._ws!.close()
+        );
+        await page.waitForFunction(
+          (n) => {
+            const p = (globalThis as unknown as Win).avatarPlayer;
+            return p.state === "open" && p.stats.rtc.peerConnections > n;
+          },
+          before.pcs,
+          WAIT,
+        );
+        await waitPlaying(page, 25);
+        assert.equal((await client.getSession(sessionId)).status, "active");
+        await page.screenshot({ path: new URL("sfu.png", SHOTS).pathname });
+      },
+    );
+
+    await t.step(
+      "End ends the session and destroys its mountpoint",
+      async () => {
+        await page.getByRole("button", { name: "End", exact: true }).click();
+        await page.waitForFunction(
+          () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
+          undefined,
+          WAIT,
+        );
+        for (let i = 0; i < 100; i++) {
+          if ((await sfu.listMountpoints()).length === 0) break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.deepEqual(await sfu.listMountpoints(), []);
+        assert.deepEqual(problems, []);
+      },
+    );
+  } finally {
+    await stack.close();
+    await janus.stop();
+  }
+});
