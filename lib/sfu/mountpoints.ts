@@ -3,7 +3,8 @@
  * with its holder instance *before* the SFU makes it, destroyed when the session turns
  * terminal (whichever instance commits that move), and swept: at start and every
  * `SWEEP_INTERVAL_MS`, a mountpoint whose session is gone or terminal, whose holder is
- * dead, or that has no record at all is destroyed. The record holds ids only, never a
+ * dead (no fresh heartbeat, or a killed process this one replaced at the same address),
+ * or that has no record at all is destroyed. The record holds ids only, never a
  * secret (a mountpoint's secret and pin derive from the SFU key, lib/sfu/janus.ts).
  */
 import type { AppDeps } from "../deps.ts";
@@ -124,9 +125,20 @@ export async function closeMountpoint(
   }
 }
 
-/** Whether `holder` is an instance with a fresh heartbeat. */
-function alive(rec: InstanceRecord | null, now: number): boolean {
-  return rec !== null && now - rec.heartbeat_at < INSTANCE_STALE_MS;
+/**
+ * Whether instance `id` (record `rec`) is alive: a fresh heartbeat, and not an earlier
+ * process at this instance's own address (two live processes cannot listen on one
+ * address: that one was killed and this one restarted in its place).
+ */
+function alive(
+  deps: AppDeps,
+  id: string,
+  rec: InstanceRecord | null,
+  now: number,
+): boolean {
+  if (id === deps.instanceId) return true;
+  if (rec === null || now - rec.heartbeat_at >= INSTANCE_STALE_MS) return false;
+  return !(deps.instanceUrl !== undefined && rec.url === deps.instanceUrl);
 }
 
 export interface SweepResult {
@@ -170,8 +182,12 @@ export async function sweepMountpoints(deps: AppDeps): Promise<SweepResult> {
   for (const [id, entry] of records) {
     const r = entry.value;
     const s = sessions.get(id);
-    const holderAlive = r.holder === deps.instanceId ||
-      alive(holders.get(r.holder) ?? null, now);
+    const holderAlive = alive(
+      deps,
+      r.holder,
+      holders.get(r.holder) ?? null,
+      now,
+    );
     const stale = !s || isTerminal(s.status) || !holderAlive ||
       (r.mountpoint_id === null && now - r.created_at > PENDING_MS);
     if (!stale) {
