@@ -1,7 +1,8 @@
 /**
  * The Try it page's talk panel: plays the avatar of one session in a `<video>` and lets
  * the operator talk to it (microphone and typed text) through the SDK's browser client,
- * `AvatarPlayer` (client/browser.ts). The media token never appears in the page: the
+ * `AvatarPlayer` (client/browser.ts), over WebRTC for a `webrtc_sfu` session and MSE
+ * otherwise. The media token never appears in the page: the
  * island asks `/admin/try/token` (a CSRF-protected POST) for one before connecting and
  * whenever the player refreshes it. The video starts muted (autoplay policies) until
  * the operator enables sound.
@@ -17,6 +18,14 @@ export interface TryItProps {
   tokenUrl: string;
   /** The microphone worklet as a file (the console's CSP forbids blob: scripts). */
   workletUrl: string;
+  /** The session's transport: `webrtc_sfu` plays over WebRTC, else over MSE. */
+  transport: string;
+  /** `stream_metadata.ice_servers` of the session (WebRTC only). */
+  iceServers: {
+    urls: string | string[];
+    username?: string;
+    credential?: string;
+  }[];
   [key: string]: unknown;
 }
 
@@ -116,6 +125,10 @@ export default function TryIt(props: TryItProps) {
           video: video.current!,
           refreshToken: () => requestToken(props),
           workletUrl: props.workletUrl,
+          transport: props.transport === "webrtc_sfu"
+            ? "webrtc_sfu"
+            : "websocket_fmp4",
+          iceServers: props.iceServers,
         });
         player.current = p;
         p.on("state", (d) => {

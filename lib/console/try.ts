@@ -15,6 +15,7 @@ import {
 } from "../auth/principal.ts";
 import { kvTry } from "../kv/store.ts";
 import { CONSOLE_SESSION_TTL_MS, consoleSessionKey } from "./session.ts";
+import { type Transport, TRANSPORTS } from "../api/schemas.ts";
 
 /** Tenant ids as the API accepts them. */
 export const TRY_TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -28,6 +29,8 @@ export interface TryInput {
   header_name: string;
   avatar_id: string;
   bg_id: string;
+  /** `auto`, `webrtc_sfu` (WebRTC through the SFU) or `websocket_fmp4` (MSE). */
+  transport: Transport;
 }
 
 /** Form fields an error can be shown next to; `form` is the form as a whole. */
@@ -38,6 +41,7 @@ export type TryField =
   | "header_value"
   | "avatar_id"
   | "bg_id"
+  | "transport"
   | "form";
 
 /**
@@ -51,6 +55,7 @@ export function defaultTryInput(deps: AppDeps, by: Administrator): TryInput {
     header_name: "",
     avatar_id: DEFAULT_AVATAR_ID,
     bg_id: DEFAULT_BG_ID,
+    transport: "auto",
   };
 }
 
@@ -73,7 +78,10 @@ export function readTryForm(form: URLSearchParams, by: Administrator): {
     header_name: (form.get("header_name") ?? "").trim(),
     avatar_id: form.get("avatar_id") ?? DEFAULT_AVATAR_ID,
     bg_id: form.get("bg_id") ?? DEFAULT_BG_ID,
+    transport: "auto",
   };
+  const transport = form.get("transport") ?? "auto";
+  const known = TRANSPORTS.find((t) => t === transport);
   const headerValue = form.get("header_value") ?? "";
   const errors: Partial<Record<TryField, string>> = {};
   let forbidden = false;
@@ -89,6 +97,8 @@ export function readTryForm(form: URLSearchParams, by: Administrator): {
     errors.engine_url =
       "Enter the wss:// URL of a conversation engine (for example the one `deno task demo` starts).";
   }
+  if (known) input.transport = known;
+  else errors.transport = "Pick auto, webrtc_sfu or websocket_fmp4.";
   if (!input.header_name && headerValue) {
     errors.header_name = "Name the header this value is sent in.";
   }
@@ -105,7 +115,7 @@ export function readTryForm(form: URLSearchParams, by: Administrator): {
       provider_config: {
         external_engine: { url: input.engine_url, auth_headers: authHeaders },
       },
-      transport: "websocket_fmp4",
+      transport: input.transport,
       avatar_config: { avatar_id: input.avatar_id, bg_id: input.bg_id },
     },
     errors,
@@ -118,6 +128,7 @@ const PARAM_FIELDS: [string, TryField][] = [
   ["provider_config.external_engine.url", "engine_url"],
   ["avatar_config.avatar_id", "avatar_id"],
   ["avatar_config.bg_id", "bg_id"],
+  ["transport", "transport"],
 ];
 
 /**
@@ -141,6 +152,7 @@ export function placeApiError(
   if (err.code.startsWith("AVTR_PROVIDER")) {
     return { field: "engine_url", message };
   }
+  if (err.code.startsWith("AVTR_SFU")) return { field: "transport", message };
   return { field: "form", message };
 }
 

@@ -36,6 +36,8 @@ import {
   trySessionTenant,
 } from "../../lib/console/try.ts";
 import { ApiError } from "../../lib/api/errors.ts";
+import type { IceServer } from "../../lib/config.ts";
+import { iceServersFor } from "../../lib/sfu/ice.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import { isOperator } from "../../lib/auth/principal.ts";
 import {
@@ -48,11 +50,21 @@ import {
 
 const PATH = "/admin/try";
 
+const TRANSPORT_OPTIONS = [
+  ["auto", "auto (the server picks)"],
+  ["webrtc_sfu", "webrtc_sfu (WebRTC through the SFU)"],
+  ["websocket_fmp4", "websocket_fmp4 (fMP4 over the WebSocket)"],
+] as const;
+
 interface TryData {
   input: TryInput;
   errors: Partial<Record<TryField, string>>;
   /** Whether `TRY_ENGINE_URL` is set (the engine field then needs no hint). */
   engineConfigured: boolean;
+  /** Whether the deployment has an SFU (`SFU_URL`). */
+  sfuConfigured: boolean;
+  /** ICE servers of the session being talked to (WebRTC only). */
+  iceServers?: IceServer[];
   /** The session being talked to (or just ended). */
   session?: SessionRecord;
   notice?: string;
@@ -70,6 +82,7 @@ function formData(
     input: defaultTryInput(ctx.deps, requireAdmin(ctx)),
     errors: {},
     engineConfigured: ctx.deps.config.tryEngineUrl !== undefined,
+    sfuConfigured: ctx.deps.sfu !== null,
     ...extra,
   };
 }
@@ -92,7 +105,8 @@ async function start(ctx: Ctx, form: URLSearchParams): Promise<Response> {
     form,
     requireAdmin(ctx),
   );
-  const base = { input, engineConfigured: formData(ctx).engineConfigured };
+  const { engineConfigured, sfuConfigured } = formData(ctx);
+  const base = { input, engineConfigured, sfuConfigured };
   if (!body) return show(ctx, { ...base, errors }, forbidden ? 403 : 400);
   let sessionId: string;
   try {
@@ -174,6 +188,9 @@ export const handler = {
       formData(ctx, {
         session: rec,
         notice: isLive(rec.status) ? undefined : `Session ${rec.status}.`,
+        iceServers: rec.transport === "webrtc_sfu"
+          ? iceServersFor(ctx.deps.config, rec.session_id, ctx.deps.now())
+          : [],
       }),
     );
   },
@@ -278,6 +295,29 @@ function StartForm(
             </select>
           )}
         </Field>
+        <Field
+          id="try-transport"
+          label="Transport"
+          errorId="try-transport-error"
+          error={errors.transport}
+          help={props.data.sfuConfigured
+            ? "auto plays over WebRTC through the SFU while it answers, else over the WebSocket."
+            : "This deployment has no SFU (SFU_URL): webrtc_sfu is refused, auto uses the WebSocket."}
+        >
+          {(control) => (
+            <select name="transport" {...control}>
+              {TRANSPORT_OPTIONS.map(([value, name]) => (
+                <option
+                  key={value}
+                  value={value}
+                  selected={value === input.transport}
+                >
+                  {name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
         <fieldset class="field try-wide">
           <legend>
             Engine authentication <span class="muted">(optional)</span>
@@ -322,7 +362,9 @@ function StartForm(
   );
 }
 
-function Talk(props: { s: SessionRecord; csrf: string }) {
+function Talk(
+  props: { s: SessionRecord; csrf: string; iceServers: IceServer[] },
+) {
   const { s, csrf } = props;
   return (
     <section class="card try-card" aria-labelledby="try-talk-title">
@@ -332,6 +374,7 @@ function Talk(props: { s: SessionRecord; csrf: string }) {
         </h2>
         <p class="muted">
           Tenant <code>{s.tenant_id}</code> · {s.avatar_id} / {s.bg_id} ·{" "}
+          <code>{s.transport}</code> ·{" "}
           <a href={sessionHref(s.session_id)}>Session details</a>
         </p>
       </div>
@@ -342,6 +385,8 @@ function Talk(props: { s: SessionRecord; csrf: string }) {
           csrf,
           tokenUrl: `${PATH}/token`,
           workletUrl: WORKLET_URL,
+          transport: s.transport,
+          iceServers: props.iceServers,
         }}
       />
       <form method="post" action={PATH} class="row try-end">
@@ -386,7 +431,7 @@ export default function TryPage(
             {data.errors.form && (
               <Notice kind="error">{data.errors.form}</Notice>
             )}
-            <Talk s={s} csrf={csrf} />
+            <Talk s={s} csrf={csrf} iceServers={data.iceServers ?? []} />
           </>
         )
         : (

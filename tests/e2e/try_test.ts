@@ -8,6 +8,7 @@
  * test-output/screenshots/try-{form-,}{desktop,phone}.png.
  */
 import assert from "node:assert/strict";
+import { startTestJanus } from "../lib/sfu/_janus.ts";
 import type { Page } from "playwright-core";
 import { ensureIslandsBuilt } from "../../lib/console/bundle.ts";
 import { readSession } from "../../lib/sessions.ts";
@@ -34,9 +35,11 @@ Deno.test("try it: talk to the avatar from the console in headless Chromium", as
   await ensureIslandsBuilt();
 
   const engine = await startTlsEngine();
+  const janus = await startTestJanus();
   const app = await testApp({
     ALLOW_PRIVATE_NETWORK_TARGETS: "true",
     TRY_ENGINE_URL: engine.url,
+    ...janus.env,
   });
   const { server, base } = serveLoopback((req, info) =>
     app.app.handler(req, info)
@@ -90,6 +93,7 @@ Deno.test("try it: talk to the avatar from the console in headless Chromium", as
 
     await t.step("start a session: the avatar plays", async () => {
       await page.getByLabel("Avatar").selectOption("mira");
+      await page.getByLabel("Transport").selectOption("websocket_fmp4");
       await page.getByRole("button", { name: "Start session" }).click();
       await page.waitForURL(/\/admin\/try\?session=/);
       sessionId = new URL(page.url()).searchParams.get("session") ?? "";
@@ -168,6 +172,29 @@ Deno.test("try it: talk to the avatar from the console in headless Chromium", as
       await page.getByRole("button", { name: "Start session" }).waitFor(WAIT);
     });
 
+    await t.step("a webrtc_sfu session plays over WebRTC", async () => {
+      await page.getByLabel("Transport").selectOption("webrtc_sfu");
+      await page.getByRole("button", { name: "Start session" }).click();
+      await page.waitForURL(/\/admin\/try\?session=/);
+      const id = new URL(page.url()).searchParams.get("session") ?? "";
+      await page.getByTestId("try-status").filter({ hasText: "active" })
+        .waitFor(WAIT);
+      await page.waitForFunction(
+        () => {
+          const v = document.querySelector("video")!;
+          return v.srcObject !== null && !v.paused && v.videoWidth > 0 &&
+            v.currentTime > 1;
+        },
+        undefined,
+        WAIT,
+      );
+      const rec = await readSession(app.app.deps, id);
+      assert.equal(rec?.transport, "webrtc_sfu");
+      await shoot(page, "try-sfu");
+      await page.getByRole("button", { name: "End session" }).click();
+      await page.getByText("Session ended.").waitFor(WAIT);
+    });
+
     await t.step("no console errors and no CSP violations", () => {
       assert.deepEqual(csp, []);
       // The refused form above answers 400 on purpose; Chromium logs that.
@@ -179,5 +206,6 @@ Deno.test("try it: talk to the avatar from the console in headless Chromium", as
     await server.shutdown();
     await app.close();
     await engine.close();
+    await janus.stop();
   }
 });

@@ -19,6 +19,7 @@ Deno.test("readTryForm builds the API's create body", async (t) => {
         header_value: "Bearer s3cret",
         avatar_id: "leo",
         bg_id: "office",
+        transport: "webrtc_sfu",
       }),
       OPERATOR,
     );
@@ -33,7 +34,7 @@ Deno.test("readTryForm builds the API's create body", async (t) => {
           auth_headers: { authorization: "Bearer s3cret" },
         },
       },
-      transport: "websocket_fmp4",
+      transport: "webrtc_sfu",
       avatar_config: { avatar_id: "leo", bg_id: "office" },
     });
   });
@@ -45,6 +46,19 @@ Deno.test("readTryForm builds the API's create body", async (t) => {
     const engine = (r.body?.provider_config as Record<string, unknown>)
       .external_engine as Record<string, unknown>;
     assert.deepEqual(engine.auth_headers, {});
+    assert.equal(r.body?.transport, "auto");
+  });
+  await t.step("an unknown transport is refused before the API", () => {
+    const r = readTryForm(
+      new URLSearchParams({
+        tenant: "demo",
+        engine_url: "wss://e.example",
+        transport: "carrier_pigeon",
+      }),
+      OPERATOR,
+    );
+    assert.equal(r.body, null);
+    assert.deepEqual(Object.keys(r.errors), ["transport"]);
   });
   await t.step("incomplete forms are refused before the API", () => {
     const r = readTryForm(
@@ -91,6 +105,16 @@ Deno.test("placeApiError puts the API's error next to its field", () => {
     "engine_url",
   );
   assert.equal(at(new ApiError("AVTR_RENDER_CAPACITY", "full")), "form");
+  assert.equal(
+    at(
+      new ApiError("AVTR_SFU_NOT_CONFIGURED", "no sfu", { param: "transport" }),
+    ),
+    "transport",
+  );
+  assert.equal(
+    at(new ApiError("AVTR_SFU_CONNECTION_FAILED", "janus down")),
+    "transport",
+  );
   assert.equal(
     placeApiError(
       new ApiError("AVTR_PROVIDER_MISCONFIGURED", "bad url", {
