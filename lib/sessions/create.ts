@@ -67,15 +67,18 @@ export interface CreateSessionResult {
 
 /**
  * The transport a create gets (SPEC 2.2, DECISIONS 11): `webrtc_sfu` needs `SFU_URL`
- * (else 400 `AVTR_SFU_NOT_CONFIGURED`, never a fall back); `auto` picks `webrtc_sfu`
- * when the SFU is configured and answered its last health probe, else `websocket_fmp4`.
+ * and the built-in renderer (else 400 `AVTR_SFU_NOT_CONFIGURED`, never a fall back);
+ * `auto` picks `webrtc_sfu` when that holds and the SFU answered its last health probe,
+ * else `websocket_fmp4`.
  */
 export async function resolveTransport(
   deps: AppDeps,
   requested: Transport,
 ): Promise<Exclude<Transport, "auto">> {
+  // A render worker has no RTP output (lib/render/port.ts publishRtp): no SFU path.
+  const usable = deps.sfu !== null && !deps.config.renderWorkerUrl;
   if (requested === "webrtc_sfu") {
-    if (!deps.sfu) {
+    if (!usable) {
       throw new ApiError(
         "AVTR_SFU_NOT_CONFIGURED",
         "transport webrtc_sfu is not available on this deployment",
@@ -84,7 +87,9 @@ export async function resolveTransport(
     }
     return "webrtc_sfu";
   }
-  if (requested === "auto" && await sfuHealthy(deps)) return "webrtc_sfu";
+  if (requested === "auto" && usable && await sfuHealthy(deps)) {
+    return "webrtc_sfu";
+  }
   return "websocket_fmp4";
 }
 

@@ -207,3 +207,26 @@ Deno.test("POST /v1/sessions with Janus refusing or stopped: AVTR_SFU_* codes, n
     await j.stop();
   }
 });
+
+Deno.test("POST /v1/sessions with a render worker: webrtc_sfu → 400 AVTR_SFU_NOT_CONFIGURED, auto → websocket_fmp4", async () => {
+  const j = await startTestJanus();
+  const app = await sessionApp({
+    ...j.env,
+    RENDER_WORKER_URL: "http://127.0.0.1:9",
+    RENDER_WORKER_TOKEN: "render-worker-token-0123456789",
+  });
+  try {
+    await assertError(
+      await postCreate(app, { ...validBody(), transport: "webrtc_sfu" }),
+      "AVTR_SFU_NOT_CONFIGURED",
+      "transport",
+    );
+    const res = await postCreate(app, { ...validBody(), transport: "auto" });
+    const ok = sessionResponseSchema.parse(await res.json());
+    assert.equal(ok.transport, "websocket_fmp4");
+    assert.deepEqual(await ourMountpoints(j), []);
+  } finally {
+    await app.close();
+    await j.stop();
+  }
+});
