@@ -67,6 +67,8 @@ export interface Config {
     vendorCUrl: string;
     vendorCApiUrl: string;
   };
+  /** Bench only (`RENDER_CLOCK_STAMP`): the built-in renderer stamps the wall clock into frames. */
+  renderClockStamp: boolean;
   /** Remote render worker base URL; unset uses the built-in renderer in-process. */
   renderWorkerUrl: string | undefined;
   renderWorkerToken: string | undefined;
@@ -322,6 +324,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         "wss://api.vendor-c.example/v1/convai/conversation",
       vendorCApiUrl: env.VENDOR_C_API_URL || "https://api.vendor-c.example",
     },
+    renderClockStamp: bool(env, "RENDER_CLOCK_STAMP"),
     renderWorkerUrl: env.RENDER_WORKER_URL || undefined,
     renderWorkerToken: env.RENDER_WORKER_TOKEN || undefined,
     tryEngineUrl: env.TRY_ENGINE_URL || undefined,

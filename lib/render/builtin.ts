@@ -11,6 +11,7 @@ import { findAvatar, findBackground } from "../avatars.ts";
 import type { AvatarDef, BackgroundDef } from "../avatars.ts";
 import type { Logger } from "../log.ts";
 import { drawAvatar, type Frame } from "./draw.ts";
+import { stampClock } from "./clock_stamp.ts";
 import { ffmpegPath } from "./ffmpeg.ts";
 import { planTicks, realClock, type RenderClock } from "./pacing.ts";
 import {
@@ -40,6 +41,8 @@ export interface BuiltinOptions {
   ffmpeg?: string;
   /** Frames produced at once when the loop wakes late before it rebases its clock. */
   maxCatchUpFrames?: number;
+  /** Bench only: stamp the wall clock into every drawn frame (./clock_stamp.ts). */
+  clockStamp?: boolean;
 }
 
 const MAX_MARKS = 256;
@@ -309,6 +312,7 @@ class BuiltinSession implements RenderSession {
         this.opts.width * this.opts.height * 3 / 2,
       );
       drawAvatar(this.#frame, this.avatar, this.bg, face);
+      if (this.opts.clockStamp) stampClock(this.#frame, Date.now());
       this.#last = this.#frame.data;
     } else {
       this.#skipped++;
@@ -346,6 +350,7 @@ export function createBuiltinRenderer(
     fps: options.fps ?? 25,
     clock: options.clock ?? realClock,
     maxCatchUpFrames: options.maxCatchUpFrames ?? 25,
+    clockStamp: options.clockStamp ?? false,
   };
   const close = async () => {
     await Promise.all(

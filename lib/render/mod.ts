@@ -40,5 +40,8 @@ export function createRenderBackend(
       startTimeoutMs,
     });
   }
-  return createBuiltinRenderer(deps, builtin);
+  return createBuiltinRenderer(deps, {
+    clockStamp: deps.config.renderClockStamp,
+    ...builtin,
+  });
 }

@@ -1,0 +1,233 @@
+/**
+ * Both transports side by side (`deno task bench:transports`, also run at the end of
+ * `deno task bench:media`): the real service (`main.ts`, built-in renderer with
+ * `RENDER_CLOCK_STAMP=true`) as a subprocess, a real Janus (`deno task sfu`'s code), the
+ * example engine, and headless Chromium playing sessions with the browser client — the
+ * same `AvatarPlayer` over MSE (`websocket_fmp4`) and over WebRTC (`webrtc_sfu`).
+ *
+ * Per session, measured in the page:
+ * - socket open → first frame: the player's `open` state → the first video frame
+ *   presented (`requestVideoFrameCallback`);
+ * - glass to glass: on every presented frame, its presentation time
+ *   (`expectedDisplayTime`) minus the wall clock the renderer drew into it as a barcode
+ *   (lib/render/clock_stamp.ts): render → encode → transport → decode → display, on one
+ *   machine and one clock. (Engine audio reaches a drawn frame within one frame, 40 ms,
+ *   more: docs/performance.md has the renderer's own audio latency.)
+ *
+ * Prints a table and one `RESULT {…}` JSON line. Options: `--sessions <n>` per transport
+ * (default 3), `--window <s>` of playback per session (default 8).
+ */
+import { chromium } from "playwright-core";
+import { bundleBrowserClient } from "../examples/backend.ts";
+import { FUZZ_ADMIN_KEY, startService } from "../fuzz/_lib.ts";
+import { startExampleEngine } from "../scripts/example_engine.ts";
+import { startJanus } from "../lib/sfu/launch.ts";
+
+const TRANSPORTS = ["websocket_fmp4", "webrtc_sfu"] as const;
+type Transport = typeof TRANSPORTS[number];
+const TLS = new URL("../tests/fixtures/tls/", import.meta.url);
+const ENGINE_TOKEN = "bench-engine-token-0123456789";
+
+function opt(name: string, def: number): number {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 ? Number(Deno.args[i + 1]) : def;
+}
+
+/** The page: plays one session with the bundled client and measures it. */
+const PAGE = `<!doctype html><meta charset="utf-8"><title>bench</title>
+<video id="v" muted playsinline width="384" height="384"></video>
+<canvas id="c" width="384" height="16" hidden></canvas>
+<script type="module">
+import { AvatarPlayer } from "/avatar.js";
+const BITS = 32;
+function stampOf(ctx, width) {
+  const block = Math.floor(width / BITS) & ~1;
+  const px = ctx.getImageData(0, 0, width, block).data;
+  let v = 0;
+  for (let b = 0; b < BITS; b++) {
+    const i = ((block >> 1) * width + b * block + (block >> 1)) * 4;
+    v = v * 2 + ((px[i] + px[i + 1] + px[i + 2]) / 3 > 128 ? 1 : 0);
+  }
+  return v;
+}
+globalThis.play = (o) => new Promise((resolve) => {
+  const video = document.getElementById("v");
+  const canvas = document.getElementById("c");
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const out = { openAt: 0, firstFrameMs: null, g2g: [], errors: [] };
+  const player = new AvatarPlayer({
+    sessionId: o.sessionId, token: o.token, expiresAt: o.expiresAt,
+    wsBaseUrl: o.wsBaseUrl, video, transport: o.transport,
+    iceServers: o.iceServers, microphone: false, reconnect: false,
+    refreshToken: async () => { throw new Error("no refresh in the bench"); },
+  });
+  player.on("state", ({ state }) => {
+    if (state === "open" && !out.openAt) out.openAt = performance.now();
+  });
+  player.on("error", ({ code }) => out.errors.push(code));
+  let until = 0;
+  const onFrame = (_now, meta) => {
+    const shown = meta.expectedDisplayTime;
+    if (out.firstFrameMs === null && out.openAt) {
+      out.firstFrameMs = shown - out.openAt;
+      until = shown + o.windowMs;
+    }
+    if (video.videoWidth > 0) {
+      canvas.width = video.videoWidth;
+      ctx.drawImage(video, 0, 0);
+      const stamp = stampOf(ctx, video.videoWidth);
+      const wall = (performance.timeOrigin + shown) % 2 ** 32;
+      const d = wall - stamp;
+      if (d > -1000 && d < 10000) out.g2g.push(d);
+    }
+    if (until && shown > until) {
+      player.close();
+      resolve(out);
+      return;
+    }
+    video.requestVideoFrameCallback(onFrame);
+  };
+  video.requestVideoFrameCallback(onFrame);
+  player.connect().catch((e) => { out.errors.push(String(e)); resolve(out); });
+  setTimeout(() => { player.close(); resolve(out); }, o.windowMs + 20000);
+});
+</script>`;
+
+interface Played {
+  openAt: number;
+  firstFrameMs: number | null;
+  g2g: number[];
+  errors: string[];
+}
+
+function pct(xs: number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))];
+}
+
+async function main(): Promise<void> {
+  const perTransport = opt("sessions", 3);
+  const windowMs = opt("window", 8) * 1000;
+  const janus = await startJanus();
+  const engine = startExampleEngine({
+    port: 0,
+    cert: await Deno.readTextFile(new URL("localhost.crt", TLS)),
+    key: await Deno.readTextFile(new URL("localhost.key", TLS)),
+    token: ENGINE_TOKEN,
+  });
+  const svc = await startService({
+    ...janus.env,
+    RENDER_CLOCK_STAMP: "true",
+  });
+  const bundle = await bundleBrowserClient();
+  const page = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req) =>
+      new URL(req.url).pathname === "/avatar.js"
+        ? new Response(bundle, {
+          headers: { "content-type": "text/javascript" },
+        })
+        : new Response(PAGE, { headers: { "content-type": "text/html" } }),
+  );
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--autoplay-policy=no-user-gesture-required",
+    ],
+  });
+  const results: Record<Transport, Played[]> = {
+    websocket_fmp4: [],
+    webrtc_sfu: [],
+  };
+  try {
+    const tab = await browser.newPage();
+    await tab.goto(`http://127.0.0.1:${page.addr.port}/`);
+    for (let i = 0; i < perTransport; i++) {
+      // Alternate, so both transports see the same machine load.
+      for (const transport of TRANSPORTS) {
+        const res = await fetch(`${svc.base}/v1/sessions`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${FUZZ_ADMIN_KEY}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({
+            provider_type: "external_engine",
+            provider_config: {
+              external_engine: {
+                url: engine.url.replace("localhost", "127.0.0.1"),
+                auth_headers: { authorization: `Bearer ${ENGINE_TOKEN}` },
+              },
+            },
+            transport,
+          }),
+        });
+        const s = await res.json();
+        if (res.status !== 200) throw new Error(JSON.stringify(s));
+        const played = await tab.evaluate((o) =>
+          (globalThis as unknown as {
+            play: (o: unknown) => Promise<Played>;
+          }).play(o), {
+          sessionId: s.session_id,
+          token: s.client_token,
+          expiresAt: s.expires_at,
+          wsBaseUrl: svc.wsBase,
+          transport: s.transport,
+          iceServers: s.stream_metadata.ice_servers,
+          windowMs,
+        });
+        results[transport].push(played);
+        await fetch(
+          `${svc.base}/v1/sessions/${encodeURIComponent(s.session_id)}/end`,
+          {
+            method: "POST",
+            headers: { authorization: `Bearer ${FUZZ_ADMIN_KEY}` },
+          },
+        ).then((r) => r.body?.cancel());
+      }
+    }
+  } finally {
+    await browser.close();
+    await page.shutdown();
+    await svc.stop();
+    await engine.close();
+    await janus.stop();
+  }
+
+  const summary = Object.fromEntries(TRANSPORTS.map((t) => {
+    const runs = results[t];
+    const first = runs.map((r) => r.firstFrameMs).filter((x): x is number =>
+      x !== null
+    );
+    const g2g = runs.flatMap((r) => r.g2g);
+    return [t, {
+      sessions: runs.length,
+      first_frame_ms_p50: Math.round(pct(first, 0.5)),
+      first_frame_ms_max: Math.round(Math.max(...first)),
+      glass_to_glass_ms_p50: Math.round(pct(g2g, 0.5)),
+      glass_to_glass_ms_p95: Math.round(pct(g2g, 0.95)),
+      frames: g2g.length,
+      errors: runs.flatMap((r) => r.errors),
+    }];
+  }));
+  console.log(
+    "transport        sessions  open→first frame p50/max (ms)  glass→glass p50/p95 (ms)  frames",
+  );
+  for (const t of TRANSPORTS) {
+    const s = summary[t];
+    console.log(
+      `${t.padEnd(16)} ${String(s.sessions).padStart(8)}  ${
+        `${s.first_frame_ms_p50} / ${s.first_frame_ms_max}`.padStart(29)
+      }  ${
+        `${s.glass_to_glass_ms_p50} / ${s.glass_to_glass_ms_p95}`.padStart(24)
+      }  ${String(s.frames).padStart(6)}`,
+    );
+  }
+  console.log(`RESULT ${JSON.stringify(summary)}`);
+}
+
+if (import.meta.main) await main();
