@@ -106,6 +106,8 @@ export class AvatarPlayer extends EventTarget {
         onError: (code, message) =>
           this.#emit("error", { code, fatal: false, message }),
         onPlaying: () => this.#attempts = 0,
+        // A new socket takes the session over and gets a fresh offer.
+        onFailed: () => this.#dropSocket(),
       })
       : null;
   }
@@ -432,13 +434,19 @@ export class AvatarPlayer extends EventTarget {
     const due = this.#keepalive.check(this.#ws !== null);
     if (due === "dead" && this.#ws) {
       // No pong: the socket is dead without knowing it (slept tab, dropped network).
-      const stale = this.#ws;
-      this.#ws = null;
-      stale.close(4002);
-      this.#onClosed(1006);
+      this.#dropSocket();
     } else if (due === "ping") {
       this.#ping();
     }
+  }
+
+  /** Gives up on the current socket and reconnects (a takeover with a fresh token). */
+  #dropSocket(): void {
+    const stale = this.#ws;
+    if (!stale) return;
+    this.#ws = null;
+    stale.close(4002);
+    this.#onClosed(1006);
   }
 
   #sendJson(msg: Record<string, unknown>): void {

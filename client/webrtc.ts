@@ -34,6 +34,8 @@ export interface RtcPlaybackOptions {
   onError: (code: string, message: string) => void;
   /** Media arrived on the current PeerConnection. */
   onPlaying?: () => void;
+  /** The current PeerConnection failed for good (ICE/DTLS): renegotiate on a new socket. */
+  onFailed?: () => void;
 }
 
 /** WebRTC playback of one SFU viewer at a time into a `<video>`. */
@@ -78,6 +80,7 @@ export class RtcPlayback {
           "media_error",
           "The WebRTC connection to the SFU failed",
         );
+        this.options.onFailed?.();
       }
     };
     try {

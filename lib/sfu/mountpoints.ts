@@ -160,6 +160,10 @@ export async function sweepMountpoints(deps: AppDeps): Promise<SweepResult> {
   ) {
     records.set(e.value.session_id, e);
   }
+  // Closed by another instance (its record gone): forget this instance's copy.
+  for (const id of liveOf(deps).keys()) {
+    if (!records.has(id)) liveOf(deps).delete(id);
+  }
   const ids = [...records.keys()];
   const sessions = new Map<string, SessionRecord | null>();
   const holders = new Map<string, InstanceRecord | null>();

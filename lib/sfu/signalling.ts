@@ -3,13 +3,18 @@
  * proxied to the SFU. Each socket gets its own SFU viewer: the server sends
  * `webrtc.offer`, the browser answers `webrtc.answer`, ICE candidates go either way as
  * `webrtc.candidate`. A takeover opens a viewer for the new socket and closes the old
- * one; the browser never sees an SFU token, pin or URL beyond the ICE/DTLS endpoint.
+ * one; a viewer the SFU drops under a live socket is replaced (a new offer, at most 3 a
+ * minute); the browser never sees an SFU token, pin or URL beyond the ICE/DTLS endpoint.
  */
 import type { AppDeps } from "../deps.ts";
 import type { Logger } from "../log.ts";
 import { mountpointOf } from "./mountpoints.ts";
 import type { ServerMessage } from "../media/protocol.ts";
 import type { IceCandidate, Mountpoint, SfuPort, Viewer } from "./port.ts";
+
+/** New viewers offered a minute after the SFU dropped one, and the pause before each. */
+const MAX_RETRIES = 3;
+const RETRY_DELAY_MS = 500;
 
 export interface SfuLinkHooks {
   /** Sends a message on `ws` when it is still open. */
@@ -29,6 +34,8 @@ export class SfuLink {
   #closed = false;
   /** Browser candidates that came before the viewer existed. */
   #early: Array<IceCandidate | null> = [];
+  /** When the SFU dropped a viewer under a live socket (ms, newest last). */
+  #drops: number[] = [];
 
   constructor(
     readonly sfu: SfuPort,
@@ -57,7 +64,18 @@ export class SfuLink {
       onClosed: (reason) => {
         if (!current()) return;
         this.#viewer = null;
-        this.hooks.onViewerFailed(`sfu viewer closed (${reason})`);
+        this.log.warn("sfu viewer closed", {
+          session_id: this.sessionId,
+          reason,
+        });
+        if (!this.#mayRetry()) {
+          this.hooks.onViewerFailed(`sfu viewer closed (${reason})`);
+          return;
+        }
+        // The SFU dropped the viewer under a live socket: offer it a new one.
+        setTimeout(() => {
+          if (current() && this.#ws === ws) this.attach(ws);
+        }, RETRY_DELAY_MS);
       },
     }, AbortSignal.timeout(10_000)).then((viewer) => {
       if (!current()) {
@@ -116,6 +134,14 @@ export class SfuLink {
     const viewer = this.#viewer;
     this.#viewer = null;
     await viewer?.close().catch(() => {});
+  }
+
+  /** Up to `MAX_RETRIES` new viewers a minute after the SFU dropped one. */
+  #mayRetry(): boolean {
+    const now = performance.now();
+    this.#drops = this.#drops.filter((t) => now - t < 60_000);
+    this.#drops.push(now);
+    return this.#drops.length <= MAX_RETRIES;
   }
 
   #dropViewer(): void {

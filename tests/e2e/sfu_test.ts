@@ -10,13 +10,14 @@ import { replyFor } from "../../scripts/example_engine.ts";
 import { createJanusSfu } from "../../lib/sfu/janus.ts";
 import type { AvatarPlayer } from "../../client/browser.ts";
 import { startPlayerStack } from "./_player.ts";
-import { startTestJanus } from "../lib/sfu/_janus.ts";
+import { hangupAllWebrtc, startTestJanus } from "../lib/sfu/_janus.ts";
 import { requireChromium, SHOTS, WAIT } from "./_browser.ts";
 
 /** The example page exposes its player as `globalThis.avatarPlayer`. */
 type Win = { avatarPlayer: AvatarPlayer };
 
 interface Rtc {
+  reconnects: number;
   frames: number;
   audio: number;
   pcs: number;
@@ -28,6 +29,7 @@ function rtc(page: Page): Promise<Rtc> {
   return page.evaluate(() => {
     const p = (globalThis as unknown as Win).avatarPlayer;
     return {
+      reconnects: p?.stats.reconnects ?? 0,
       frames: p?.stats.rtc.framesDecoded ?? 0,
       audio: p?.stats.rtc.audioPacketsReceived ?? 0,
       pcs: p?.stats.rtc.peerConnections ?? 0,
@@ -139,6 +141,29 @@ Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives 
         await waitPlaying(page, 25);
         assert.equal((await client.getSession(sessionId)).status, "active");
         await page.screenshot({ path: new URL("sfu.png", SHOTS).pathname });
+      },
+    );
+
+    await t.step(
+      "the SFU drops the viewer: the service offers a new one, playback resumes",
+      async () => {
+        const before = await rtc(page);
+        assert.equal(await hangupAllWebrtc(janus), 1);
+        await page.waitForFunction(
+          (n) =>
+            (globalThis as unknown as Win).avatarPlayer.stats.rtc
+              .peerConnections > n,
+          before.pcs,
+          WAIT,
+        );
+        await waitPlaying(page, 25);
+        assert.equal((await client.getSession(sessionId)).status, "active");
+        // Renegotiated on the same socket (the client's own fall back, a new
+        // socket once the PeerConnection fails, was not needed).
+        const reconnects = await page.evaluate(() =>
+          (globalThis as unknown as Win).avatarPlayer.stats.reconnects
+        );
+        assert.equal(reconnects, before.reconnects);
       },
     );
 

@@ -30,3 +30,28 @@ export async function janusSessions(j: RunningJanus): Promise<number[]> {
   const body = await res.json();
   return body.sessions as number[];
 }
+
+/** Hangs up every WebRTC PeerConnection Janus holds (Admin API `hangup_webrtc`). */
+export async function hangupAllWebrtc(j: RunningJanus): Promise<number> {
+  const admin = async (path: string, janus: string) =>
+    await (await fetch(j.adminUrl + path, {
+      method: "POST",
+      body: JSON.stringify({
+        janus,
+        transaction: crypto.randomUUID(),
+        admin_secret: j.adminSecret,
+      }),
+    })).json();
+  let n = 0;
+  for (const sid of (await admin("", "list_sessions")).sessions as number[]) {
+    const handles = (await admin(`/${sid}`, "list_handles")).handles ?? [];
+    for (const hid of handles as number[]) {
+      if (
+        (await admin(`/${sid}/${hid}`, "hangup_webrtc")).janus === "success"
+      ) {
+        n++;
+      }
+    }
+  }
+  return n;
+}
