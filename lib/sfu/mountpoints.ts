@@ -29,7 +29,14 @@ export interface MountpointRecord {
   /** Instance id of the process that made it and feeds it. */
   holder: string;
   created_at: number;
+  /** The current socket's SFU viewer, for the console; absent before the first socket. */
+  viewer?: ViewerState;
+  /** When `viewer` last changed (epoch ms). */
+  viewer_since?: number;
 }
+
+/** A session's SFU viewer: none (no socket), being negotiated, or receiving media. */
+export type ViewerState = "none" | "negotiating" | "flowing";
 
 /** KV key of a session's mountpoint record. */
 export const mountpointKey = (sessionId: string) =>
@@ -139,6 +146,49 @@ function alive(
   if (id === deps.instanceId) return true;
   if (rec === null || now - rec.heartbeat_at >= INSTANCE_STALE_MS) return false;
   return !(deps.instanceUrl !== undefined && rec.url === deps.instanceUrl);
+}
+
+/**
+ * Records the viewer state of `sessionId` (best effort: a lost race or a store error
+ * only leaves the console one change behind).
+ */
+export async function setViewerState(
+  deps: AppDeps,
+  sessionId: string,
+  state: ViewerState,
+): Promise<void> {
+  try {
+    const entry = await kvTry(
+      deps.kv.get<MountpointRecord>(mountpointKey(sessionId)),
+    );
+    if (!entry.value || entry.value.viewer === state) return;
+    await kvTry(
+      deps.kv.atomic().check(entry).set(
+        mountpointKey(sessionId),
+        {
+          ...entry.value,
+          viewer: state,
+          viewer_since: deps.now(),
+        } satisfies MountpointRecord,
+      ).commit(),
+    );
+  } catch (err) {
+    deps.log.warn("sfu viewer state not recorded", {
+      session_id: sessionId,
+      err,
+    });
+  }
+}
+
+/** The mountpoint record of `sessionId` (for the console), or null. */
+export async function readMountpointRecord(
+  deps: AppDeps,
+  sessionId: string,
+): Promise<MountpointRecord | null> {
+  const entry = await kvTry(
+    deps.kv.get<MountpointRecord>(mountpointKey(sessionId)),
+  );
+  return entry.value;
 }
 
 export interface SweepResult {

@@ -8,7 +8,11 @@
  */
 import type { AppDeps } from "../deps.ts";
 import type { Logger } from "../log.ts";
-import { mountpointOf } from "./mountpoints.ts";
+import {
+  mountpointOf,
+  setViewerState,
+  type ViewerState,
+} from "./mountpoints.ts";
 import type { ServerMessage } from "../media/protocol.ts";
 import type { IceCandidate, Mountpoint, SfuPort, Viewer } from "./port.ts";
 
@@ -23,6 +27,8 @@ export interface SfuLinkHooks {
   onFlowing(): void;
   /** The current socket's viewer could not be set up or was dropped by the SFU. */
   onViewerFailed(reason: string): void;
+  /** The viewer's state changed (for the console). */
+  onState?(state: ViewerState): void;
 }
 
 /** The SFU side of one live session: its mountpoint and the current socket's viewer. */
@@ -50,6 +56,7 @@ export class SfuLink {
     if (this.#closed) return;
     this.#dropViewer();
     this.#ws = ws;
+    this.hooks.onState?.("negotiating");
     const gen = ++this.#generation;
     const current = () => gen === this.#generation && !this.#closed;
     this.sfu.watch(this.mountpoint.id, {
@@ -59,7 +66,9 @@ export class SfuLink {
         }
       },
       onMediaFlowing: () => {
-        if (current()) this.hooks.onFlowing();
+        if (!current()) return;
+        this.hooks.onState?.("flowing");
+        this.hooks.onFlowing();
       },
       onClosed: (reason) => {
         if (!current()) return;
@@ -125,6 +134,7 @@ export class SfuLink {
     this.#ws = null;
     this.#generation++;
     this.#dropViewer();
+    this.hooks.onState?.("none");
   }
 
   /** Closes the viewer for good (session teardown). The mountpoint is not ours to end. */
@@ -163,5 +173,8 @@ export function sfuLinkFor(
 ): SfuLink | null {
   const mp = mountpointOf(deps, sessionId);
   if (!deps.sfu || !mp) return null;
-  return new SfuLink(deps.sfu, mp, deps.log, sessionId, hooks);
+  return new SfuLink(deps.sfu, mp, deps.log, sessionId, {
+    onState: (state) => void setViewerState(deps, sessionId, state),
+    ...hooks,
+  });
 }

@@ -6,7 +6,7 @@
 import type { Page } from "playwright-core";
 import { AvatarClient } from "../../client/server.ts";
 import { bundleBrowserClient, createBackend } from "../../examples/backend.ts";
-import { TEST_ADMIN_KEY, testApp } from "../_helpers.ts";
+import { TEST_ADMIN_KEY, type TestApp, testApp } from "../_helpers.ts";
 import {
   type Browser,
   openBrowser,
@@ -17,6 +17,8 @@ import {
 } from "./_browser.ts";
 
 export interface PlayerStack {
+  /** The service's app (its deps, for checks on its state). */
+  service: TestApp;
   browser: Browser;
   page: Page;
   /** The backend client of the service, with the admin key. */
@@ -74,6 +76,7 @@ export async function startPlayerStack(options: {
     viewport: options.viewport,
   });
   return {
+    service,
     browser,
     page: browser.page,
     client,

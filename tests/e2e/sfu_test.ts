@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { replyFor } from "../../scripts/example_engine.ts";
 import { createJanusSfu } from "../../lib/sfu/janus.ts";
+import { readMountpointRecord } from "../../lib/sfu/mountpoints.ts";
 import type { AvatarPlayer } from "../../client/browser.ts";
 import { startPlayerStack } from "./_player.ts";
 import { hangupAllWebrtc, startTestJanus } from "../lib/sfu/_janus.ts";
@@ -98,6 +99,11 @@ Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives 
         assert.deepEqual((await sfu.listMountpoints()).map((m) => m.label), [
           sessionId,
         ]);
+        const rec = await readMountpointRecord(
+          stack.service.app.deps,
+          sessionId,
+        );
+        assert.equal(rec?.viewer, "flowing");
       },
     );
 

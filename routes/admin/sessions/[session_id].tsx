@@ -31,6 +31,10 @@ import {
   requireAdmin,
 } from "../../../lib/console/render.tsx";
 import { ApiError } from "../../../lib/api/errors.ts";
+import {
+  type MountpointRecord,
+  readMountpointRecord,
+} from "../../../lib/sfu/mountpoints.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import {
   endSession,
@@ -40,6 +44,8 @@ import {
 
 interface DetailData {
   session: SessionRecord;
+  /** A webrtc_sfu session's mountpoint record (its viewer state). */
+  sfu?: MountpointRecord | null;
   notice?: string;
   error?: string;
   /** Set when a post lacked `confirm=yes`: the page asks before ending. */
@@ -64,6 +70,19 @@ function notFound(ctx: Ctx): Response {
   );
 }
 
+/** What the SFU reports of a webrtc_sfu session's viewer. */
+function viewerText(rec: MountpointRecord | null | undefined): string {
+  if (!rec) return "no mountpoint (the session is over)";
+  switch (rec.viewer) {
+    case "flowing":
+      return "receiving media";
+    case "negotiating":
+      return "negotiating";
+    default:
+      return "no viewer connected";
+  }
+}
+
 function show(ctx: Ctx, data: DetailData, status = 200): Response {
   return page(ctx, SessionPage, data, {
     title: data.session.session_id,
@@ -79,6 +98,9 @@ export const handler = {
     const ended = ctx.url.searchParams.get("ended");
     return show(ctx, {
       session,
+      sfu: session.transport === "webrtc_sfu"
+        ? await readMountpointRecord(ctx.deps, session.session_id)
+        : undefined,
       notice: ended ? `Session ended: ${session.status}.` : undefined,
     });
   },
@@ -204,6 +226,14 @@ export default function SessionPage(
             <dd>{s.provider_type}</dd>
             <dt>Transport</dt>
             <dd>{s.transport}</dd>
+            {s.transport === "webrtc_sfu" && (
+              <>
+                <dt>SFU viewer</dt>
+                <dd data-testid="sfu-viewer">
+                  {viewerText(data.sfu)}
+                </dd>
+              </>
+            )}
             <dt>Avatar / background</dt>
             <dd>{s.avatar_id} / {s.bg_id}</dd>
             <dt>Created</dt>
