@@ -10,7 +10,11 @@ import {
 
 export type { RunningJanus };
 
-/** Starts Janus on loopback with its own ports; the caller stops it. */
+/**
+ * Starts Janus on loopback with its own API ports; the caller stops it. Tests that
+ * need a small ingest range take one outside the default 21000-21999 (22900-22999),
+ * so that Januses of tests running in parallel never share it.
+ */
 export function startTestJanus(
   options: JanusOptions = {},
 ): Promise<RunningJanus> {

@@ -3,7 +3,7 @@ import { createJanusSfu, SfuError } from "../../../lib/sfu/mod.ts";
 import { janusSessions, startTestJanus } from "./_janus.ts";
 
 Deno.test("createJanusSfu() makes, lists and destroys private mountpoints on a real Janus", async (t) => {
-  const j = await startTestJanus({ ingestPortRange: "21900-21907" });
+  const j = await startTestJanus({ ingestPortRange: "22900-22907" });
   const sfu = createJanusSfu({
     url: j.url,
     token: j.apiSecret,
@@ -17,8 +17,8 @@ Deno.test("createJanusSfu() makes, lists and destroys private mountpoints on a r
       "createMountpoint() binds video and audio ingest on loopback",
       () => {
         assert.equal(mp.host, "127.0.0.1");
-        assert.ok(mp.videoPort >= 21900 && mp.videoPort <= 21907);
-        assert.ok(mp.audioPort >= 21900 && mp.audioPort <= 21907);
+        assert.ok(mp.videoPort >= 22900 && mp.videoPort <= 22907);
+        assert.ok(mp.audioPort >= 22900 && mp.audioPort <= 22907);
         assert.notEqual(mp.videoPort, mp.audioPort);
       },
     );

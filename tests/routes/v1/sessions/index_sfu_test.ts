@@ -138,7 +138,7 @@ Deno.test("POST /v1/sessions webrtc_sfu makes a private mountpoint per session; 
 });
 
 Deno.test("POST /v1/sessions with Janus refusing or stopped: AVTR_SFU_* codes, never a silent fall back", async (t) => {
-  const j = await startTestJanus({ ingestPortRange: "21950-21953" });
+  const j = await startTestJanus({ ingestPortRange: "22950-22953" });
   try {
     await t.step(
       "a wrong admin_key → 502 AVTR_SFU_NEGOTIATION_FAILED",
