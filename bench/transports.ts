@@ -21,7 +21,7 @@ import { chromium } from "playwright-core";
 import { bundleBrowserClient } from "../examples/backend.ts";
 import { FUZZ_ADMIN_KEY, startService } from "../fuzz/_lib.ts";
 import { startExampleEngine } from "../scripts/example_engine.ts";
-import { startJanus } from "../lib/sfu/launch.ts";
+import { startJanus } from "../lib/sfu/mod.ts";
 
 const TRANSPORTS = ["websocket_fmp4", "webrtc_sfu"] as const;
 type Transport = typeof TRANSPORTS[number];

@@ -8,8 +8,7 @@ import { idleRuntime, type SessionRuntime } from "./runtime.ts";
 import { openKv, openReadKv } from "./kv/store.ts";
 import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render/slots.ts";
-import { createJanusSfu } from "./sfu/janus.ts";
-import type { SfuPort } from "./sfu/port.ts";
+import { createJanusSfu, type SfuPort } from "./sfu/mod.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add

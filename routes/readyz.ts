@@ -1,6 +1,6 @@
 import { type Ctx, json } from "../lib/api/http.ts";
 import { kvTry } from "../lib/kv/store.ts";
-import { sfuHealthy } from "../lib/sfu/health.ts";
+import { sfuHealthy } from "../lib/sfu/mod.ts";
 
 export const handler = {
   /**

@@ -11,7 +11,7 @@
  * `JANUS_BIN`, `JANUS_LIB_DIR`.
  */
 import type { IceServer } from "../lib/config.ts";
-import { JanusLaunchError, startJanus } from "../lib/sfu/launch.ts";
+import { JanusLaunchError, startJanus } from "../lib/sfu/mod.ts";
 
 const env = (name: string) => Deno.env.get(name) || undefined;
 const port = (name: string, def: number) => {

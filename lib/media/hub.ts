@@ -32,7 +32,7 @@ import {
 } from "./end_requests.ts";
 import { LiveSession } from "./live.ts";
 import { sendJson } from "./downlink.ts";
-import { type SfuLink, sfuLinkFor } from "../sfu/signalling.ts";
+import { type SfuLink, sfuLinkFor } from "../sfu/mod.ts";
 import { presenceKey } from "./presence.ts";
 
 export { HUB_POLL_MS };

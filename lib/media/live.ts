@@ -7,7 +7,7 @@ import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink } from "../render/port.ts";
 import { Turns } from "./turns.ts";
-import type { SfuLink } from "../sfu/signalling.ts";
+import type { SfuLink } from "../sfu/mod.ts";
 import { bindSocket, containAll, type FailureSource } from "./contain.ts";
 import { Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";

@@ -47,9 +47,13 @@ import {
 } from "./store.ts";
 import { concurrencyError, insertSession } from "./insert.ts";
 import { toSessionResponse } from "./views.ts";
-import { SfuError } from "../sfu/port.ts";
-import { markSfuFailing, sfuHealthy } from "../sfu/health.ts";
-import { closeMountpoint, openMountpoint } from "../sfu/mountpoints.ts";
+import {
+  closeMountpoint,
+  markSfuFailing,
+  openMountpoint,
+  SfuError,
+  sfuHealthy,
+} from "../sfu/mod.ts";
 
 export interface CreateSessionRequest {
   tenantId: string;

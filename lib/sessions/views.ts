@@ -15,7 +15,7 @@ import type {
 import { SESSION_ID_PATTERN } from "../api/schemas.ts";
 import { mintToken } from "../auth/tokens.ts";
 import { isTerminal, recordOf, type SessionRecord } from "./store.ts";
-import { iceServersFor } from "../sfu/ice.ts";
+import { iceServersFor } from "../sfu/mod.ts";
 
 /** 404 `AVTR_SESSION_NOT_FOUND`, identical for absent and other tenants' sessions. */
 export function sessionNotFound(): ApiError {

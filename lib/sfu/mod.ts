@@ -1,6 +1,8 @@
 /**
- * The realtime SFU (DECISIONS 11): the port the service uses, its Janus adapter, and
- * the launcher that runs Janus from the repository's config.
+ * The realtime SFU (DECISIONS 11): what the rest of the app uses of it — the port and
+ * its Janus adapter, the launcher that runs Janus from the repository's config, the
+ * health probe, ICE servers for browsers, the mountpoint lifecycle and the signalling
+ * link of a live session.
  */
 export {
   type IceCandidate,
@@ -19,3 +21,15 @@ export {
   type RunningJanus,
   startJanus,
 } from "./launch.ts";
+export { markSfuFailing, sfuHealthy } from "./health.ts";
+export { iceServersFor, turnCredential } from "./ice.ts";
+export {
+  closeMountpoint,
+  type MountpointRecord,
+  openMountpoint,
+  readMountpointRecord,
+  startSfu,
+  sweepMountpoints,
+  type ViewerState,
+} from "./mountpoints.ts";
+export { type SfuLink, sfuLinkFor } from "./signalling.ts";

@@ -37,7 +37,7 @@ import {
 } from "../../lib/console/try.ts";
 import { ApiError } from "../../lib/api/errors.ts";
 import type { IceServer } from "../../lib/config.ts";
-import { iceServersFor } from "../../lib/sfu/ice.ts";
+import { iceServersFor } from "../../lib/sfu/mod.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import { isOperator } from "../../lib/auth/principal.ts";
 import {

@@ -34,7 +34,7 @@ import { ApiError } from "../../../lib/api/errors.ts";
 import {
   type MountpointRecord,
   readMountpointRecord,
-} from "../../../lib/sfu/mountpoints.ts";
+} from "../../../lib/sfu/mod.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import {
   endSession,
