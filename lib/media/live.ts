@@ -272,25 +272,10 @@ export class LiveSession {
   startRendering(render: RenderSession): void {
     this.render = render;
     if (this.sfu) {
-      if (!render.publishRtp) {
-        this.onFailed?.(
-          "the renderer cannot publish to the SFU",
-          "render",
-          "render_failed",
-        );
-        return;
-      }
-      render.publishRtp(this.sfu.mountpoint, (err) => {
-        this.deps.log.error("render rtp error", {
-          session_id: this.sessionId,
-          err,
-        });
-        this.onFailed?.(
-          "the renderer's RTP output failed",
-          "render",
-          "render_failed",
-        );
-      });
+      this.sfu.publish(
+        render,
+        (why) => this.onFailed?.(why, "render", "render_failed"),
+      );
       return;
     }
     if (this.socket) render.attach(this.sinkFor(this.socket));
@@ -356,18 +341,13 @@ export class LiveSession {
       case "interrupt":
         return this.turns.interrupt();
       case "webrtc.answer":
-      case "webrtc.candidate": {
-        const ws = this.socket;
-        if (!this.sfu || !ws) {
+      case "webrtc.candidate":
+        if (this.sfu && this.socket) void this.sfu.handle(this.socket, msg);
+        else {
           this.stats.invalidMessages++;
           this.sendError("invalid_message", false);
-        } else if (msg.type === "webrtc.answer") {
-          void this.sfu.answer(ws, msg.sdp);
-        } else {
-          void this.sfu.candidate(ws, msg.candidate);
         }
         break;
-      }
     }
   }
 

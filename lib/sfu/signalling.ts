@@ -13,7 +13,13 @@ import {
   setViewerState,
   type ViewerState,
 } from "./mountpoints.ts";
-import type { ServerMessage } from "../media/protocol.ts";
+import type { ClientMessage, ServerMessage } from "../media/protocol.ts";
+import type { RenderSession } from "../render/port.ts";
+
+type WebrtcClientMessage = Extract<
+  ClientMessage,
+  { type: "webrtc.answer" | "webrtc.candidate" }
+>;
 import type { IceCandidate, Mountpoint, SfuPort, Viewer } from "./port.ts";
 
 /** New viewers offered a minute after the SFU dropped one, and the pause before each. */
@@ -98,6 +104,28 @@ export class SfuLink {
       this.log.warn("sfu watch failed", { session_id: this.sessionId, err });
       this.hooks.onViewerFailed("the SFU refused the viewer");
     });
+  }
+
+  /**
+   * Starts the session's RTP output toward the mountpoint (for its whole life);
+   * `onFailed` when the renderer cannot publish RTP or its RTP output died.
+   */
+  publish(render: RenderSession, onFailed: (reason: string) => void): void {
+    if (!render.publishRtp) {
+      onFailed("the renderer cannot publish to the SFU");
+      return;
+    }
+    render.publishRtp(this.mountpoint, (err) => {
+      this.log.error("render rtp error", { session_id: this.sessionId, err });
+      onFailed("the renderer's RTP output failed");
+    });
+  }
+
+  /** A browser's `webrtc.answer` or `webrtc.candidate` on `ws` (schema-checked). */
+  handle(ws: WebSocket, msg: WebrtcClientMessage): Promise<void> {
+    return msg.type === "webrtc.answer"
+      ? this.answer(ws, msg.sdp)
+      : this.candidate(ws, msg.candidate);
   }
 
   /** The browser's answer on `ws`. */
