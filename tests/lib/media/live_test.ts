@@ -414,3 +414,32 @@ Deno.test("LiveSession contains throws: engine → provider, renderer → render
       "render_failed",
     ]);
   }));
+
+Deno.test("LiveSession: webrtc.* signalling is an invalid_message on a websocket_fmp4 session; malformed ones are refused by the schema", () =>
+  withLiveSession((live, ws) => {
+    assert.equal(live.sfu, null);
+    const good = [
+      { type: "webrtc.answer", sdp: "v=0\r\n" },
+      { type: "webrtc.candidate", candidate: null },
+      {
+        type: "webrtc.candidate",
+        candidate: { candidate: "candidate:1 1 udp 1 10.0.0.1 9 typ host" },
+      },
+    ];
+    const bad = [
+      { type: "webrtc.answer", sdp: "" },
+      { type: "webrtc.answer", sdp: "x".repeat(33 * 1024) },
+      { type: "webrtc.answer", sdp: { toString: 0 } },
+      { type: "webrtc.candidate" },
+      { type: "webrtc.candidate", candidate: { candidate: 5 } },
+      { type: "webrtc.candidate", candidate: { candidate: "x".repeat(1025) } },
+      {
+        type: "webrtc.candidate",
+        candidate: { candidate: "c", sdpMLineIndex: -1 },
+      },
+      { type: "webrtc.offer", sdp: "v=0\r\n" },
+    ];
+    for (const m of [...good, ...bad]) frame(ws, JSON.stringify(m));
+    assert.equal(invalidCount(ws), good.length + bad.length);
+    assert.equal(live.stats.invalidMessages, good.length + bad.length);
+  }));
