@@ -85,7 +85,10 @@ export class RtcPlayback {
     };
     try {
       await pc.setRemoteDescription({ type: "offer", sdp });
-      for (const c of this.#early.splice(0)) await pc.addIceCandidate(c);
+      // Candidates that came before this offer: ones of an older offer just fail.
+      for (const c of this.#early.splice(0)) {
+        await pc.addIceCandidate(c).catch(() => {});
+      }
       const answer = await pc.createAnswer();
       await pc.setLocalDescription(answer);
       if (this.#pc !== pc) return;
@@ -135,12 +138,12 @@ export class RtcPlayback {
 
   close(): void {
     this.#closePc();
+    this.#early = [];
     this.video.srcObject = null;
   }
 
   #closePc(): void {
     this.#pc?.close();
     this.#pc = null;
-    this.#early = [];
   }
 }

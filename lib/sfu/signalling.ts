@@ -25,6 +25,8 @@ import type { IceCandidate, Mountpoint, SfuPort, Viewer } from "./port.ts";
 /** New viewers offered a minute after the SFU dropped one, and the pause before each. */
 const MAX_RETRIES = 3;
 const RETRY_DELAY_MS = 500;
+/** SFU candidates held until the offer went out. */
+const MAX_HELD_CANDIDATES = 32;
 
 export interface SfuLinkHooks {
   /** Sends a message on `ws` when it is still open. */
@@ -65,11 +67,16 @@ export class SfuLink {
     this.hooks.onState?.("negotiating");
     const gen = ++this.#generation;
     const current = () => gen === this.#generation && !this.#closed;
+    // The SFU trickles its candidates (full trickle): the browser gets them after the
+    // offer, even when the SFU reports some before the watch has resolved.
+    let offered = false;
+    const held: IceCandidate[] = [];
     this.sfu.watch(this.mountpoint.id, {
       onCandidate: (candidate) => {
-        if (current()) {
+        if (!current()) return;
+        if (offered) {
           this.hooks.send(ws, { type: "webrtc.candidate", candidate });
-        }
+        } else if (held.length < MAX_HELD_CANDIDATES) held.push(candidate);
       },
       onMediaFlowing: () => {
         if (!current()) return;
@@ -99,6 +106,10 @@ export class SfuLink {
       }
       this.#viewer = viewer;
       this.hooks.send(ws, { type: "webrtc.offer", sdp: viewer.offer });
+      offered = true;
+      for (const candidate of held.splice(0)) {
+        this.hooks.send(ws, { type: "webrtc.candidate", candidate });
+      }
     }, (err) => {
       if (!current()) return;
       this.log.warn("sfu watch failed", { session_id: this.sessionId, err });
