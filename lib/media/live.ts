@@ -7,6 +7,7 @@ import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink } from "../render/port.ts";
 import { Turns } from "./turns.ts";
+import { liveEngineEvents } from "./engine_events.ts";
 import type { SfuLink } from "../sfu/mod.ts";
 import { bindSocket, containAll, type FailureSource } from "./contain.ts";
 import { Downlink, sendJson } from "./downlink.ts";
@@ -105,68 +106,19 @@ export class LiveSession {
   };
 
   /**
-   * Engine callbacks, bound to this session. Each is contained: a throw in one ends
-   * this session as a provider failure.
+   * Engine callbacks, bound to this session (./engine_events.ts). Each is contained: a
+   * throw in one ends this session as a provider failure.
    */
   engineEvents(onReady: (rate: number) => void): EngineEvents {
-    return containAll(
-      this.deps.log,
-      "provider",
-      "engine event",
-      this.contained,
-      this.rawEngineEvents(onReady),
-    );
-  }
-
-  private rawEngineEvents(onReady: (rate: number) => void): EngineEvents {
-    return {
-      onReady: ({ agentSampleRate }) => onReady(agentSampleRate),
-      onResponseStart: (responseId) => this.turns.responseStart(responseId),
-      onAgentAudio: (pcm, rate) => this.turns.agentAudio(pcm, rate),
-      onResponseEnd: (responseId) => this.turns.responseEnd(responseId),
-      onTranscript: ({ role, text, final }) =>
-        this.turns.transcript(role, text, final),
-      onError: ({ code, fatal, message }) => {
-        this.deps.log.warn("engine error", {
-          session_id: this.sessionId,
-          code,
-          fatal,
-          message,
-        });
-        this.sendError(code, false);
-        if (fatal) {
-          this.onFailed?.(
-            `conversation engine failed (${code})`,
-            "provider",
-            "provider_failed",
-          );
-        }
-      },
-      onBargeIn: () => this.turns.bargeIn(),
-      onResponseCancel: (responseId) => this.turns.cancel(responseId),
-      onClose: ({ clean, reason, code }) => {
-        if (clean || this.closed) return;
-        this.deps.log.warn("engine closed", {
-          session_id: this.sessionId,
-          reason,
-          code,
-        });
-        if (code === 1000) {
-          // A normal close while active: the engine ended the conversation.
-          this.onFailed?.(
-            "the conversation engine ended the conversation",
-            "provider",
-            "provider_ended",
-          );
-        } else {
-          this.onFailed?.(
-            "conversation engine disconnected",
-            "provider",
-            "provider_failed",
-          );
-        }
-      },
-    };
+    return liveEngineEvents({
+      sessionId: this.sessionId,
+      log: this.deps.log,
+      turns: this.turns,
+      closed: () => this.closed,
+      sendError: (code, fatal) => this.sendError(code, fatal),
+      failed: (why, source, reason) => this.onFailed?.(why, source, reason),
+      contained: this.contained,
+    }, onReady);
   }
 
   /** The renderer's sink for the current socket; a throw in it ends the session as a render failure. */
