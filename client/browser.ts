@@ -1,17 +1,17 @@
 /**
  * Browser client of the live avatar service: connects the media socket
- * (docs/media-protocol.md), plays the avatar in a `<video>` — the fMP4 stream over MSE
- * for `websocket_fmp4` sessions, WebRTC from the SFU for `webrtc_sfu` ones (signalling on
- * the same socket, client/webrtc.ts) — sends the microphone as PCM16LE frames, and
+ * (docs/media-protocol.md), plays the avatar in a `<video>` (client/playback.ts: the
+ * fMP4 stream over MSE for `websocket_fmp4` sessions, WebRTC from the SFU for
+ * `webrtc_sfu` ones, signalling on the same socket), turns the socket's turn messages
+ * into events (client/turns.ts), sends the microphone as PCM16LE frames, and
  * reconnects after network loss or a sleeping tab by taking the session over with a
  * fresh token.
  *
  * Bundle for a page: `deno bundle --platform browser -o avatar.js client/browser.ts`.
  */
 import { MicUplink } from "./mic_uplink.ts";
-import { LiveBuffer } from "./mse.ts";
-import { SpeakingSchedule } from "./speaking.ts";
-import { RtcPlayback } from "./webrtc.ts";
+import { Playback } from "./playback.ts";
+import { TurnEvents } from "./turns.ts";
 import type {
   AvatarPlayerEventMap,
   AvatarPlayerOptions,
@@ -44,9 +44,8 @@ export class AvatarPlayer extends EventTarget {
       >
     >
     & Pick<AvatarPlayerOptions, "expiresAt" | "workletUrl">;
-  readonly #buffer: LiveBuffer;
-  /** Set for a `webrtc_sfu` session: media comes over WebRTC, not the socket. */
-  readonly #rtc: RtcPlayback | null;
+  /** The `<video>`: MSE or WebRTC, the speaking schedule, autoplay. */
+  readonly #media: Playback;
   readonly #token: MediaToken;
   #ws: WebSocket | null = null;
   #closing = false;
@@ -57,16 +56,14 @@ export class AvatarPlayer extends EventTarget {
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #tick: ReturnType<typeof setInterval> | undefined;
   #keepalive = new Keepalive(() => this.#o.now());
-  #autoplayBlocked = false;
   #mic = new MicUplink(() => this.#ws, (err) =>
     this.#emit("error", {
       code: "microphone_unavailable",
       fatal: false,
       message: text(err),
     }));
-  #turnRoles = new Map<string, "user" | "avatar">();
+  readonly #turns = new TurnEvents((type, detail) => this.#emit(type, detail));
   #reconnects = 0;
-  readonly #speech: SpeakingSchedule;
 
   constructor(options: AvatarPlayerOptions) {
     super();
@@ -86,30 +83,25 @@ export class AvatarPlayer extends EventTarget {
       () => this.#o.now(),
       () => this.#o.refreshToken(),
     );
-    this.#speech = new SpeakingSchedule(
-      options.video,
-      (d) => this.#emit("speaking", d),
-    );
-    this.#buffer = new LiveBuffer(options.video, {
+    this.#media = new Playback({
+      video: options.video,
+      transport: options.transport,
+      iceServers: options.iceServers,
       maxLatencyS: this.#o.maxLatencyS,
+      send: (msg) => {
+        if (this.#ws?.readyState === WebSocket.OPEN) {
+          this.#ws.send(JSON.stringify(msg));
+        }
+      },
       onError: (code, message) =>
         this.#emit("error", { code, fatal: false, message }),
+      onAutoplayBlocked: () =>
+        this.#emit("error", { code: "autoplay_blocked", fatal: false }),
+      onPlaying: () => this.#attempts = 0,
+      // A new socket takes the session over and gets a fresh offer.
+      onFailed: () => this.#dropSocket(),
+      onSpeaking: (d) => this.#emit("speaking", d),
     });
-    this.#rtc = options.transport === "webrtc_sfu"
-      ? new RtcPlayback(options.video, {
-        iceServers: options.iceServers ?? [],
-        send: (msg) => {
-          if (this.#ws?.readyState === WebSocket.OPEN) {
-            this.#ws.send(JSON.stringify(msg));
-          }
-        },
-        onError: (code, message) =>
-          this.#emit("error", { code, fatal: false, message }),
-        onPlaying: () => this.#attempts = 0,
-        // A new socket takes the session over and gets a fresh offer.
-        onFailed: () => this.#dropSocket(),
-      })
-      : null;
   }
 
   /** The current socket, for diagnostics and tests. */
@@ -123,16 +115,15 @@ export class AvatarPlayer extends EventTarget {
 
   /** Whether the avatar is audibly speaking at the video's current time. */
   get speaking(): boolean {
-    return this.#speech.speaking;
+    return this.#media.speaking;
   }
 
   get stats(): PlayerStats {
     return {
-      ...this.#buffer.stats,
+      ...this.#media.bufferStats,
       micFramesSent: this.#mic.framesSent,
       reconnects: this.#reconnects,
-      rtc: this.#rtc?.stats ??
-        { peerConnections: 0, framesDecoded: 0, audioPacketsReceived: 0 },
+      rtc: this.#media.rtcStats,
     };
   }
 
@@ -201,8 +192,7 @@ export class AvatarPlayer extends EventTarget {
 
   /** Starts playback after a user gesture when autoplay was blocked. */
   play(): Promise<void> {
-    this.#autoplayBlocked = false;
-    return this.#o.video.play();
+    return this.#media.play();
   }
 
   /** Closes the socket, stops the microphone and releases the video. Idempotent. */
@@ -217,8 +207,7 @@ export class AvatarPlayer extends EventTarget {
     this.#ws?.close(1000);
     this.#ws = null;
     this.#mic.stop();
-    this.#buffer.close();
-    this.#rtc?.close();
+    this.#media.close();
     if (this.state !== "ended") this.#setState("closed");
   }
 
@@ -265,7 +254,7 @@ export class AvatarPlayer extends EventTarget {
       ws.onmessage = (e) => {
         if (ws !== this.#ws) return;
         if (typeof e.data === "string") this.#onText(e.data);
-        else if (!this.#rtc) this.#buffer.append(e.data as ArrayBuffer);
+        else this.#media.segment(e.data as ArrayBuffer);
       };
       ws.onclose = (e) => {
         if (!opened) {
@@ -286,47 +275,6 @@ export class AvatarPlayer extends EventTarget {
         this.status = msg.status;
         this.#emit("state", { state: this.state, status: this.status });
         break;
-      case "media.init":
-        // A stream is flowing: the connection is healthy again.
-        this.#attempts = 0;
-        this.#buffer.reset(msg.mime);
-        this.#speech.reset();
-        break;
-      case "avatar.speaking":
-        this.#speech.add({
-          speaking: msg.speaking,
-          turn_id: msg.turn_id,
-          media_time_ms: msg.media_time_ms,
-        });
-        break;
-      case "turn.interrupted":
-        this.#emit("interrupted", {
-          turn_id: msg.turn_id,
-          played_ms: msg.played_ms,
-        });
-        break;
-      case "turn.start":
-        this.#turnRoles.set(msg.turn_id, msg.role);
-        this.#emit("turn", {
-          phase: "start",
-          turn_id: msg.turn_id,
-          role: msg.role,
-        });
-        break;
-      case "turn.end": {
-        const role = this.#turnRoles.get(msg.turn_id) ?? null;
-        this.#turnRoles.delete(msg.turn_id);
-        this.#emit("turn", { phase: "end", turn_id: msg.turn_id, role });
-        break;
-      }
-      case "transcript":
-        this.#emit("transcript", {
-          turn_id: msg.turn_id,
-          role: msg.role,
-          text: msg.text,
-          final: msg.final,
-        });
-        break;
       case "error":
         // The session is over, or another socket has it: do not reconnect.
         if (msg.stop) this.#closing = true;
@@ -341,14 +289,8 @@ export class AvatarPlayer extends EventTarget {
       case "pong":
         this.#keepalive.ponged();
         break;
-      case "webrtc.offer":
-        // A new viewer: its media timeline starts again, like a new init segment.
-        this.#speech.reset();
-        void this.#rtc?.offer(msg.sdp);
-        break;
-      case "webrtc.candidate":
-        void this.#rtc?.candidate(msg.candidate);
-        break;
+      default:
+        if (msg && !this.#turns.handle(msg)) this.#media.handle(msg);
     }
   }
 
@@ -413,24 +355,7 @@ export class AvatarPlayer extends EventTarget {
   }
 
   #onTick(): void {
-    this.#speech.check();
-    const v = this.#o.video;
-    if (this.#rtc) void this.#rtc.refreshStats().catch(() => {});
-    else this.#buffer.tick();
-    const playable = this.#rtc
-      ? v.srcObject !== null
-      : this.#buffer.latencyS > 0;
-    if (
-      v.paused && !this.#autoplayBlocked && this.state === "open" && playable
-    ) {
-      v.play().catch((err) => {
-        if (err instanceof DOMException && err.name === "NotAllowedError") {
-          if (this.#autoplayBlocked) return;
-          this.#autoplayBlocked = true;
-          this.#emit("error", { code: "autoplay_blocked", fatal: false });
-        }
-      });
-    }
+    this.#media.tick(this.state === "open");
     const due = this.#keepalive.check(this.#ws !== null);
     if (due === "dead" && this.#ws) {
       // No pong: the socket is dead without knowing it (slept tab, dropped network).
