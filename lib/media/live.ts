@@ -25,6 +25,15 @@ import {
 /** Stream failures a minute after which the session ends instead of restarting. */
 export const MAX_STREAM_RESTARTS = 3;
 
+/** What a contained throw of each source ends the session as. */
+const CONTAINED: Record<FailureSource, [what: string, reason: EndReason]> = {
+  provider: ["conversation engine", "provider_failed"],
+  render: ["renderer", "render_failed"],
+  socket: ["media socket", "instance_lost"],
+  relay: ["media socket", "instance_lost"],
+  hub: ["media socket", "instance_lost"],
+};
+
 /** Counters of one live session, for logs, the end result and tests. */
 export interface LiveStats {
   segmentsSent: number;
@@ -89,20 +98,8 @@ export class LiveSession {
 
   /** A contained handler threw: the session ends as a failure of its source. */
   private readonly contained = (source: FailureSource): void => {
-    const what = source === "provider"
-      ? "conversation engine"
-      : source === "render"
-      ? "renderer"
-      : "media socket";
-    this.onFailed?.(
-      `internal error handling the ${what}`,
-      source,
-      source === "provider"
-        ? "provider_failed"
-        : source === "render"
-        ? "render_failed"
-        : "instance_lost",
-    );
+    const [what, reason] = CONTAINED[source];
+    this.onFailed?.(`internal error handling the ${what}`, source, reason);
   };
 
   /**
