@@ -3,12 +3,8 @@
  * encoders, AAC sample sizes from fMP4 fragments (how the bench tells speech from silence
  * without decoding), percentiles, and a recording "browser" on the media socket.
  */
-import {
-  child,
-  parseBoxes,
-  parseFragment,
-  parseInit,
-} from "../lib/render/mp4.ts";
+import { child, parseBoxes } from "../lib/render/mp4_boxes.ts";
+import { parseFragment, parseInit } from "../lib/render/mp4_parse.ts";
 
 // ---------------------------------------------------------------------------
 // /proc

@@ -24,7 +24,7 @@ import { createFrame, drawAvatar, mouthRegion } from "../lib/render/draw.ts";
 import { Encoder } from "../lib/render/encoder.ts";
 import { FaceDriver } from "../lib/render/face.ts";
 import { ffmpegPath } from "../lib/render/ffmpeg.ts";
-import { concat } from "../lib/render/mp4.ts";
+import { concat } from "../lib/render/mp4_boxes.ts";
 import { VISEMES } from "../lib/render/visemes.ts";
 import { analyzeVoice, STREAM_RATE } from "../lib/render/voice.ts";
 import { baselineViseme, MouthFollower } from "../scripts/lipsync/baseline.ts";

@@ -7,7 +7,7 @@
  * client, so a socket that has `MAX_SOCKET_JSON_BUFFERED_BYTES` queued is closed with
  * 1013 instead: the browser reconnects (a takeover) and starts afresh.
  */
-import { parseFragment, parseInit } from "../render/mp4.ts";
+import { parseFragment, parseInit } from "../render/mp4_parse.ts";
 import type { ServerMessage } from "./protocol.ts";
 
 /** Bytes a browser socket may have queued before media segments are dropped. */

@@ -5,7 +5,7 @@
  * and moof+mdat segments. Every exit path kills the process and removes the temp dir.
  */
 import { encoderArgs, type StreamFormat } from "./ffmpeg.ts";
-import { BoxSplitter } from "./mp4.ts";
+import { BoxSplitter } from "./mp4_splitter.ts";
 
 export interface EncoderEvents {
   onInit(init: Uint8Array): void;

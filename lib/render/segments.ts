@@ -3,7 +3,7 @@
  * segment's tracks and MIME type, whether the first media segment suits MediaSource,
  * and which pushes of agent audio a segment delivered (for the audio-latency stats).
  */
-import { type InitTrack, parseFragment, parseInit } from "./mp4.ts";
+import { type InitTrack, parseFragment, parseInit } from "./mp4_parse.ts";
 import { STREAM_RATE } from "./voice.ts";
 
 /** The audio track of a stream's init segment. */

@@ -16,7 +16,8 @@
  */
 import type { Logger } from "../log.ts";
 import { Encoder } from "./encoder.ts";
-import { parseFragment, rebaseFragment } from "./mp4.ts";
+import { parseFragment } from "./mp4_parse.ts";
+import { rebaseFragment } from "./mp4_rebase.ts";
 import type { RenderSink } from "./port.ts";
 import {
   type AudioTrack,

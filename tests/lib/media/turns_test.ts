@@ -6,7 +6,7 @@
  * the browser and the engine, and leave no audible agent audio after `turn.interrupted`.
  */
 import assert from "node:assert/strict";
-import { parseFragment, parseInit } from "../../../lib/render/mp4.ts";
+import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import { audibleSpans, decodeAudio } from "../render/_audible.ts";
 import {
   type Browser,

@@ -4,11 +4,8 @@
  */
 import type { RenderClock } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import {
-  parseBoxes,
-  parseFragment,
-  parseInit,
-} from "../../../lib/render/mp4.ts";
+import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
+import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import type { RenderSink } from "../../../lib/render/port.ts";
 
 /** A render clock whose time moves only when the test advances it. */

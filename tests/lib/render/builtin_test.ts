@@ -7,12 +7,8 @@ import {
   realClock,
 } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import {
-  child,
-  parseBoxes,
-  parseFragment,
-  parseInit,
-} from "../../../lib/render/mp4.ts";
+import { child, parseBoxes } from "../../../lib/render/mp4_boxes.ts";
+import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import { RenderStartError } from "../../../lib/render/port.ts";
 import {
   assertNoEncoders,

@@ -2,13 +2,9 @@ import assert from "node:assert/strict";
 import { segmentProblem } from "../../../lib/render/segments.ts";
 import { Encoder } from "../../../lib/render/encoder.ts";
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
-import {
-  BoxSplitter,
-  concat,
-  parseBoxes,
-  parseFragment,
-  parseInit,
-} from "../../../lib/render/mp4.ts";
+import { concat, parseBoxes } from "../../../lib/render/mp4_boxes.ts";
+import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
+import { BoxSplitter } from "../../../lib/render/mp4_splitter.ts";
 import { timelines } from "./_helpers.ts";
 
 const W = 128;

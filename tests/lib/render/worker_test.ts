@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { memoryLogger } from "../../../lib/log.ts";
 import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import { parseBoxes, parseInit } from "../../../lib/render/mp4.ts";
+import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
+import { parseInit } from "../../../lib/render/mp4_parse.ts";
 import { createRenderWorker } from "../../../lib/render/worker.ts";
 import { assertNoEncoders, timelines, tone } from "./_helpers.ts";
 

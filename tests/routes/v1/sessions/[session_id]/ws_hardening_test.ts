@@ -14,7 +14,10 @@ import {
 } from "../../../../lib/media/_live.ts";
 import { tenantKey } from "../_helpers.ts";
 import { liveEncoderPids } from "../../../../../lib/render/encoder.ts";
-import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
+import {
+  parseFragment,
+  parseInit,
+} from "../../../../../lib/render/mp4_parse.ts";
 import { TAKEOVER_BURST } from "../../../../../lib/media/admission.ts";
 import { mediaHubOf } from "../../../../../lib/media/service.ts";
 import { readSession } from "../../../../../lib/sessions.ts";

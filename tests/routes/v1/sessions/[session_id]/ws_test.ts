@@ -14,7 +14,10 @@ import {
   withLiveStack,
 } from "../../../../lib/media/_live.ts";
 import { mintToken } from "../../../../../lib/auth/tokens.ts";
-import { parseFragment, parseInit } from "../../../../../lib/render/mp4.ts";
+import {
+  parseFragment,
+  parseInit,
+} from "../../../../../lib/render/mp4_parse.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 
