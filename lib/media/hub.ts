@@ -4,9 +4,6 @@
  * or on the instance that holds the session, via KV requests it polls for.
  */
 import type { AppDeps } from "../deps.ts";
-import type { EngineFactory } from "../providers/port.ts";
-import { EngineStartError } from "../providers/port.ts";
-import type { RenderBackend } from "../render/port.ts";
 import type {
   EndLiveOptions,
   EndLiveResult,
@@ -21,28 +18,19 @@ import {
 } from "../sessions.ts";
 import { kvTry } from "../kv/store.ts";
 import type { EndReason } from "../api/schemas.ts";
+import { activate, type MediaHubOptions } from "./activation.ts";
 import { SocketAdmission } from "./admission.ts";
 import { contain, type FailureSource } from "./contain.ts";
-import {
-  answerEndRequest,
-  type EndRequest,
-  endRequestKey,
-  HUB_POLL_MS,
-  requestRemoteEnd,
-} from "./end_requests.ts";
+import { HUB_POLL_MS, requestRemoteEnd } from "./end_requests.ts";
+import { EndPoller } from "./end_poll.ts";
 import { LiveSession } from "./live.ts";
 import { sendJson } from "./downlink.ts";
 import { type SfuLink, sfuLinkFor } from "../sfu/mod.ts";
 import { presenceKey } from "./presence.ts";
 
-export { HUB_POLL_MS };
+export { HUB_POLL_MS, type MediaHubOptions };
 /** Close code for a socket refused after the upgrade (ended, failed or unknown session). */
 export const CLOSE_INVALID_SESSION = 4001;
-
-export interface MediaHubOptions {
-  engineFactoryFor: (type: SessionRecord["provider_type"]) => EngineFactory;
-  render: RenderBackend;
-}
 
 function opened(ws: WebSocket): Promise<boolean> {
   if (ws.readyState === WebSocket.OPEN) return Promise.resolve(true);
@@ -55,12 +43,16 @@ function opened(ws: WebSocket): Promise<boolean> {
 export class MediaHub implements SessionRuntime {
   readonly live = new Map<string, LiveSession>();
   private timer: ReturnType<typeof setInterval> | undefined;
-  private polling = false;
-  private handlingEnd = new Set<string>();
   private readonly admission: SocketAdmission;
+  private readonly ends: EndPoller;
 
   constructor(readonly deps: AppDeps, readonly options: MediaHubOptions) {
     this.admission = new SocketAdmission(deps);
+    this.ends = new EndPoller(
+      deps,
+      this.live,
+      (id, status, reason) => this.releaseSoon(id, status, reason),
+    );
   }
 
   start(): void {
@@ -191,7 +183,16 @@ export class MediaHub implements SessionRuntime {
     if (session.transport === "webrtc_sfu") live.sfu = this.sfuLink(live);
     live.attach(ws, session.status);
     await this.markPresence(id, true);
-    await this.activate(live, session);
+    await activate(
+      {
+        deps: this.deps,
+        options: this.options,
+        live: this.live,
+        fail: (l, why, reason) => this.fail(l, why, reason),
+      },
+      live,
+      session,
+    );
   }
 
   /** The SFU side of a webrtc_sfu session (null: this process holds no mountpoint). */
@@ -215,117 +216,6 @@ export class MediaHub implements SessionRuntime {
         session_id: id,
         err,
       });
-    }
-  }
-
-  /** created → activating → active (or → failed), bounded by START_TIMEOUT_MS. */
-  private async activate(
-    live: LiveSession,
-    session: SessionRecord,
-  ): Promise<void> {
-    const id = session.session_id;
-    const deps = this.deps;
-    if (session.status !== "created") {
-      // Active or activating without a live object here: this process lost it (restart).
-      await this.fail(live, "live media state was lost", "instance_lost");
-      return;
-    }
-    if (session.transport === "webrtc_sfu" && !live.sfu) {
-      await this.fail(live, "the session's SFU mountpoint is not held here");
-      return;
-    }
-    const moved = await moveSession(deps, id, {
-      from: ["created"],
-      to: "activating",
-    }).catch(
-      () => null,
-    );
-    if (!moved?.ok) {
-      this.live.delete(id);
-      live.sendError("invalid_session", true);
-      live.finish(moved?.session?.status ?? "failed");
-      return;
-    }
-    live.send({ type: "session.state", status: "activating" });
-    const credentials = deps.vault.use(id);
-    if (!credentials) {
-      await this.fail(live, "provider credentials are not available");
-      return;
-    }
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(), deps.config.startTimeoutMs);
-    let markReady!: () => void;
-    const ready = new Promise<void>((r) => markReady = r);
-    const initSent = new Promise<void>((r) => live.onInitSent = r);
-    const aborted = new Promise<never>((_, reject) =>
-      ac.signal.addEventListener(
-        "abort",
-        () => reject(new EngineStartError("timeout", "start timed out")),
-      )
-    );
-    // Handled here and below: a start timeout must never surface as an unhandled
-    // rejection (that would end the process).
-    aborted.catch(() => {});
-    const starting = Promise.allSettled([
-      this.options.engineFactoryFor(session.provider_type)({
-        sessionId: id,
-        credentials,
-        events: live.engineEvents(() => markReady()),
-        signal: ac.signal,
-      }),
-      // The avatar streams as soon as the renderer is up, without waiting for the
-      // engine: the idle avatar's first frames reach the socket while it connects.
-      this.options.render.open({
-        sessionId: id,
-        avatarId: session.avatar_id,
-        bgId: session.bg_id,
-        output: session.transport === "webrtc_sfu" ? "rtp" : "fmp4",
-      }).then((render) => {
-        if (!live.closed) live.startRendering(render);
-        return render;
-      }),
-    ]);
-    // Whatever starts after the session gave up (timeout, end) is stopped at once.
-    void starting.then(
-      contain(
-        deps.log,
-        "hub",
-        "late start cleanup",
-        () => {},
-        ([engineR, renderR]) => {
-          if (!live.closed) return;
-          if (engineR.status === "fulfilled") engineR.value.close();
-          if (renderR.status === "fulfilled") {
-            return renderR.value.stop({ graceful: false, timeoutMs: 0 });
-          }
-        },
-      ),
-    );
-    try {
-      const [engineR, renderR] = await Promise.race([starting, aborted]);
-      if (engineR.status === "fulfilled") live.engine = engineR.value;
-      if (engineR.status === "rejected") throw engineR.reason;
-      if (renderR.status === "rejected") throw renderR.reason;
-      await Promise.race([Promise.all([ready, initSent]), aborted]);
-      if (live.closed) return;
-      const now = deps.now();
-      const active = await moveSession(deps, id, {
-        from: ["activating"],
-        to: "active",
-        patch: { started_at: now },
-      });
-      if (active.ok) live.send({ type: "session.state", status: "active" });
-    } catch (err) {
-      deps.log.warn("session activation failed", {
-        session_id: id,
-        reason: err instanceof Error ? err.message : String(err),
-      });
-      await this.fail(
-        live,
-        err instanceof Error ? err.message : "activation failed",
-      );
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -437,64 +327,9 @@ export class MediaHub implements SessionRuntime {
 
   /**
    * Holder side: answers end requests, and releases what this instance holds for
-   * sessions ended elsewhere (live sockets, credentials, render slots — a `created`
-   * session has the latter two without a socket).
+   * sessions ended elsewhere (./end_poll.ts).
    */
-  async poll(): Promise<void> {
-    if (this.polling) return;
-    const ids = [
-      ...new Set([
-        ...this.live.keys(),
-        ...this.deps.vault.ids(),
-        ...this.deps.renderSlots.ids(),
-      ]),
-    ];
-    if (ids.length === 0) return;
-    this.polling = true;
-    try {
-      for (let i = 0; i < ids.length; i += 5) {
-        const batch = ids.slice(i, i + 5);
-        const keys = batch.flatMap((
-          id,
-        ) => [["sessions", id], endRequestKey(id)]);
-        const entries = await kvTry(this.deps.kv.getMany(keys as Deno.KvKey[]));
-        batch.forEach((id, j) => {
-          const session = entries[2 * j].value as SessionRecord | null;
-          const request = entries[2 * j + 1].value as EndRequest | null;
-          // A missing record is a create still committing, never a finished session
-          // (terminal records are kept for 7 days).
-          if (session && isTerminal(session.status)) {
-            this.releaseSoon(id, session.status, session.end_reason);
-          } else if (request && !this.handlingEnd.has(id)) {
-            contain(
-              this.deps.log,
-              "hub",
-              "end request",
-              () => {},
-              () => this.answerEndRequest(id, request),
-            )();
-          }
-        });
-      }
-    } catch (err) {
-      this.deps.log.warn("media hub poll failed", { err });
-    } finally {
-      this.polling = false;
-    }
-  }
-
-  private async answerEndRequest(
-    id: string,
-    request: EndRequest,
-  ): Promise<void> {
-    const live = this.live.get(id);
-    if (!live) return;
-    this.handlingEnd.add(id);
-    try {
-      live.sendState("ending");
-      await answerEndRequest(this.deps, id, request, live);
-    } finally {
-      this.handlingEnd.delete(id);
-    }
+  poll(): Promise<void> {
+    return this.ends.poll();
   }
 }
