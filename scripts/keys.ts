@@ -9,12 +9,8 @@
  * on stdout, once; everything else a human reads goes to stderr. Exit codes: 0 done,
  * 1 failed (unknown key, store unavailable), 2 usage or validation error.
  */
-import {
-  type ApiKeyView,
-  createApiKey,
-  listApiKeys,
-  revokeApiKey,
-} from "../lib/auth/api_keys.ts";
+import { listApiKeys, revokeApiKey } from "../lib/auth/api_key_admin.ts";
+import { type ApiKeyView, createApiKey } from "../lib/auth/api_keys.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 import { closeDeps, createDeps } from "../lib/deps.ts";
 import { ApiError } from "../lib/api/errors.ts";

@@ -1,12 +1,13 @@
 /**
- * API keys (DECISIONS 2): minting, verifying, listing and revoking. A key's plaintext is
+ * API keys (DECISIONS 2): the stored record, minting and verifying (listing and revoking
+ * are in ./api_key_admin.ts). A key's plaintext is
  * `avk_<key_id>_<secret>`; only a SHA-256 hash of the secret is stored, and the plaintext
  * leaves this module exactly once, in `createApiKey`'s result. `last_used_at` is counted
  * in memory and merged into KV in batches (./api_key_usage.ts), never per request.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { apiKeyLastUsedKey, lastUsedOf, noteKeyUsed } from "./api_key_usage.ts";
+import { noteKeyUsed } from "./api_key_usage.ts";
 import { parseOrThrow } from "../api/body.ts";
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
@@ -17,16 +18,16 @@ import {
   type Principal,
   type Scope,
   SCOPES,
-  visibleTenant,
 } from "./principal.ts";
 import { kvTry } from "../kv/store.ts";
 
 /** The plaintext prefix of every API key. */
 export const API_KEY_PREFIX = "avk_";
 const API_KEY_PATTERN = /^avk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
-const KEY_ID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-const TENANT_ID_RULE = "Must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -";
+/** What `TENANT_ID_PATTERN` asks for, as a field error says it. */
+export const TENANT_ID_RULE =
+  "Must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -";
 
 /** The stored record of a key (never leaves `lib/`: the hash stays here). */
 export interface ApiKeyRecord {
@@ -143,7 +144,8 @@ function hashMatches(presented: string, stored: string): boolean {
   return diff === 0;
 }
 
-function toView(record: ApiKeyRecord, lastUsed?: number): ApiKeyView {
+/** The view of `record` callers may see (no hash), with `lastUsed` when known. */
+export function toView(record: ApiKeyRecord, lastUsed?: number): ApiKeyView {
   const view: ApiKeyView = {
     key_id: record.key_id,
     tenant_id: record.tenant_id,
@@ -215,148 +217,9 @@ export async function createApiKey(
   throw new ApiError("AVTR_INTERNAL_ERROR", "Could not allocate a key id");
 }
 
-/**
- * Revokes a key on behalf of `by`: sets `revoked_at` (checked against the versionstamp
- * read). Revoking a revoked key changes nothing and reports `alreadyRevoked`. Throws 404
- * `AVTR_API_KEY_NOT_FOUND` for an unknown key, and the same for another tenant's key
- * when `by` administers its own tenant only (DECISIONS 2).
- */
-export async function revokeApiKey(
-  deps: AppDeps,
-  by: Administrator,
-  keyId: string,
-): Promise<{ alreadyRevoked: boolean }> {
-  if (!KEY_ID_PATTERN.test(keyId)) throw keyNotFound();
-  // A concurrent write to the record (another revoke) fails the check; re-read and retry.
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const entry = await kvTry(deps.kv.get<ApiKeyRecord>(apiKeyKey(keyId)));
-    if (entry.value === null || !administers(by, entry.value.tenant_id)) {
-      throw keyNotFound();
-    }
-    if (entry.value.revoked_at !== undefined) return { alreadyRevoked: true };
-    const res = await kvTry(
-      deps.kv.atomic().check(entry).set(entry.key, {
-        ...entry.value,
-        revoked_at: deps.now(),
-      }).commit(),
-    );
-    if (res.ok) {
-      deps.log.info("api key revoked", {
-        key_id: keyId,
-        tenant: entry.value.tenant_id,
-      });
-      return { alreadyRevoked: false };
-    }
-  }
-  throw new ApiError(
-    "AVTR_SESSION_STATE_UNAVAILABLE",
-    "The key could not be revoked right now",
-  );
-}
-
-function keyNotFound(): ApiError {
-  return new ApiError("AVTR_API_KEY_NOT_FOUND", "No API key with this key_id");
-}
-
-/**
- * One key's view (with `last_used_at`), or null when there is no such key or `by` does
- * not administer its tenant.
- */
-export async function getApiKey(
-  deps: AppDeps,
-  by: Administrator,
-  keyId: string,
-): Promise<ApiKeyView | null> {
-  if (!KEY_ID_PATTERN.test(keyId)) return null;
-  const [rec, used] = await kvTry(
-    deps.kv.getMany<[ApiKeyRecord, Deno.KvU64]>([
-      apiKeyKey(keyId),
-      apiKeyLastUsedKey(keyId),
-    ]),
-  );
-  if (rec.value === null || !administers(by, rec.value.tenant_id)) return null;
-  return toView(rec.value, lastUsedOf(deps, keyId, used.value));
-}
-
-/**
- * Lists keys newest first, all of them or one tenant's, `limit` (1..100, default 50) a
- * page; `cursor` continues where the previous page stopped (null on the last page).
- * A tenant administrator (`by`) sees its own tenant's keys only, whatever it asks for.
- */
-export async function listApiKeys(
-  deps: AppDeps,
-  by: Administrator,
-  options: { tenant_id?: string; cursor?: string; limit?: number } = {},
-): Promise<{ keys: ApiKeyView[]; cursor: string | null }> {
-  const limit = options.limit ?? 50;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-    throw invalidField("limit", "Must be 1 to 100");
-  }
-  if (
-    options.tenant_id !== undefined &&
-    !TENANT_ID_PATTERN.test(options.tenant_id)
-  ) {
-    throw invalidField("tenant_id", TENANT_ID_RULE);
-  }
-  const tenant = visibleTenant(by, options.tenant_id);
-  if (tenant === null) return { keys: [], cursor: null };
-  const prefix = tenant === undefined
-    ? ["api_keys"]
-    : ["api_keys_by_tenant", tenant];
-  const ids: string[] = [];
-  const records = new Map<string, ApiKeyRecord>();
-  let next = "";
-  try {
-    await kvTry(async () => {
-      const iter = deps.kv.list({ prefix }, {
-        reverse: true,
-        limit,
-        cursor: options.cursor || undefined,
-      });
-      for await (const entry of iter) {
-        const id = String(entry.key[entry.key.length - 1]);
-        ids.push(id);
-        if (tenant === undefined) records.set(id, entry.value as ApiKeyRecord);
-      }
-      next = iter.cursor;
-    });
-  } catch (err) {
-    // kv.list rejects a malformed cursor with a TypeError naming it.
-    if (options.cursor && err instanceof ApiError && isCursorError(err.cause)) {
-      throw invalidField("cursor", "Not a valid cursor");
-    }
-    throw err;
-  }
-  const keys: ApiKeyView[] = [];
-  for (let i = 0; i < ids.length; i += 5) {
-    const chunk = ids.slice(i, i + 5);
-    const wanted: Deno.KvKey[] = [];
-    for (const id of chunk) {
-      if (tenant !== undefined) wanted.push(apiKeyKey(id));
-      wanted.push(apiKeyLastUsedKey(id));
-    }
-    const got = await kvTry(deps.kv.getMany(wanted));
-    let j = 0;
-    for (const id of chunk) {
-      if (tenant !== undefined) {
-        const rec = got[j++].value as ApiKeyRecord | null;
-        if (rec !== null) records.set(id, rec);
-      }
-      const used = got[j++].value as Deno.KvU64 | null;
-      const rec = records.get(id);
-      if (rec) keys.push(toView(rec, lastUsedOf(deps, id, used)));
-    }
-  }
-  const cursor = ids.length === limit && next !== "" ? next : null;
-  return { keys, cursor };
-}
-
-function invalidField(param: string, rule: string): ApiError {
+/** 400 `AVTR_REQUEST_INVALID` naming `param` and the rule it broke. */
+export function invalidField(param: string, rule: string): ApiError {
   return new ApiError("AVTR_REQUEST_INVALID", `${param}: ${rule}`, { param });
-}
-
-function isCursorError(err: unknown): boolean {
-  return err instanceof Error && /cursor/i.test(err.message);
 }
 
 /**

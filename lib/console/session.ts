@@ -4,7 +4,8 @@
  * request re-checks that the key is still valid, unrevoked and holds `keys:admin`.
  */
 import { createHash } from "node:crypto";
-import { getApiKey, verifyApiKey } from "../auth/api_keys.ts";
+import { getApiKey } from "../auth/api_key_admin.ts";
+import { verifyApiKey } from "../auth/api_keys.ts";
 import { safeEqual } from "../auth/authenticate.ts";
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { getApiKey, verifyApiKey } from "../../lib/auth/api_keys.ts";
+import { getApiKey } from "../../lib/auth/api_key_admin.ts";
+import { verifyApiKey } from "../../lib/auth/api_keys.ts";
 import { closeDeps, createDeps } from "../../lib/deps.ts";
 import { memoryLogger } from "../../lib/log.ts";
 import { OPERATOR } from "../../lib/auth/principal.ts";

@@ -19,11 +19,8 @@ import {
   PageHeader,
   Time,
 } from "../../../components/ui.tsx";
-import {
-  type ApiKeyView,
-  createApiKey,
-  listApiKeys,
-} from "../../../lib/auth/api_keys.ts";
+import { listApiKeys } from "../../../lib/auth/api_key_admin.ts";
+import { type ApiKeyView, createApiKey } from "../../../lib/auth/api_keys.ts";
 import { ApiError } from "../../../lib/api/errors.ts";
 import { formatTime } from "../../../lib/console/format.ts";
 import {

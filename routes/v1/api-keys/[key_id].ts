@@ -3,7 +3,7 @@
  * a tenant administrator revokes its own tenant's keys only (another tenant's key → 404
  * `AVTR_API_KEY_NOT_FOUND`, as for an unknown key).
  */
-import { revokeApiKey } from "../../../lib/auth/api_keys.ts";
+import { revokeApiKey } from "../../../lib/auth/api_key_admin.ts";
 import { authenticate } from "../../../lib/auth/authenticate.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 

@@ -6,12 +6,14 @@ import {
   startLastUsedFlusher,
 } from "../../../lib/auth/api_key_usage.ts";
 import {
-  apiKeyKey,
-  createApiKey,
   getApiKey,
   listApiKeys,
-  parseApiKey,
   revokeApiKey,
+} from "../../../lib/auth/api_key_admin.ts";
+import {
+  apiKeyKey,
+  createApiKey,
+  parseApiKey,
   verifyApiKey,
 } from "../../../lib/auth/api_keys.ts";
 import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { apiKeyLastUsedKey } from "../../../lib/auth/api_key_usage.ts";
-import { createApiKey, revokeApiKey } from "../../../lib/auth/api_keys.ts";
+import { revokeApiKey } from "../../../lib/auth/api_key_admin.ts";
+import { createApiKey } from "../../../lib/auth/api_keys.ts";
 import {
   authenticate,
   credentialFrom,

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import {
-  createApiKey,
   getApiKey,
   listApiKeys,
   revokeApiKey,
-} from "../../../lib/auth/api_keys.ts";
+} from "../../../lib/auth/api_key_admin.ts";
+import { createApiKey } from "../../../lib/auth/api_keys.ts";
 import {
   administers,
   isOperator,

@@ -4,11 +4,8 @@
  * tenant's key is "not found" to a tenant administrator (lib/auth/api_keys.ts).
  */
 import { Csrf, Notice, PageHeader } from "../../../../components/ui.tsx";
-import {
-  type ApiKeyView,
-  getApiKey,
-  revokeApiKey,
-} from "../../../../lib/auth/api_keys.ts";
+import { getApiKey, revokeApiKey } from "../../../../lib/auth/api_key_admin.ts";
+import { type ApiKeyView } from "../../../../lib/auth/api_keys.ts";
 import { redirect } from "../../../../lib/console/http.ts";
 import {
   consoleState,
