@@ -1,0 +1,317 @@
+/**
+ * One built-in render session: the render loop (one frame's worth of agent audio per
+ * tick, drawn and paced by the clock), its fMP4 encoder run kept across attaches, the
+ * RTP output of a webrtc_sfu session, and the speech events each viewer hears of.
+ */
+import type { AvatarDef, BackgroundDef } from "../avatars.ts";
+import type { Logger } from "../log.ts";
+import { drawAvatar, type Frame } from "./draw.ts";
+import { stampClock } from "./clock_stamp.ts";
+import { planTicks, type RenderClock } from "./pacing.ts";
+import type {
+  RenderSession,
+  RenderSink,
+  RenderStats,
+  SpeechCut,
+} from "./port.ts";
+import { AAC_DELAY } from "./segments.ts";
+import { samplesToMs, SpeechTimeline } from "./speech.ts";
+import { EncoderStream } from "./stream.ts";
+import { FaceDriver } from "./face.ts";
+import { RtpOutput, type RtpTarget } from "./rtp.ts";
+import { AudioQueue, Resampler, STREAM_RATE } from "./voice.ts";
+
+/** How a session draws and paces: the backend's options resolved for one avatar. */
+export interface BuiltinSessionOptions {
+  width: number;
+  height: number;
+  fps: number;
+  clock: RenderClock;
+  maxCatchUpFrames: number;
+  clockStamp: boolean;
+}
+
+const MAX_MARKS = 256;
+
+/** A render session of the built-in renderer, from `open` to `stop`. */
+export class BuiltinSession implements RenderSession {
+  #frameMs: number;
+  #samplesPerFrame: number;
+  #t0: number;
+  #produced = 0;
+  #timer: unknown;
+  #closed = false;
+  #stopping: Promise<{ clean: boolean }> | null = null;
+  /** The session's encoder run; replaced only after it failed. */
+  #run: EncoderStream | null = null;
+  /** The RTP output of a webrtc_sfu session: every frame, for the session's life. */
+  #rtp: { out: RtpOutput; onError: (err: Error) => void } | null = null;
+  #retiring = new Set<Promise<unknown>>();
+  #last: Uint8Array | null = null;
+  #frame: Frame;
+  #queue = new AudioQueue();
+  #speech = new SpeechTimeline();
+  #resampler = new Resampler(STREAM_RATE);
+  #face: FaceDriver;
+  #pushed = 0;
+  #marks: Array<{ idx: number; at: number }> = [];
+  #segments = 0;
+  #latency: number[] = [];
+  #skipped = 0;
+
+  constructor(
+    private readonly avatar: AvatarDef,
+    private readonly bg: BackgroundDef,
+    private readonly ffmpeg: string,
+    private readonly opts: BuiltinSessionOptions,
+    private readonly log: Logger,
+    private readonly onStopped: () => void,
+    /** Start the fMP4 encoder at open (false: an RTP-only session, ./rtp.ts). */
+    private readonly warm: boolean,
+  ) {
+    this.#frameMs = 1000 / opts.fps;
+    this.#samplesPerFrame = STREAM_RATE / opts.fps;
+    this.#frame = {
+      width: opts.width,
+      height: opts.height,
+      data: new Uint8Array(0),
+    };
+    // Each session moves on its own seeded rhythm (gaze, blinks, idle motion).
+    this.#face = new FaceDriver(Math.floor(Math.random() * 2 ** 32), opts.fps);
+    this.#t0 = opts.clock.now();
+    if (warm) this.#startRun();
+    this.#tick();
+  }
+
+  /** Whether an encoder runs (false when the warm start at open failed). */
+  get running(): boolean {
+    return !this.warm || this.#run !== null;
+  }
+
+  get segmentsRendered(): number {
+    return this.#segments;
+  }
+
+  stats(): RenderStats {
+    return {
+      audioLatencyMs: [...this.#latency],
+      droppedAudioSamples: this.#queue.dropped,
+      queuedAudioSamples: this.#queue.length,
+      skippedDraws: this.#skipped,
+    };
+  }
+
+  attach(sink: RenderSink): void {
+    if (this.#closed) {
+      sink.onError(new Error("render session stopped"));
+      return;
+    }
+    const run = this.#run ?? this.#startRun();
+    if (!run) {
+      sink.onError(new Error("render encoder failed to start"));
+      return;
+    }
+    // A new viewer joins mid-speech: it hears of the speech under way.
+    this.#speech.newViewer();
+    run.attach(sink);
+  }
+
+  detach(): void {
+    this.#run?.detach();
+  }
+
+  publishRtp(target: RtpTarget, onError: (err: Error) => void): void {
+    if (this.#closed || this.#rtp) return;
+    try {
+      const out = new RtpOutput(
+        this.ffmpeg,
+        {
+          width: this.opts.width,
+          height: this.opts.height,
+          fps: this.opts.fps,
+          sampleRate: STREAM_RATE,
+        },
+        target,
+        (err) => this.#failRtp(err),
+      );
+      this.#rtp = { out, onError };
+    } catch (err) {
+      this.log.error("render rtp encoder failed to start", { err });
+      onError(new Error("render rtp encoder failed to start"));
+    }
+  }
+
+  #failRtp(err: Error): void {
+    const rtp = this.#rtp;
+    if (!rtp) return;
+    this.#rtp = null;
+    this.#retire(rtp.out.stop({ graceful: false, timeoutMs: 0 }));
+    rtp.onError(err);
+  }
+
+  /** Spawns the session's encoder; null (logged) when ffmpeg cannot start. */
+  #startRun(): EncoderStream | null {
+    try {
+      this.#run = new EncoderStream({
+        ffmpeg: this.ffmpeg,
+        width: this.opts.width,
+        height: this.opts.height,
+        fps: this.opts.fps,
+        sampleRate: STREAM_RATE,
+        log: this.log,
+        now: () => this.opts.clock.now(),
+        latency: this.#latency,
+        onDelivered: () => this.#segments++,
+        onFragmentTo: (sink, audioEnd, viewerStart) =>
+          this.#speechTo(sink, audioEnd, viewerStart),
+        onFailure: (run) => {
+          if (this.#run === run) this.#run = null;
+          this.#retire(run.stop({ graceful: false, timeoutMs: 0 }));
+        },
+      });
+    } catch (err) {
+      this.log.error("render encoder failed to start", { err });
+      this.#run = null;
+    }
+    // A new run's timeline starts at 0: speech positions of the old one are void.
+    this.#speech.newRun();
+    return this.#run;
+  }
+
+  /**
+   * Hands `sink` the speech events the fragment just sent to it covered: those before
+   * its audio's end (AAC's encoder delay included), in the viewer's time.
+   */
+  #speechTo(sink: RenderSink, audioEnd: number, viewerStart: number): void {
+    if (!this.#speech.hasPending) return;
+    const startMs = samplesToMs(viewerStart);
+    for (const e of this.#speech.delivered(audioEnd - AAC_DELAY)) {
+      try {
+        sink.onSpeech?.({
+          ...e,
+          mediaTimeMs: Math.max(0, e.mediaTimeMs - startMs),
+        });
+      } catch (err) {
+        this.log.error("render sink failed", { err });
+      }
+    }
+  }
+
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void {
+    if (this.#closed || pcm.length === 0) return;
+    const samples = this.#resampler.process(pcm, sampleRate);
+    if (this.#marks.length < MAX_MARKS) {
+      this.#marks.push({ idx: this.#pushed, at: this.opts.clock.now() });
+    }
+    this.#pushed += samples.length;
+    this.#speech.pushed(tag, samples.length);
+    const dropped = this.#queue.push(samples);
+    if (dropped > 0) this.#speech.droppedOldest(dropped);
+  }
+
+  interrupt(options: { tag?: string; all?: boolean } = {}): SpeechCut | null {
+    const before = this.#queue.length;
+    const run = this.#run?.watched ? this.#run : null;
+    const cut = this.#speech.cut(
+      this.#queue,
+      options,
+      run ? run.samples : null,
+    );
+    // Latency marks index the queue: any removal invalidates them.
+    if (this.#queue.length !== before) this.#marks = [];
+    if (cut?.wasSpeaking || options.all || options.tag === undefined) {
+      this.#face.closeMouth();
+    }
+    return cut;
+  }
+
+  stop(
+    options: { graceful: boolean; timeoutMs: number },
+  ): Promise<{ clean: boolean }> {
+    this.#stopping ??= this.#stop(options);
+    return this.#stopping;
+  }
+
+  async #stop(
+    options: { graceful: boolean; timeoutMs: number },
+  ): Promise<{ clean: boolean }> {
+    this.#closed = true;
+    if (this.#timer !== undefined) this.opts.clock.clearTimer(this.#timer);
+    this.#timer = undefined;
+    const run = this.#run;
+    const rtp = this.#rtp;
+    this.#rtp = null;
+    const [r, rr] = await Promise.all([
+      run?.stop(options),
+      rtp?.out.stop(options),
+    ]);
+    const clean = (r?.clean ?? true) && (rr?.clean ?? true);
+    this.#run = null;
+    await Promise.all([...this.#retiring]);
+    this.#queue.clear();
+    this.onStopped();
+    return { clean };
+  }
+
+  /** Tracks the stop of a failed encoder (fMP4 or RTP) so `stop` waits for it. */
+  #retire(stopping: Promise<unknown>): void {
+    this.#retiring.add(stopping);
+    void stopping.finally(() => this.#retiring.delete(stopping));
+  }
+
+  #tick = (): void => {
+    this.#timer = undefined;
+    if (this.#closed) return;
+    const clock = this.opts.clock;
+    const plan = planTicks(
+      clock.now() - this.#t0,
+      this.#produced,
+      this.opts.fps,
+      this.opts.maxCatchUpFrames,
+    );
+    this.#t0 += plan.rebase * this.#frameMs;
+    for (let i = 0; i < plan.produce; i++) {
+      this.#produce(i === plan.produce - 1);
+    }
+    const next = this.#t0 + this.#produced * this.#frameMs;
+    this.#timer = clock.setTimer(this.#tick, next - clock.now());
+  };
+
+  #produce(draw: boolean): void {
+    const head = this.#pushed - this.#queue.length;
+    const { samples, real } = this.#queue.take(this.#samplesPerFrame);
+    const face = this.#face.next(samples);
+    this.#produced++;
+    // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.
+    const run = this.#run?.watched ? this.#run : null;
+    this.#speech.took(samples, real, run ? run.samples : null);
+    // Marks of audio taken now move to the run (or are dropped with no viewer).
+    while (this.#marks.length > 0 && this.#marks[0].idx < head + real) {
+      const m = this.#marks.shift()!;
+      if (m.idx >= head && run) run.mark(run.samples + (m.idx - head), m.at);
+    }
+    const rtp = this.#rtp;
+    if (!run && !rtp) return;
+    if (draw || this.#last === null) {
+      this.#frame.data = new Uint8Array(
+        this.opts.width * this.opts.height * 3 / 2,
+      );
+      drawAvatar(this.#frame, this.avatar, this.bg, face);
+      if (this.opts.clockStamp) stampClock(this.#frame, Date.now());
+      this.#last = this.#frame.data;
+    } else {
+      this.#skipped++;
+    }
+    const audio = new Uint8Array(
+      samples.buffer,
+      samples.byteOffset,
+      samples.byteLength,
+    );
+    if (rtp && !rtp.out.write(this.#last, audio)) {
+      this.#failRtp(new Error("render rtp encoder fell behind real time"));
+    }
+    if (run && !run.write(this.#last, audio)) {
+      run.fail(new Error("render encoder fell behind real time"));
+    }
+  }
+}
