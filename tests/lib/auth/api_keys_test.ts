@@ -16,42 +16,9 @@ import {
   parseApiKey,
   verifyApiKey,
 } from "../../../lib/auth/api_keys.ts";
-import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
-import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
-import { memoryLogger } from "../../../lib/log.ts";
+import { closeDeps } from "../../../lib/deps.ts";
 import { OPERATOR } from "../../../lib/auth/principal.ts";
-
-/** A clock moved by hand (lib tests stay off the app and its route manifest). */
-class TestClock {
-  constructor(public t = Date.UTC(2026, 10, 22, 12, 0, 0)) {}
-  now = (): number => this.t;
-  advance(ms: number): void {
-    this.t += ms;
-  }
-}
-
-async function setup(): Promise<{ deps: AppDeps; clock: TestClock }> {
-  const clock = new TestClock();
-  const deps = await createDeps({
-    env: { KV_PATH: ":memory:", TOKEN_SECRET: "x".repeat(32) },
-    now: clock.now,
-    log: memoryLogger(),
-  });
-  return { deps, clock };
-}
-
-async function rejectsWith(
-  p: Promise<unknown>,
-  code: ErrorCode,
-  param?: string,
-): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof ApiError, `expected ApiError, got ${err}`);
-    assert.equal(err.code, code);
-    if (param !== undefined) assert.equal(err.param, param);
-    return true;
-  });
-}
+import { rejectsWith, setup } from "./_keys.ts";
 
 /** Every KV entry as text (KvU64 and bigint included), to scan for secrets. */
 async function dumpKv(kv: Deno.Kv): Promise<string> {
@@ -233,120 +200,6 @@ Deno.test("verifyApiKey() resolves a live key and refuses unknown, wrong, revoke
         "AVTR_AUTH_INVALID_KEY",
       );
     });
-  } finally {
-    await closeDeps(deps);
-  }
-});
-
-Deno.test("revokeApiKey() revokes once, reports a repeat, and 404s an unknown key", async () => {
-  const { deps, clock } = await setup();
-  try {
-    const { key } = await createApiKey(deps, OPERATOR, {
-      tenant_id: "acme",
-      scopes: ["sessions:read"],
-    });
-    clock.advance(5);
-    assert.deepEqual(await revokeApiKey(deps, OPERATOR, key.key_id), {
-      alreadyRevoked: false,
-    });
-    clock.advance(5);
-    assert.deepEqual(await revokeApiKey(deps, OPERATOR, key.key_id), {
-      alreadyRevoked: true,
-    });
-    assert.equal(
-      (await getApiKey(deps, OPERATOR, key.key_id))!.revoked_at,
-      clock.t - 5,
-    );
-    await rejectsWith(
-      revokeApiKey(deps, OPERATOR, "01ARZ3NDEKTSV4RRFFQ69G5FAV"),
-      "AVTR_API_KEY_NOT_FOUND",
-    );
-    await rejectsWith(
-      revokeApiKey(deps, OPERATOR, "../x"),
-      "AVTR_API_KEY_NOT_FOUND",
-    );
-    assert.equal(
-      await getApiKey(deps, OPERATOR, "01ARZ3NDEKTSV4RRFFQ69G5FAV"),
-      null,
-    );
-    assert.equal(await getApiKey(deps, OPERATOR, "not-an-id"), null);
-  } finally {
-    await closeDeps(deps);
-  }
-});
-
-Deno.test("listApiKeys() pages newest first, filters by tenant and refuses bad options", async (t) => {
-  const { deps, clock } = await setup();
-  try {
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      clock.advance(1000);
-      const { key } = await createApiKey(deps, OPERATOR, {
-        tenant_id: i % 2 === 0 ? "even" : "odd",
-        scopes: ["sessions:read"],
-        name: `k${i}`,
-      });
-      ids.push(key.key_id);
-    }
-    const newestFirst = [...ids].reverse();
-    await t.step("all keys, two a page", async () => {
-      const seen: string[] = [];
-      let cursor: string | undefined;
-      let pages = 0;
-      do {
-        const page = await listApiKeys(deps, OPERATOR, { limit: 2, cursor });
-        seen.push(...page.keys.map((k) => k.key_id));
-        cursor = page.cursor ?? undefined;
-        pages++;
-      } while (cursor !== undefined && pages < 10);
-      assert.deepEqual(seen, newestFirst);
-    });
-    await t.step("one tenant", async () => {
-      const page = await listApiKeys(deps, OPERATOR, { tenant_id: "even" });
-      assert.deepEqual(page.keys.map((k) => k.key_id), [
-        ids[4],
-        ids[2],
-        ids[0],
-      ]);
-      assert.equal(page.cursor, null);
-      assert.equal(page.keys[0].name, "k4");
-      const one = await listApiKeys(deps, OPERATOR, {
-        tenant_id: "odd",
-        limit: 1,
-      });
-      assert.deepEqual(one.keys.map((k) => k.key_id), [ids[3]]);
-      const rest = await listApiKeys(deps, OPERATOR, {
-        tenant_id: "odd",
-        limit: 1,
-        cursor: one.cursor!,
-      });
-      assert.deepEqual(rest.keys.map((k) => k.key_id), [ids[1]]);
-    });
-    await t.step(
-      "bad cursor, limit and tenant_id → 400 with param",
-      async () => {
-        await rejectsWith(
-          listApiKeys(deps, OPERATOR, { cursor: "!!" }),
-          "AVTR_REQUEST_INVALID",
-          "cursor",
-        );
-        await rejectsWith(
-          listApiKeys(deps, OPERATOR, { limit: 0 }),
-          "AVTR_REQUEST_INVALID",
-          "limit",
-        );
-        await rejectsWith(
-          listApiKeys(deps, OPERATOR, { limit: 101 }),
-          "AVTR_REQUEST_INVALID",
-          "limit",
-        );
-        await rejectsWith(
-          listApiKeys(deps, OPERATOR, { tenant_id: "a b" }),
-          "AVTR_REQUEST_INVALID",
-          "tenant_id",
-        );
-      },
-    );
   } finally {
     await closeDeps(deps);
   }
