@@ -1,7 +1,8 @@
 /**
  * The media hub of one instance: accepts browser sockets, activates sessions (engine +
- * renderer), and is the `SessionRuntime` the control plane ends sessions through — here,
- * or on the instance that holds the session, via KV requests it polls for.
+ * renderer, ./activation.ts), and is the `SessionRuntime` the control plane ends sessions
+ * through — here, or on the instance that holds the session, via KV requests it polls
+ * for (./end_poll.ts).
  */
 import type { AppDeps } from "../deps.ts";
 import type {
