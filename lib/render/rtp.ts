@@ -1,8 +1,9 @@
 /**
  * The RTP output of a render session (DECISIONS 11): one ffmpeg for the session's life
- * encoding H.264 baseline (`packetization-mode=1`, pt 96, SPS/PPS before every keyframe)
- * and Opus (pt 111) and sending each as RTP (`-f rtp`) to an SFU mountpoint's ingest
- * ports. It sits beside the fMP4 output: the same frames and audio, another encoder.
+ * encoding H.264 baseline (`packetization-mode=1`, pt 96, SPS/PPS before every keyframe,
+ * a keyframe every second; every frame in the first 0.5 s, every 4th until 2 s) and Opus (pt 111) and
+ * sending each as RTP (`-f rtp`) to an SFU mountpoint's ingest ports. It sits beside
+ * the fMP4 output: the same frames and audio, another encoder.
  */
 import { Encoder } from "./encoder.ts";
 import type { StreamFormat } from "./ffmpeg.ts";
@@ -86,6 +87,13 @@ export function rtpEncoderArgs(
     gop,
     "-sc_threshold",
     "0",
+    // Every frame a keyframe for the first 0.5 s, then every 4th until 2 s: the first
+    // viewer's PeerConnection comes up while the stream starts, and one that missed the
+    // first keyframe (Janus's `bufferkf` holding none yet) waited a whole GOP, 1 s.
+    "-force_key_frames",
+    `expr:if(lt(n,${fmt.fps / 2}),1,if(lt(n,${
+      2 * fmt.fps
+    }),eq(mod(n,4),0),eq(mod(n,${gop}),0)))`,
     "-bf",
     "0",
     "-crf",
