@@ -40,6 +40,47 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>bench</title>
 <script type="module">
 import { AvatarPlayer } from "/avatar.js";
 const BITS = 32;
+// Bench-only breakdown of socket open → first frame: the page's WebSocket and
+// RTCPeerConnection are wrapped to note when each signalling step happened.
+let marks = {};
+const mark = (k) => { if (!(k in marks)) marks[k] = performance.now(); };
+const NativeWs = globalThis.WebSocket;
+globalThis.WebSocket = class extends NativeWs {
+  constructor(...a) {
+    super(...a);
+    this.addEventListener("message", (ev) => {
+      if (typeof ev.data !== "string") return mark("first_segment");
+      const t = JSON.parse(ev.data).type;
+      if (t === "webrtc.offer" || t === "webrtc.candidate" || t === "media.init") mark(t);
+    });
+  }
+  send(d) {
+    if (typeof d === "string" && d.includes('"webrtc.answer"')) mark("webrtc.answer");
+    return super.send(d);
+  }
+};
+const NativePc = globalThis.RTCPeerConnection;
+globalThis.RTCPeerConnection = class extends NativePc {
+  constructor(...a) {
+    super(...a);
+    this.addEventListener("iceconnectionstatechange", () => {
+      if (this.iceConnectionState === "connected") mark("ice_connected");
+    });
+    this.addEventListener("connectionstatechange", () => {
+      if (this.connectionState === "connected") mark("dtls_connected");
+    });
+    const poll = async () => {
+      if (this.connectionState === "closed") return;
+      (await this.getStats()).forEach((r) => {
+        if (r.type !== "inbound-rtp" || r.kind !== "video") return;
+        if (r.packetsReceived > 0) mark("first_rtp");
+        if (r.framesDecoded > 0) mark("first_decoded");
+      });
+      if (!("first_decoded" in marks)) setTimeout(poll, 5);
+    };
+    setTimeout(poll, 5);
+  }
+};
 function stampOf(ctx, width) {
   const block = Math.floor(width / BITS) & ~1;
   const px = ctx.getImageData(0, 0, width, block).data;
@@ -54,7 +95,10 @@ globalThis.play = (o) => new Promise((resolve) => {
   const video = document.getElementById("v");
   const canvas = document.getElementById("c");
   const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  const out = { openAt: 0, firstFrameMs: null, g2g: [], errors: [] };
+  marks = {};
+  video.addEventListener("loadeddata", () => mark("loadeddata"), { once: true });
+  video.addEventListener("playing", () => mark("playing"), { once: true });
+  const out = { openAt: 0, firstFrameMs: null, g2g: [], errors: [], steps: {} };
   const player = new AvatarPlayer({
     sessionId: o.sessionId, token: o.token, expiresAt: o.expiresAt,
     wsBaseUrl: o.wsBaseUrl, video, transport: o.transport,
@@ -81,6 +125,7 @@ globalThis.play = (o) => new Promise((resolve) => {
       if (d > -1000 && d < 10000) out.g2g.push(d);
     }
     if (until && shown > until) {
+      for (const [k, t] of Object.entries(marks)) out.steps[k] = t - out.openAt;
       player.close();
       resolve(out);
       return;
@@ -98,7 +143,24 @@ interface Played {
   firstFrameMs: number | null;
   g2g: number[];
   errors: string[];
+  /** When each signalling step happened, in ms after socket open (bench breakdown). */
+  steps: Record<string, number>;
 }
+
+/** The breakdown's steps, in the order they happen. */
+const STEPS = [
+  "media.init",
+  "first_segment",
+  "webrtc.offer",
+  "webrtc.candidate",
+  "webrtc.answer",
+  "ice_connected",
+  "dtls_connected",
+  "first_rtp",
+  "first_decoded",
+  "loadeddata",
+  "playing",
+] as const;
 
 function pct(xs: number[], p: number): number {
   if (xs.length === 0) return NaN;
@@ -212,6 +274,12 @@ async function main(): Promise<void> {
       glass_to_glass_ms_p95: Math.round(pct(g2g, 0.95)),
       frames: g2g.length,
       errors: runs.flatMap((r) => r.errors),
+      steps_ms_p50: Object.fromEntries(
+        STEPS.flatMap((k) => {
+          const xs = runs.flatMap((r) => k in r.steps ? [r.steps[k]] : []);
+          return xs.length ? [[k, Math.round(pct(xs, 0.5))]] : [];
+        }),
+      ),
     }];
   }));
   console.log(
@@ -226,6 +294,11 @@ async function main(): Promise<void> {
         `${s.glass_to_glass_ms_p50} / ${s.glass_to_glass_ms_p95}`.padStart(24)
       }  ${String(s.frames).padStart(6)}`,
     );
+  }
+  for (const t of TRANSPORTS) {
+    const steps = Object.entries(summary[t].steps_ms_p50)
+      .map(([k, v]) => `${k} ${v}`).join(" → ");
+    console.log(`${t}: socket open → ${steps} (p50 ms after open)`);
   }
   console.log(`RESULT ${JSON.stringify(summary)}`);
 }
