@@ -56,7 +56,12 @@ export class Playback {
         iceServers: o.iceServers ?? [],
         send: o.send,
         onError: o.onError,
-        onPlaying: o.onPlaying,
+        // A track arrived (an offer came over the open socket): start the video now
+        // rather than at the next tick, up to 250 ms later.
+        onPlaying: () => {
+          o.onPlaying();
+          this.#startIfPlayable(true);
+        },
         onFailed: o.onFailed,
       })
       : null;
@@ -131,9 +136,14 @@ export class Playback {
    */
   tick(open: boolean): void {
     this.#speech.check();
-    const v = this.#video;
     if (this.#rtc) void this.#rtc.refreshStats().catch(() => {});
     else this.#buffer.tick();
+    this.#startIfPlayable(open);
+  }
+
+  /** Starts a paused video that has something to play, while the socket is `open`. */
+  #startIfPlayable(open: boolean): void {
+    const v = this.#video;
     const playable = this.#rtc
       ? v.srcObject !== null
       : this.#buffer.latencyS > 0;
