@@ -95,18 +95,14 @@ export function videoMaxKbps(width: number, height: number): number {
 }
 
 /**
- * ffmpeg arguments for one stream: raw I420 video and raw s16le mono audio read from
- * two unix sockets, H.264 baseline + AAC-LC out as fragmented MP4 on stdout, one
- * fragment per video frame (40 ms at 25 fps), a keyframe every second.
+ * The input half of every encoder's command line: raw I420 video and raw s16le mono
+ * audio read from two unix sockets, with no probing or buffering delay.
  */
-export function encoderArgs(
+export function rawInputArgs(
   fmt: StreamFormat,
   videoSocket: string,
   audioSocket: string,
 ): string[] {
-  const gop = String(fmt.fps);
-  const maxrate = `${fmt.videoMaxKbps ?? videoMaxKbps(fmt.width, fmt.height)}k`;
-  const fragUs = String(Math.round(1_000_000 / fmt.fps));
   const lowLatencyInput = [
     "-thread_queue_size",
     "64",
@@ -142,6 +138,24 @@ export function encoderArgs(
     ...lowLatencyInput,
     "-i",
     `unix:${audioSocket}`,
+  ];
+}
+
+/**
+ * ffmpeg arguments for one stream: raw I420 video and raw s16le mono audio read from
+ * two unix sockets, H.264 baseline + AAC-LC out as fragmented MP4 on stdout, one
+ * fragment per video frame (40 ms at 25 fps), a keyframe every second.
+ */
+export function encoderArgs(
+  fmt: StreamFormat,
+  videoSocket: string,
+  audioSocket: string,
+): string[] {
+  const gop = String(fmt.fps);
+  const maxrate = `${fmt.videoMaxKbps ?? videoMaxKbps(fmt.width, fmt.height)}k`;
+  const fragUs = String(Math.round(1_000_000 / fmt.fps));
+  return [
+    ...rawInputArgs(fmt, videoSocket, audioSocket),
     "-map",
     "0:v:0",
     "-map",

@@ -6,7 +6,7 @@
  * the fMP4 output: the same frames and audio, another encoder.
  */
 import { Encoder } from "./encoder.ts";
-import type { StreamFormat } from "./ffmpeg.ts";
+import { rawInputArgs, type StreamFormat } from "./ffmpeg.ts";
 
 /** Where the RTP goes: an SFU mountpoint's ingest (lib/sfu/port.ts `Mountpoint`). */
 export interface RtpTarget {
@@ -29,44 +29,11 @@ export function rtpEncoderArgs(
   target: RtpTarget,
 ): string[] {
   const gop = String(fmt.fps);
-  const lowLatencyInput = [
-    "-thread_queue_size",
-    "64",
-    "-probesize",
-    "32",
-    "-analyzeduration",
-    "0",
-    "-fflags",
-    "nobuffer",
-  ];
   const host = target.host.includes(":") ? `[${target.host}]` : target.host;
   const rtp = (port: number) =>
     `rtp://${host}:${port}?rtcpport=${port + 1}&pkt_size=${RTP_PACKET_SIZE}`;
   return [
-    "-hide_banner",
-    "-nostdin",
-    "-loglevel",
-    "error",
-    "-f",
-    "rawvideo",
-    "-pix_fmt",
-    "yuv420p",
-    "-video_size",
-    `${fmt.width}x${fmt.height}`,
-    "-framerate",
-    String(fmt.fps),
-    ...lowLatencyInput,
-    "-i",
-    `unix:${videoSocket}`,
-    "-f",
-    "s16le",
-    "-ar",
-    String(fmt.sampleRate),
-    "-ac",
-    "1",
-    ...lowLatencyInput,
-    "-i",
-    `unix:${audioSocket}`,
+    ...rawInputArgs(fmt, videoSocket, audioSocket),
     "-map",
     "0:v:0",
     "-c:v",
