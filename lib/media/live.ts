@@ -9,7 +9,12 @@ import type { RenderSession, RenderSink } from "../render/port.ts";
 import { Turns } from "./turns.ts";
 import { liveEngineEvents } from "./engine_events.ts";
 import type { SfuLink } from "../sfu/mod.ts";
-import { bindSocket, containAll, type FailureSource } from "./contain.ts";
+import {
+  bindSocket,
+  contain,
+  containAll,
+  type FailureSource,
+} from "./contain.ts";
 import { Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
 import {
@@ -91,7 +96,10 @@ export class LiveSession {
     send: (msg) => this.send(msg),
     render: () => this.render,
     engine: () => this.engine,
-    streaming: () => this.socket !== null && this.streamingTo === this.socket,
+    // webrtc_sfu: the RTP output carries the media (and the cut events) all along.
+    streaming: () =>
+      this.sfu !== null ||
+      (this.socket !== null && this.streamingTo === this.socket),
   });
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {}
@@ -224,6 +232,13 @@ export class LiveSession {
       this.sfu.publish(
         render,
         (why) => this.onFailed?.(why, "render", "render_failed"),
+        contain(
+          this.deps.log,
+          "render",
+          "rtp speech",
+          this.contained,
+          (e) => this.turns.speech(e),
+        ),
       );
       return;
     }

@@ -32,6 +32,8 @@ export interface BuiltinOptions {
   maxCatchUpFrames?: number;
   /** Bench only: stamp the wall clock into every drawn frame (./clock_stamp.ts). */
   clockStamp?: boolean;
+  /** Wall clock (epoch ms) of the RTP output's speech events; `Date.now` by default. */
+  wallNow?: () => number;
 }
 
 /** The deps the built-in renderer uses (a subset of AppDeps). */
@@ -54,6 +56,7 @@ export function createBuiltinRenderer(
     clock: options.clock ?? realClock,
     maxCatchUpFrames: options.maxCatchUpFrames ?? 25,
     clockStamp: options.clockStamp ?? false,
+    wallNow: options.wallNow ?? Date.now,
   };
   const close = async () => {
     await Promise.all(

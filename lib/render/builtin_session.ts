@@ -12,6 +12,7 @@ import type {
   RenderSession,
   RenderSink,
   RenderStats,
+  RtpSink,
   SpeechCut,
 } from "./port.ts";
 import { AAC_DELAY } from "./segments.ts";
@@ -29,6 +30,8 @@ export interface BuiltinSessionOptions {
   clock: RenderClock;
   maxCatchUpFrames: number;
   clockStamp: boolean;
+  /** The wall clock (epoch ms) of the RTP output's speech events. */
+  wallNow: () => number;
 }
 
 const MAX_MARKS = 256;
@@ -44,8 +47,11 @@ export class BuiltinSession implements RenderSession {
   #stopping: Promise<{ clean: boolean }> | null = null;
   /** The session's encoder run; replaced only after it failed. */
   #run: EncoderStream | null = null;
-  /** The RTP output of a webrtc_sfu session: every frame, for the session's life. */
-  #rtp: { out: RtpOutput; onError: (err: Error) => void } | null = null;
+  /**
+   * The RTP output of a webrtc_sfu session: every frame, for the session's life. While
+   * it runs, speech positions are its samples and its sink gets the speech events.
+   */
+  #rtp: { out: RtpOutput; sink: RtpSink } | null = null;
   #retiring = new Set<Promise<unknown>>();
   #last: Uint8Array | null = null;
   #frame: Frame;
@@ -112,7 +118,7 @@ export class BuiltinSession implements RenderSession {
       return;
     }
     // A new viewer joins mid-speech: it hears of the speech under way.
-    this.#speech.newViewer();
+    if (!this.#rtp) this.#speech.newViewer();
     run.attach(sink);
   }
 
@@ -120,7 +126,7 @@ export class BuiltinSession implements RenderSession {
     this.#run?.detach();
   }
 
-  publishRtp(target: RtpTarget, onError: (err: Error) => void): void {
+  publishRtp(target: RtpTarget, sink: RtpSink): void {
     if (this.#closed || this.#rtp) return;
     try {
       const out = new RtpOutput(
@@ -133,11 +139,14 @@ export class BuiltinSession implements RenderSession {
         },
         target,
         (err) => this.#failRtp(err),
+        this.opts.wallNow,
       );
-      this.#rtp = { out, onError };
+      this.#rtp = { out, sink };
+      // Speech now follows the RTP output's timeline, which starts at 0.
+      this.#speech.newRun();
     } catch (err) {
       this.log.error("render rtp encoder failed to start", { err });
-      onError(new Error("render rtp encoder failed to start"));
+      sink.onError(new Error("render rtp encoder failed to start"));
     }
   }
 
@@ -145,8 +154,30 @@ export class BuiltinSession implements RenderSession {
     const rtp = this.#rtp;
     if (!rtp) return;
     this.#rtp = null;
+    this.#speech.newRun();
     this.#retire(rtp.out.stop({ graceful: false, timeoutMs: 0 }));
-    rtp.onError(err);
+    rtp.sink.onError(err);
+  }
+
+  /**
+   * Where the next frame's audio goes on the timeline speech follows: the RTP output's
+   * samples while it runs, else the watched encoder run's; null when nobody hears it.
+   */
+  #streamPos(): number | null {
+    if (this.#rtp) return this.#rtp.out.samples;
+    return this.#run?.watched ? this.#run.samples : null;
+  }
+
+  /** Hands the RTP sink the speech events of the audio written to it so far. */
+  #speechToRtp(rtp: { out: RtpOutput; sink: RtpSink }): void {
+    if (!this.#speech.hasPending) return;
+    for (const { pos, event } of this.#speech.deliveredAt(rtp.out.samples)) {
+      try {
+        rtp.sink.onSpeech?.({ ...event, mediaTimeMs: rtp.out.wallMsAt(pos) });
+      } catch (err) {
+        this.log.error("render rtp sink failed", { err });
+      }
+    }
   }
 
   /** Spawns the session's encoder; null (logged) when ffmpeg cannot start. */
@@ -174,7 +205,7 @@ export class BuiltinSession implements RenderSession {
       this.#run = null;
     }
     // A new run's timeline starts at 0: speech positions of the old one are void.
-    this.#speech.newRun();
+    if (!this.#rtp) this.#speech.newRun();
     return this.#run;
   }
 
@@ -183,7 +214,7 @@ export class BuiltinSession implements RenderSession {
    * its audio's end (AAC's encoder delay included), in the viewer's time.
    */
   #speechTo(sink: RenderSink, audioEnd: number, viewerStart: number): void {
-    if (!this.#speech.hasPending) return;
+    if (this.#rtp || !this.#speech.hasPending) return;
     const startMs = samplesToMs(viewerStart);
     for (const e of this.#speech.delivered(audioEnd - AAC_DELAY)) {
       try {
@@ -211,12 +242,7 @@ export class BuiltinSession implements RenderSession {
 
   interrupt(options: { tag?: string; all?: boolean } = {}): SpeechCut | null {
     const before = this.#queue.length;
-    const run = this.#run?.watched ? this.#run : null;
-    const cut = this.#speech.cut(
-      this.#queue,
-      options,
-      run ? run.samples : null,
-    );
+    const cut = this.#speech.cut(this.#queue, options, this.#streamPos());
     // Latency marks index the queue: any removal invalidates them.
     if (this.#queue.length !== before) this.#marks = [];
     if (cut?.wasSpeaking || options.all || options.tag === undefined) {
@@ -284,7 +310,7 @@ export class BuiltinSession implements RenderSession {
     this.#produced++;
     // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.
     const run = this.#run?.watched ? this.#run : null;
-    this.#speech.took(samples, real, run ? run.samples : null);
+    this.#speech.took(samples, real, this.#streamPos());
     // Marks of audio taken now move to the run (or are dropped with no viewer).
     while (this.#marks.length > 0 && this.#marks[0].idx < head + real) {
       const m = this.#marks.shift()!;
@@ -309,7 +335,7 @@ export class BuiltinSession implements RenderSession {
     );
     if (rtp && !rtp.out.write(this.#last, audio)) {
       this.#failRtp(new Error("render rtp encoder fell behind real time"));
-    }
+    } else if (rtp) this.#speechToRtp(rtp);
     if (run && !run.write(this.#last, audio)) {
       run.fail(new Error("render encoder fell behind real time"));
     }

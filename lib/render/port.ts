@@ -25,10 +25,30 @@ export interface SpeechEvent {
   speaking: boolean;
   /** The tag its audio was pushed with (the media plane uses the turn id). */
   tag: string | undefined;
-  /** Presentation time on the stream, ms from its start. */
+  /**
+   * Where it happens. On an fMP4 stream (`RenderSink`): presentation time, ms from the
+   * stream's start. On the RTP output (`RtpSink`): the sender's wall clock, epoch ms at
+   * which that sample was written to the RTP encoder (an SFU renumbers RTP timestamps
+   * per viewer, so the RTP timeline itself is not visible to a browser).
+   */
   mediaTimeMs: number;
   /** Set when the speech stopped because it was cut (`interrupt`). */
   cut?: { playedMs: number };
+}
+
+/**
+ * Where a session's RTP output reports (`publishRtp`), beside the fMP4 `RenderSink`.
+ * Handlers must not throw.
+ */
+export interface RtpSink {
+  /** The RTP output failed for good. */
+  onError(err: Error): void;
+  /**
+   * Optional: the avatar's audible speech started or stopped (`mediaTimeMs` in epoch ms
+   * on the sender's clock, see `SpeechEvent`). Called once the RTP encoder was handed
+   * the audio at that time. While the RTP output runs, speech follows it (not fMP4).
+   */
+  onSpeech?(event: SpeechEvent): void;
 }
 
 /** What an `interrupt` cut. */
@@ -80,12 +100,13 @@ export interface RenderSession {
   stats(): RenderStats;
   /**
    * Also encodes the session once more as RTP (H.264 + Opus) to an SFU mountpoint
-   * (lib/render/rtp.ts), for its whole life beside any fMP4 stream. `onError`: the RTP
-   * output failed for good. Renderers that cannot (a render worker) leave it out.
+   * (lib/render/rtp.ts), for its whole life beside any fMP4 stream; `sink` hears of its
+   * failure and of the speech it carries. Renderers that cannot (a render worker) leave
+   * it out.
    */
   publishRtp?(
     target: { host: string; videoPort: number; audioPort: number },
-    onError: (err: Error) => void,
+    sink: RtpSink,
   ): void;
 }
 

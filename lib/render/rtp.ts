@@ -97,16 +97,27 @@ export function rtpEncoderArgs(
   ];
 }
 
+/** Recent writes remembered for `wallMsAt` (more than 300 ms of frames at 60 fps). */
+const MAX_WRITES = 32;
+
 /** The session's RTP encoder: fed every rendered frame until stopped. */
 export class RtpOutput {
   readonly #encoder: Encoder;
+  /** Audio samples written so far (the RTP output's own timeline, at `sampleRate`). */
+  samples = 0;
+  /** Recent writes: the sample position each began at and the wall clock then. */
+  #writes: Array<{ pos: number; at: number }> = [];
 
-  /** Spawns ffmpeg; throws when spawning fails. `onFailure` reports a dead encoder. */
+  /**
+   * Spawns ffmpeg; throws when spawning fails. `onFailure` reports a dead encoder;
+   * `wallNow` is the wall clock (epoch ms) that `wallMsAt` answers in.
+   */
   constructor(
     ffmpeg: string,
-    fmt: StreamFormat,
+    private readonly fmt: StreamFormat,
     target: RtpTarget,
     onFailure: (err: Error) => void,
+    private readonly wallNow: () => number = Date.now,
   ) {
     this.#encoder = new Encoder({
       ffmpeg,
@@ -125,7 +136,24 @@ export class RtpOutput {
 
   /** One frame and its audio; false when the encoder fell behind (a failure). */
   write(frame: Uint8Array, audio: Uint8Array): boolean {
+    if (this.#writes.length >= MAX_WRITES) this.#writes.shift();
+    this.#writes.push({ pos: this.samples, at: this.wallNow() });
+    this.samples += audio.byteLength >> 1;
     return this.#encoder.write(frame, audio);
+  }
+
+  /**
+   * The wall clock (epoch ms) at which audio sample `pos` was written: the write of the
+   * frame that carried it, plus the sample's offset in that frame's audio. Positions
+   * older than the writes remembered are counted back from the oldest at real time.
+   */
+  wallMsAt(pos: number): number {
+    let w = this.#writes[0] ?? { pos: this.samples, at: this.wallNow() };
+    for (const x of this.#writes) {
+      if (x.pos > pos) break;
+      w = x;
+    }
+    return Math.round(w.at + ((pos - w.pos) * 1000) / this.fmt.sampleRate);
   }
 
   stop(options: { graceful: boolean; timeoutMs: number }): Promise<

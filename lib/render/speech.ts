@@ -8,7 +8,8 @@
  * audio of that tag is queued and ~300 ms passed without an audible one, or when another
  * tag's speech starts, or at a cut. Positions are stream samples at `STREAM_RATE` (the
  * stream's presentation time × rate). Events wait until a media segment covering their
- * position has gone to the sink, so a browser always has the media before the event.
+ * position has gone to the sink (or, on the RTP output, until the RTP encoder was handed
+ * the audio at that position), so a browser always has the media before the event.
  */
 import type { SpeechCut, SpeechEvent } from "./port.ts";
 import { type AudioQueue, STREAM_RATE } from "./voice.ts";
@@ -170,9 +171,14 @@ export class SpeechTimeline {
 
   /** The events a segment ending at stream position `end` (exclusive) delivered. */
   delivered(end: number): SpeechEvent[] {
-    const out: SpeechEvent[] = [];
+    return this.deliveredAt(end).map((p) => p.event);
+  }
+
+  /** As `delivered`, with each event's stream position. */
+  deliveredAt(end: number): { pos: number; event: SpeechEvent }[] {
+    const out: { pos: number; event: SpeechEvent }[] = [];
     while (this.#pending.length > 0 && this.#pending[0].pos < end) {
-      out.push(this.#pending.shift()!.event);
+      out.push(this.#pending.shift()!);
     }
     return out;
   }

@@ -14,7 +14,7 @@ import {
   type ViewerState,
 } from "./mountpoints.ts";
 import type { ClientMessage, ServerMessage } from "../media/protocol.ts";
-import type { RenderSession } from "../render/port.ts";
+import type { RenderSession, SpeechEvent } from "../render/port.ts";
 
 type WebrtcClientMessage = Extract<
   ClientMessage,
@@ -119,16 +119,24 @@ export class SfuLink {
 
   /**
    * Starts the session's RTP output toward the mountpoint (for its whole life);
-   * `onFailed` when the renderer cannot publish RTP or its RTP output died.
+   * `onFailed` when the renderer cannot publish RTP or its RTP output died; `onSpeech`
+   * gets the speech events of the audio it sends (lib/render/port.ts `RtpSink`).
    */
-  publish(render: RenderSession, onFailed: (reason: string) => void): void {
+  publish(
+    render: RenderSession,
+    onFailed: (reason: string) => void,
+    onSpeech: (event: SpeechEvent) => void,
+  ): void {
     if (!render.publishRtp) {
       onFailed("the renderer cannot publish to the SFU");
       return;
     }
-    render.publishRtp(this.mountpoint, (err) => {
-      this.log.error("render rtp error", { session_id: this.sessionId, err });
-      onFailed("the renderer's RTP output failed");
+    render.publishRtp(this.mountpoint, {
+      onError: (err) => {
+        this.log.error("render rtp error", { session_id: this.sessionId, err });
+        onFailed("the renderer's RTP output failed");
+      },
+      onSpeech,
     });
   }
 

@@ -4,6 +4,19 @@ import { createSocket, type Socket } from "node:dgram";
 import { memoryLogger } from "../../../lib/log.ts";
 import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
+import type { SpeechEvent } from "../../../lib/render/port.ts";
+
+/** One video frame at 25 fps: the tolerance of every position check. */
+const FRAME_MS = 40;
+
+/** `seconds` of a loud 440 Hz tone at 16 kHz. */
+function tone(seconds: number): Int16Array {
+  const pcm = new Int16Array(Math.round(seconds * 16000));
+  for (let i = 0; i < pcm.length; i++) {
+    pcm[i] = Math.round(12000 * Math.sin(2 * Math.PI * 440 * i / 16000));
+  }
+  return pcm;
+}
 
 /** A UDP socket on 127.0.0.1 that keeps the RTP payload types it receives. */
 async function rtpSink(): Promise<
@@ -45,7 +58,7 @@ Deno.test("an rtp-only render session starts no fMP4 encoder and sends H.264 (96
       host: "127.0.0.1",
       videoPort: video.port,
       audioPort: audio.port,
-    }, (e) => errors.push(e));
+    }, { onError: (e) => errors.push(e) });
     assert.equal(liveEncoderPids().length, before + 1);
     for (let i = 0; i < 100 && (!video.pts.size || !audio.pts.size); i++) {
       await new Promise((r) => setTimeout(r, 50));
@@ -60,4 +73,76 @@ Deno.test("an rtp-only render session starts no fMP4 encoder and sends H.264 (96
     for (const hook of onClose) await hook();
   }
   assert.equal(liveEncoderPids().length, before);
+});
+
+Deno.test("the RTP output reports speech in the sender's wall clock and cuts at what it was written", async () => {
+  const onClose: Array<() => void | Promise<void>> = [];
+  const backend = createBuiltinRenderer({ log: memoryLogger(), onClose }, {
+    width: 160,
+    height: 120,
+  });
+  const video = await rtpSink();
+  const audio = await rtpSink();
+  const session = await backend.open({
+    sessionId: "session:rtp-speech",
+    avatarId: "ava",
+    bgId: "studio",
+    output: "rtp",
+  });
+  const events: Array<SpeechEvent & { at: number }> = [];
+  const errors: Error[] = [];
+  const until = async (what: string, check: () => boolean) => {
+    for (let i = 0; i < 200 && !check(); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.ok(check(), `waited too long for ${what}`);
+  };
+  try {
+    session.publishRtp!({
+      host: "127.0.0.1",
+      videoPort: video.port,
+      audioPort: audio.port,
+    }, {
+      onError: (e) => errors.push(e),
+      onSpeech: (e) => events.push({ ...e, at: Date.now() }),
+    });
+    await until("RTP", () => audio.pts.size > 0);
+    const pushedAt = Date.now();
+    session.pushAudio(tone(1.8), 16000, "turn_1");
+    // Nothing was taken between the push and this read: all of it is queued.
+    const pushed = session.stats().queuedAudioSamples;
+    await until("speaking", () => events.length > 0);
+    const on = events[0];
+    assert.equal(on.speaking, true);
+    assert.equal(on.tag, "turn_1");
+    assert.ok(
+      on.mediaTimeMs >= pushedAt && on.mediaTimeMs <= on.at,
+      `speech starts (epoch ms ${on.mediaTimeMs}) after the push ` +
+        `(${pushedAt}) and no later than its event (${on.at})`,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    // Interrupt runs within one tick: what left the queue went to the RTP encoder.
+    const written = pushed - session.stats().queuedAudioSamples;
+    const cut = await session.interrupt({ tag: "turn_1", all: true });
+    assert.ok(cut, "the cut reports the turn");
+    assert.equal(cut.tag, "turn_1");
+    assert.equal(cut.wasSpeaking, true);
+    assert.ok(
+      Math.abs(cut.playedMs - written / 48) <= FRAME_MS,
+      `played_ms ${cut.playedMs} vs ${written / 48} ms written to RTP`,
+    );
+    await until("the cut event", () => events.length > 1);
+    const off = events[1];
+    assert.equal(off.speaking, false);
+    assert.equal(off.tag, "turn_1");
+    assert.deepEqual(off.cut, { playedMs: cut.playedMs });
+    assert.ok(off.mediaTimeMs > on.mediaTimeMs && off.mediaTimeMs <= off.at);
+    assert.equal(session.stats().queuedAudioSamples, 0);
+    assert.deepEqual(errors, []);
+  } finally {
+    await session.stop({ graceful: false, timeoutMs: 0 });
+    video.socket.close();
+    audio.socket.close();
+    for (const hook of onClose) await hook();
+  }
 });
