@@ -36,7 +36,8 @@ async function rtpSink(): Promise<
   return { socket, port: socket.address().port, pts };
 }
 
-Deno.test("an rtp-only render session starts no fMP4 encoder and sends H.264 (96) and Opus (111) RTP", async () => {
+/** An rtp-only session of a small built-in renderer, and two UDP sinks for its RTP. */
+async function rtpSession(sessionId: string) {
   const onClose: Array<() => void | Promise<void>> = [];
   const backend = createBuiltinRenderer({ log: memoryLogger(), onClose }, {
     width: 160,
@@ -46,11 +47,29 @@ Deno.test("an rtp-only render session starts no fMP4 encoder and sends H.264 (96
   const audio = await rtpSink();
   const before = liveEncoderPids().length;
   const session = await backend.open({
-    sessionId: "session:rtp",
+    sessionId,
     avatarId: "ava",
     bgId: "studio",
     output: "rtp",
   });
+  return {
+    session,
+    video,
+    audio,
+    before,
+    async close() {
+      await session.stop({ graceful: false, timeoutMs: 0 });
+      video.socket.close();
+      audio.socket.close();
+      for (const hook of onClose) await hook();
+    },
+  };
+}
+
+Deno.test("an rtp-only render session starts no fMP4 encoder and sends H.264 (96) and Opus (111) RTP", async () => {
+  const { session, video, audio, before, close } = await rtpSession(
+    "session:rtp",
+  );
   try {
     assert.equal(liveEncoderPids().length, before);
     const errors: Error[] = [];
@@ -67,28 +86,15 @@ Deno.test("an rtp-only render session starts no fMP4 encoder and sends H.264 (96
     assert.deepEqual([...audio.pts], [111]);
     assert.deepEqual(errors, []);
   } finally {
-    await session.stop({ graceful: false, timeoutMs: 0 });
-    video.socket.close();
-    audio.socket.close();
-    for (const hook of onClose) await hook();
+    await close();
   }
   assert.equal(liveEncoderPids().length, before);
 });
 
 Deno.test("the RTP output reports speech in the sender's wall clock and cuts at what it was written", async () => {
-  const onClose: Array<() => void | Promise<void>> = [];
-  const backend = createBuiltinRenderer({ log: memoryLogger(), onClose }, {
-    width: 160,
-    height: 120,
-  });
-  const video = await rtpSink();
-  const audio = await rtpSink();
-  const session = await backend.open({
-    sessionId: "session:rtp-speech",
-    avatarId: "ava",
-    bgId: "studio",
-    output: "rtp",
-  });
+  const { session, video, audio, close } = await rtpSession(
+    "session:rtp-speech",
+  );
   const events: Array<SpeechEvent & { at: number }> = [];
   const errors: Error[] = [];
   const until = async (what: string, check: () => boolean) => {
@@ -140,9 +146,6 @@ Deno.test("the RTP output reports speech in the sender's wall clock and cuts at 
     assert.equal(session.stats().queuedAudioSamples, 0);
     assert.deepEqual(errors, []);
   } finally {
-    await session.stop({ graceful: false, timeoutMs: 0 });
-    video.socket.close();
-    audio.socket.close();
-    for (const hook of onClose) await hook();
+    await close();
   }
 });
