@@ -46,12 +46,11 @@ export class Playback {
     this.#video = o.video;
     this.#onAutoplayBlocked = o.onAutoplayBlocked;
     this.#onPlaying = o.onPlaying;
-    this.#speech = new SpeakingSchedule(o.video, o.onSpeaking);
     this.#buffer = new LiveBuffer(o.video, {
       maxLatencyS: o.maxLatencyS,
       onError: o.onError,
     });
-    this.#rtc = o.transport === "webrtc_sfu"
+    const rtc = o.transport === "webrtc_sfu"
       ? new RtcPlayback(o.video, {
         iceServers: o.iceServers ?? [],
         send: o.send,
@@ -65,6 +64,14 @@ export class Playback {
         onFailed: o.onFailed,
       })
       : null;
+    this.#rtc = rtc;
+    // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
+    // plays once the receiver's jitter buffer lets it (docs/media-protocol.md).
+    this.#speech = new SpeakingSchedule(
+      o.video,
+      o.onSpeaking,
+      rtc ? () => Date.now() - rtc.playoutDelayMs : undefined,
+    );
   }
 
   /** Whether the avatar is audibly speaking at the video's current time. */
@@ -77,8 +84,12 @@ export class Playback {
   }
 
   get rtcStats(): RtcStats {
-    return this.#rtc?.stats ??
-      { peerConnections: 0, framesDecoded: 0, audioPacketsReceived: 0 };
+    return this.#rtc?.stats ?? {
+      peerConnections: 0,
+      framesDecoded: 0,
+      audioPacketsReceived: 0,
+      playoutDelayMs: 0,
+    };
   }
 
   /**
@@ -114,9 +125,11 @@ export class Playback {
     this.#speech.reset();
   }
 
-  /** `webrtc.offer`: a new viewer; its media timeline starts again, like an init segment. */
+  /**
+   * `webrtc.offer`: a new viewer. The speaking schedule goes on: its times are the
+   * sender's wall clock, which no new viewer restarts.
+   */
   offer(sdp: string): void {
-    this.#speech.reset();
     void this.#rtc?.offer(sdp);
   }
 
@@ -125,7 +138,7 @@ export class Playback {
     void this.#rtc?.candidate(candidate);
   }
 
-  /** `avatar.speaking`: scheduled for when the video reaches it. */
+  /** `avatar.speaking`: scheduled for when playback reaches it. */
   speech(detail: SpeakingDetail): void {
     this.#speech.add(detail);
   }

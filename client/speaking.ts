@@ -1,8 +1,10 @@
 /**
- * `avatar.speaking` on the video's clock: the server stamps each speech start and stop
- * with the stream's presentation time (`media_time_ms`); this schedule fires them when
- * the `<video>` reaches that time, so a page's "speaking" indicator matches what is seen
- * and heard rather than when the message arrived (docs/media-protocol.md).
+ * `avatar.speaking` on the playback clock: the server stamps each speech start and stop
+ * (`media_time_ms`); this schedule fires them when playback reaches that time, so a
+ * page's "speaking" indicator matches what is seen and heard rather than when the
+ * message arrived (docs/media-protocol.md). On fMP4 the clock is the `<video>`'s
+ * presentation time; on WebRTC (`webrtc_sfu`) the stamp is the sender's wall clock and
+ * the clock is `Date.now()` less the receiver's playout delay (client/webrtc.ts).
  */
 import type { SpeakingDetail } from "./player_types.ts";
 
@@ -16,10 +18,20 @@ export class SpeakingSchedule {
   #speaking: string | null = null;
   #waiting = false;
 
+  /**
+   * `wallClock`: the playback clock in `media_time_ms` units on WebRTC (epoch ms of
+   * what plays now); without it, the video's presentation time.
+   */
   constructor(
     private readonly video: HTMLVideoElement,
     private readonly fire: (detail: SpeakingDetail) => void,
+    private readonly wallClock?: () => number,
   ) {}
+
+  /** Where playback is, in `media_time_ms` units. */
+  #now(): number {
+    return this.wallClock?.() ?? this.video.currentTime * 1000;
+  }
 
   /** Whether the avatar is speaking at the video's current time. */
   get speaking(): boolean {
@@ -45,14 +57,14 @@ export class SpeakingSchedule {
       this.fire({
         speaking: false,
         turn_id: turn,
-        media_time_ms: Math.round(this.video.currentTime * 1000),
+        media_time_ms: Math.round(this.#now()),
       });
     }
   }
 
   /** Fires every event the video has reached; keeps watching while any is left. */
   check(): void {
-    const now = this.video.currentTime * 1000;
+    const now = this.#now();
     while (this.#pending.length > 0 && this.#pending[0].media_time_ms <= now) {
       const d = this.#pending.shift()!;
       this.#speaking = d.speaking ? d.turn_id : null;
@@ -65,7 +77,12 @@ export class SpeakingSchedule {
         this.check();
       };
       const v = this.video as VideoWithFrames;
-      if (typeof v.requestVideoFrameCallback === "function") {
+      if (this.wallClock) {
+        // Due on the wall clock: woken for it (at most 50 ms apart, as the playout
+        // delay moves), not on video frames.
+        const wait = this.#pending[0].media_time_ms - now;
+        setTimeout(next, Math.max(0, Math.min(50, wait)));
+      } else if (typeof v.requestVideoFrameCallback === "function") {
         v.requestVideoFrameCallback(next);
       } else {
         requestAnimationFrame(next);

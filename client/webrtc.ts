@@ -24,6 +24,12 @@ export interface RtcStats {
   peerConnections: number;
   framesDecoded: number;
   audioPacketsReceived: number;
+  /**
+   * The audio receiver's playout delay (ms): its jitter buffer's mean delay over the
+   * audio emitted since the previous refresh (inbound-rtp `jitterBufferDelay /
+   * jitterBufferEmittedCount`); 0 before any audio played.
+   */
+  playoutDelayMs: number;
 }
 
 export interface RtcPlaybackOptions {
@@ -47,7 +53,10 @@ export class RtcPlayback {
     peerConnections: 0,
     framesDecoded: 0,
     audioPacketsReceived: 0,
+    playoutDelayMs: 0,
   };
+  /** The audio jitter buffer's totals at the previous refresh (this PeerConnection). */
+  #jitter = { delayS: 0, emitted: 0 };
 
   constructor(
     readonly video: HTMLVideoElement,
@@ -58,6 +67,7 @@ export class RtcPlayback {
   async offer(sdp: string): Promise<void> {
     this.#closePc();
     const pc = new RTCPeerConnection({ iceServers: this.options.iceServers });
+    this.#jitter = { delayS: 0, emitted: 0 };
     this.#pc = pc;
     this.#count++;
     const stream = new MediaStream();
@@ -112,7 +122,10 @@ export class RtcPlayback {
     await pc.addIceCandidate(c ?? undefined).catch(() => {});
   }
 
-  /** Decoded frames and received audio packets so far (this PeerConnection). */
+  /**
+   * Decoded frames and received audio packets so far (this PeerConnection), and the
+   * audio playout delay now.
+   */
   async refreshStats(): Promise<RtcStats> {
     const pc = this.#pc;
     if (!pc) return this.#last;
@@ -120,16 +133,33 @@ export class RtcPlayback {
       peerConnections: this.#count,
       framesDecoded: 0,
       audioPacketsReceived: 0,
+      playoutDelayMs: this.#last.playoutDelayMs,
     };
+    const jitter = { delayS: 0, emitted: 0 };
     (await pc.getStats()).forEach((r) => {
       if (r.type !== "inbound-rtp") return;
       if (r.kind === "video") out.framesDecoded += r.framesDecoded ?? 0;
       if (r.kind === "audio") {
         out.audioPacketsReceived += r.packetsReceived ?? 0;
+        jitter.delayS += r.jitterBufferDelay ?? 0;
+        jitter.emitted += r.jitterBufferEmittedCount ?? 0;
       }
     });
+    if (this.#pc !== pc) return this.#last;
+    const emitted = jitter.emitted - this.#jitter.emitted;
+    if (emitted > 0) {
+      out.playoutDelayMs = Math.round(
+        (jitter.delayS - this.#jitter.delayS) / emitted * 1000,
+      );
+    }
+    this.#jitter = jitter;
     this.#last = out;
     return out;
+  }
+
+  /** The audio playout delay (ms) as of the last refresh. */
+  get playoutDelayMs(): number {
+    return this.#last.playoutDelayMs;
   }
 
   get stats(): RtcStats {

@@ -17,6 +17,84 @@ import { requireChromium, SHOTS, WAIT } from "./_browser.ts";
 /** The example page exposes its player as `globalThis.avatarPlayer`. */
 type Win = { avatarPlayer: AvatarPlayer };
 
+/**
+ * How far a speaking event may sit from the audible onset it announces (ms): the
+ * onset is read from the receiver's `totalAudioEnergy`, which Chromium's `getStats()`
+ * refreshes about every 50 ms (its stats cache), and the event fires at the sender's
+ * write time plus the jitter buffer's delay; the path before the jitter buffer
+ * (ffmpeg's Opus encoding beside H.264, Janus, loopback) is not in that estimate. On
+ * the shared 2-core test machine the event fired 30–170 ms before the measured onset.
+ */
+const ONSET_TOLERANCE_MS = 250;
+
+/** What the page records of one avatar turn's speech (epoch ms, the page's clock). */
+interface SpeechSeen {
+  /** `avatar.speaking` true arrived on the socket. */
+  arrived: number | null;
+  /** The player's `speaking` true event fired. */
+  fired: number | null;
+  media_time_ms: number | null;
+  playout_delay_ms: number | null;
+  /** The first `totalAudioEnergy` poll after the arrival that rose audibly. */
+  onset: number | null;
+}
+
+/**
+ * Records, in the page, when the next `avatar.speaking` true arrives, when the player
+ * fires it, and when its audio becomes audible at the receiver: the inbound-rtp
+ * audio's `totalAudioEnergy` polled every 10 ms rising by at least −40 dBFS worth
+ * (the server's audible level) since the previous poll.
+ */
+function watchSpeech(page: Page): Promise<void> {
+  return page.evaluate(() => {
+    const w = globalThis as unknown as Win & {
+      seen: SpeechSeen;
+      pcs: RTCPeerConnection[];
+    };
+    const seen: SpeechSeen = {
+      arrived: null,
+      fired: null,
+      media_time_ms: null,
+      playout_delay_ms: null,
+      onset: null,
+    };
+    w.seen = seen;
+    const p = w.avatarPlayer;
+    p._ws!.addEventListener("message", (e) => {
+      if (typeof e.data !== "string" || seen.arrived !== null) return;
+      const m = JSON.parse(e.data);
+      if (m.type === "avatar.speaking" && m.speaking) seen.arrived = Date.now();
+    });
+    p.on("speaking", (d) => {
+      if (!d.speaking || seen.fired !== null) return;
+      seen.fired = Date.now();
+      seen.media_time_ms = d.media_time_ms;
+      seen.playout_delay_ms = p.stats.rtc.playoutDelayMs;
+    });
+    const pc = w.pcs.at(-1)!;
+    let last: { at: number; energy: number } | null = null;
+    const poll = async () => {
+      if (seen.onset !== null) return;
+      let energy = 0;
+      (await pc.getStats()).forEach((r) => {
+        if (r.type === "inbound-rtp" && r.kind === "audio") {
+          energy += r.totalAudioEnergy ?? 0;
+        }
+      });
+      const at = Date.now();
+      if (last && energy > last.energy) {
+        const level = Math.sqrt(
+          (energy - last.energy) / ((at - last.at) / 1000),
+        );
+        if (seen.arrived !== null && level >= 0.01) seen.onset = at;
+      }
+      if (!last || energy !== last.energy) last = { at, energy };
+      setTimeout(poll, 10);
+    };
+    void poll();
+  });
+}
+
 interface Rtc {
   reconnects: number;
   frames: number;
@@ -71,6 +149,18 @@ Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives 
   });
   const { client, pageBase, browser } = stack;
   const { page, problems } = browser;
+  // Every PeerConnection the page makes, for the test's own getStats() polling.
+  await page.addInitScript(() => {
+    const w = globalThis as unknown as { pcs: RTCPeerConnection[] };
+    w.pcs = [];
+    const Native = RTCPeerConnection;
+    globalThis.RTCPeerConnection = class extends Native {
+      constructor(config?: RTCConfiguration) {
+        super(config);
+        w.pcs.push(this);
+      }
+    };
+  });
   let sessionId = "";
   try {
     await t.step(
@@ -118,14 +208,38 @@ Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives 
     );
 
     await t.step(
-      "a typed turn comes back as an avatar transcript",
+      "a typed turn comes back as an avatar transcript; speaking fires when its audio plays",
       async () => {
         await page.getByRole("button", { name: "Mute", exact: true }).click();
+        await watchSpeech(page);
         await page.getByLabel("Message").fill("hello avatar");
         await page.getByRole("button", { name: "Send", exact: true }).click();
         await page.locator('#log li[data-role="avatar"]', {
           hasText: replyFor("hello avatar"),
         }).waitFor(WAIT);
+        const seen = await page.waitForFunction(
+          () => {
+            const s = (globalThis as unknown as { seen: SpeechSeen }).seen;
+            return s.fired !== null && s.onset !== null ? s : null;
+          },
+          undefined,
+          WAIT,
+        ).then((h) => h.jsonValue() as Promise<SpeechSeen>);
+        const { arrived, fired, onset } = seen as {
+          [K in keyof SpeechSeen]: number;
+        };
+        const what = JSON.stringify(seen);
+        // The message comes first; the event waits for the audio, not the message.
+        assert.ok(arrived <= fired, what);
+        assert.ok(seen.media_time_ms! <= arrived, what);
+        assert.ok(
+          fired >= seen.media_time_ms! + seen.playout_delay_ms!,
+          what,
+        );
+        assert.ok(
+          Math.abs(fired - onset) <= ONSET_TOLERANCE_MS,
+          `speaking fired ${fired - onset} ms from the audible onset: ${what}`,
+        );
       },
     );
 
