@@ -4,10 +4,23 @@
  * throw or a rejected promise inside it is logged through the redacting logger and ends
  * at most the one session it belongs to — never the process.
  */
+import type { EndReason } from "../api/schemas.ts";
 import type { Logger } from "../log.ts";
 
 /** Where a contained failure came from; the session ends as a failure of that kind. */
 export type FailureSource = "socket" | "provider" | "render" | "relay" | "hub";
+
+/** What a contained throw of each source ends a live session as (what failed, why). */
+export const CONTAINED: Record<
+  FailureSource,
+  [what: string, reason: EndReason]
+> = {
+  provider: ["conversation engine", "provider_failed"],
+  render: ["renderer", "render_failed"],
+  socket: ["media socket", "instance_lost"],
+  relay: ["media socket", "instance_lost"],
+  hub: ["media socket", "instance_lost"],
+};
 
 /** What to do when a contained handler throws: end that session (or that relay). */
 export type OnThrow = (source: FailureSource, err: unknown) => void;

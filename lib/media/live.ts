@@ -13,6 +13,7 @@ import {
   bindSocket,
   contain,
   containAll,
+  CONTAINED,
   type FailureSource,
 } from "./contain.ts";
 import { Downlink, sendJson } from "./downlink.ts";
@@ -30,15 +31,6 @@ import {
 /** Stream failures a minute after which the session ends instead of restarting. */
 export const MAX_STREAM_RESTARTS = 3;
 
-/** What a contained throw of each source ends the session as. */
-const CONTAINED: Record<FailureSource, [what: string, reason: EndReason]> = {
-  provider: ["conversation engine", "provider_failed"],
-  render: ["renderer", "render_failed"],
-  socket: ["media socket", "instance_lost"],
-  relay: ["media socket", "instance_lost"],
-  hub: ["media socket", "instance_lost"],
-};
-
 /** Counters of one live session, for logs, the end result and tests. */
 export interface LiveStats {
   segmentsSent: number;
@@ -49,11 +41,6 @@ export interface LiveStats {
   oversizeFrames: number;
   /** Text frames and microphone audio dropped by the per-socket rate gates. */
   framesThrottled: number;
-}
-
-export interface LiveSessionParts {
-  engine: EngineConnection;
-  render: RenderSession;
 }
 
 export class LiveSession {
@@ -96,7 +83,6 @@ export class LiveSession {
     send: (msg) => this.send(msg),
     render: () => this.render,
     engine: () => this.engine,
-    // webrtc_sfu: the RTP output carries the media (and the cut events) all along.
     streaming: () =>
       this.sfu !== null ||
       (this.socket !== null && this.streamingTo === this.socket),

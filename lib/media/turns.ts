@@ -20,7 +20,10 @@ export interface TurnsHost {
   send(msg: ServerMessage): void;
   render(): RenderSession | null;
   engine(): EngineConnection | null;
-  /** Whether a socket is receiving media (so the renderer's cut event will come). */
+  /**
+   * Whether the media goes out (so the renderer's cut event will come): a socket's fMP4
+   * stream, or on webrtc_sfu the RTP output, whatever the sockets do.
+   */
   streaming(): boolean;
 }
 
