@@ -5,7 +5,7 @@
 import type { AppDeps } from "../deps.ts";
 import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
-import type { RenderSession, RenderSink } from "../render/port.ts";
+import type { RenderSession, RenderSink, SpeechEvent } from "../render/port.ts";
 import { Turns } from "./turns.ts";
 import { liveEngineEvents } from "./engine_events.ts";
 import type { SfuLink } from "../sfu/mod.ts";
@@ -204,8 +204,10 @@ export class LiveSession {
       error: () => {},
     });
     sendJson(ws, { type: "session.state", status });
-    if (this.sfu) this.sfu.attach(ws);
-    else if (this.render) this.render.attach(this.sinkFor(ws));
+    if (this.sfu) {
+      this.sfu.attach(ws);
+      this.turns.replaySpeaking();
+    } else if (this.render) this.render.attach(this.sinkFor(ws));
   }
 
   /**
@@ -215,16 +217,12 @@ export class LiveSession {
   startRendering(render: RenderSession): void {
     this.render = render;
     if (this.sfu) {
+      const log = this.deps.log;
+      const speech = (e: SpeechEvent) => this.turns.speech(e);
       this.sfu.publish(
         render,
         (why) => this.onFailed?.(why, "render", "render_failed"),
-        contain(
-          this.deps.log,
-          "render",
-          "rtp speech",
-          this.contained,
-          (e) => this.turns.speech(e),
-        ),
+        contain(log, "render", "rtp speech", this.contained, speech),
       );
       return;
     }

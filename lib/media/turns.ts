@@ -40,6 +40,8 @@ export class Turns {
   #current: { responseId: string; turnId: string } | null = null;
   /** The turn `avatar.speaking` true was last sent for (until its false). */
   #speaking: string | null = null;
+  /** That `avatar.speaking` true message (a webrtc_sfu takeover gets it again). */
+  #speakingMsg: ServerMessage | null = null;
   #cuts = new Map<string, Cut>();
   #cutResponses = new Set<string>();
 
@@ -152,16 +154,17 @@ export class Turns {
     if (turnId === undefined) return;
     if (event.speaking) {
       this.#speaking = turnId;
-      this.host.send({
+      this.#speakingMsg = {
         type: "avatar.speaking",
         speaking: true,
         turn_id: turnId,
         media_time_ms: event.mediaTimeMs,
-      });
+      };
+      this.host.send(this.#speakingMsg);
       return;
     }
     if (this.#speaking === turnId) {
-      this.#speaking = null;
+      this.#setSilent();
       this.host.send({
         type: "avatar.speaking",
         speaking: false,
@@ -174,7 +177,20 @@ export class Turns {
 
   /** A new stream restarts media time: nothing is being heard on it yet. */
   newStream(): void {
+    this.#setSilent();
+  }
+
+  /**
+   * A new socket of a webrtc_sfu session (a takeover): the speech under way is sent
+   * again, its time (the sender's wall clock) as valid on any socket.
+   */
+  replaySpeaking(): void {
+    if (this.#speakingMsg) this.host.send(this.#speakingMsg);
+  }
+
+  #setSilent(): void {
     this.#speaking = null;
+    this.#speakingMsg = null;
   }
 
   /** The browser's `interrupt`: everything queued goes, the current turn is cut. */
@@ -243,7 +259,7 @@ export class Turns {
     if (!cut || cut.done) return;
     cut.done = true;
     clearTimeout(cut.timer);
-    if (this.#speaking === turnId) this.#speaking = null;
+    if (this.#speaking === turnId) this.#setSilent();
     for (const [rid, tid] of this.#byResponse) {
       if (tid === turnId) this.#byResponse.delete(rid);
     }

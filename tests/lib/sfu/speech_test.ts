@@ -55,7 +55,7 @@ Deno.test("webrtc_sfu: avatar.speaking per turn on the sender's clock; a cut rep
   try {
     await withLiveStack(async (s) => {
       const c = await createSession(s, undefined, { transport: "webrtc_sfu" });
-      const b = Browser.connect(s, c.session_id, c.client_token);
+      let b = Browser.connect(s, c.session_id, c.client_token);
       await b.opened;
       await b.message((m) => m.type === "webrtc.offer", "webrtc.offer");
       // Unanswered, the session stays activating; its engine hears text once it is up.
@@ -80,18 +80,24 @@ Deno.test("webrtc_sfu: avatar.speaking per turn on the sender's clock; a cut rep
       );
       assert.ok(t1 > t0 && t1 <= Date.now() + FRAME_MS, `${t0} < ${t1}`);
 
-      // A cut turn: the browser's interrupt mid-speech.
-      const from = b.json.length;
+      // A cut turn: a socket takes over mid-speech, then interrupts.
+      const from2 = b.json.length;
       b.send({ type: "text", text: "speak long" });
-      const on2 = await speaking(b, true, from);
+      const on2 = await speaking(b, true, from2);
       assert.notEqual(on2.turn_id, on.turn_id);
+      const old = b;
+      b = Browser.connect(s, c.session_id, c.client_token);
+      await b.opened;
+      // The takeover hears of the speech under way, at its time on the sender's clock.
+      assert.deepEqual(await speaking(b, true), on2);
+      await old.closed();
       await new Promise((r) => setTimeout(r, 500));
       b.send({ type: "interrupt" });
       const cut: Json = await b.message(
         (m) => m.type === "turn.interrupted",
         "turn.interrupted",
       );
-      const off2 = await speaking(b, false, from);
+      const off2 = await speaking(b, false);
       assert.equal(cut.turn_id, on2.turn_id);
       assert.equal(off2.turn_id, on2.turn_id);
       const played = cut.played_ms as number;
