@@ -67,6 +67,8 @@ export class SpeakingSchedule {
     const now = this.#now();
     while (this.#pending.length > 0 && this.#pending[0].media_time_ms <= now) {
       const d = this.#pending.shift()!;
+      // A takeover socket hears of the speech under way again: reported once.
+      if (d.speaking && this.#speaking === d.turn_id) continue;
       this.#speaking = d.speaking ? d.turn_id : null;
       this.fire(d);
     }
