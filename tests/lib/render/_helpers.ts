@@ -2,7 +2,12 @@
  * Fixtures for the renderer tests: a hand-driven render clock, a recording sink, and
  * checks in /proc that the encoder processes the tests saw are gone.
  */
-import type { RenderClock } from "../../../lib/render/builtin.ts";
+import { memoryLogger } from "../../../lib/log.ts";
+import {
+  createBuiltinRenderer,
+  type RenderClock,
+} from "../../../lib/render/builtin.ts";
+import { createRenderWorker } from "../../../lib/render/worker.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
@@ -187,4 +192,38 @@ export function tone(
     out[i] = Math.round(amplitude * Math.sin(2 * Math.PI * hz * i / rate));
   }
   return out;
+}
+
+/** The render worker's bearer token in tests. */
+export const WORKER_TOKEN = "worker-token-0123456789abcdef";
+
+/** A real render worker (built-in renderer at 128×128, real clock) on a loopback port. */
+export function startWorker(): {
+  url: string;
+  log: ReturnType<typeof memoryLogger>;
+  close(): Promise<void>;
+} {
+  const log = memoryLogger();
+  const onClose: Array<() => void | Promise<void>> = [];
+  const worker = createRenderWorker({
+    backend: createBuiltinRenderer({ log, onClose }, {
+      width: 128,
+      height: 128,
+    }),
+    token: WORKER_TOKEN,
+    log,
+  });
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    worker.handler,
+  );
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    log,
+    async close() {
+      await worker.close();
+      for (const hook of onClose) await hook();
+      await server.shutdown();
+    },
+  };
 }

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../../../lib/config.ts";
 import { memoryLogger } from "../../../lib/log.ts";
-import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { createRenderBackend } from "../../../lib/render/mod.ts";
 import {
@@ -9,44 +8,17 @@ import {
   type SpeechEvent,
 } from "../../../lib/render/port.ts";
 import { createRemoteRenderer } from "../../../lib/render/remote.ts";
-import { createRenderWorker } from "../../../lib/render/worker.ts";
 import {
   assertNoEncoders,
   RecordingSink,
+  startWorker,
   timelines,
   tone,
+  WORKER_TOKEN,
 } from "./_helpers.ts";
 
-const TOKEN = "worker-token-0123456789abcdef";
+const TOKEN = WORKER_TOKEN;
 const OPEN = { sessionId: "session:remote", avatarId: "mira", bgId: "office" };
-
-/** A real render worker (built-in renderer, real clock) on a loopback port. */
-function startWorker() {
-  const log = memoryLogger();
-  const onClose: Array<() => void | Promise<void>> = [];
-  const worker = createRenderWorker({
-    backend: createBuiltinRenderer({ log, onClose }, {
-      width: 128,
-      height: 128,
-    }),
-    token: TOKEN,
-    log,
-  });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    worker.handler,
-  );
-  const url = `http://127.0.0.1:${server.addr.port}`;
-  return {
-    url,
-    log,
-    async close() {
-      await worker.close();
-      for (const hook of onClose) await hook();
-      await server.shutdown();
-    },
-  };
-}
 
 function isStartError(kind: string) {
   return (e: unknown) => e instanceof RenderStartError && e.kind === kind;

@@ -4,47 +4,24 @@
  * what a neural renderer implementing the protocol must do too.
  */
 import assert from "node:assert/strict";
-import { memoryLogger } from "../../../lib/log.ts";
-import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseInit } from "../../../lib/render/mp4_parse.ts";
-import { createRenderWorker } from "../../../lib/render/worker.ts";
-import { assertNoEncoders, timelines, tone } from "./_helpers.ts";
+import {
+  assertNoEncoders,
+  startWorker,
+  timelines,
+  tone,
+  WORKER_TOKEN,
+} from "./_helpers.ts";
 
-const TOKEN = "worker-token-0123456789abcdef";
+const TOKEN = WORKER_TOKEN;
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 const DenoWebSocket = WebSocket as unknown as new (
   url: string,
   init: { headers: Record<string, string> },
 ) => WebSocket;
-
-function startWorker() {
-  const log = memoryLogger();
-  const onClose: Array<() => void | Promise<void>> = [];
-  const worker = createRenderWorker({
-    backend: createBuiltinRenderer({ log, onClose }, {
-      width: 128,
-      height: 128,
-    }),
-    token: TOKEN,
-    log,
-  });
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    worker.handler,
-  );
-  const url = `http://127.0.0.1:${server.addr.port}`;
-  return {
-    url,
-    async close() {
-      await worker.close();
-      for (const hook of onClose) await hook();
-      await server.shutdown();
-    },
-  };
-}
 
 /** A stream socket that records its messages in order and how it closed. */
 class RawStream {
