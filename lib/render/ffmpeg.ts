@@ -142,6 +142,47 @@ export function rawInputArgs(
 }
 
 /**
+ * The H.264 half of every encoder's command line: libx264 baseline, low latency, no
+ * B-frames, a GOP of one second with keyframes where `forceKeyFrames` (an ffmpeg
+ * `-force_key_frames` value) puts them, CRF 26 capped at `maxrate` (e.g. "1500k").
+ */
+export function h264Args(
+  fmt: StreamFormat,
+  forceKeyFrames: string,
+  maxrate: string,
+): string[] {
+  const gop = String(fmt.fps);
+  return [
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-tune",
+    "zerolatency",
+    "-profile:v",
+    "baseline",
+    "-pix_fmt",
+    "yuv420p",
+    "-g",
+    gop,
+    "-keyint_min",
+    gop,
+    "-sc_threshold",
+    "0",
+    "-force_key_frames",
+    forceKeyFrames,
+    "-bf",
+    "0",
+    "-crf",
+    "26",
+    "-maxrate",
+    maxrate,
+    "-bufsize",
+    maxrate,
+  ];
+}
+
+/**
  * ffmpeg arguments for one stream: raw I420 video and raw s16le mono audio read from
  * two unix sockets, H.264 baseline + AAC-LC out as fragmented MP4 on stdout, one
  * fragment per video frame (40 ms at 25 fps), a keyframe every second.
@@ -160,32 +201,7 @@ export function encoderArgs(
     "0:v:0",
     "-map",
     "1:a:0",
-    "-c:v",
-    "libx264",
-    "-preset",
-    "ultrafast",
-    "-tune",
-    "zerolatency",
-    "-profile:v",
-    "baseline",
-    "-pix_fmt",
-    "yuv420p",
-    "-g",
-    gop,
-    "-keyint_min",
-    gop,
-    "-sc_threshold",
-    "0",
-    "-force_key_frames",
-    `expr:eq(mod(n,${gop}),0)`,
-    "-bf",
-    "0",
-    "-crf",
-    "26",
-    "-maxrate",
-    maxrate,
-    "-bufsize",
-    maxrate,
+    ...h264Args(fmt, `expr:eq(mod(n,${gop}),0)`, maxrate),
     "-c:a",
     "aac",
     "-b:a",

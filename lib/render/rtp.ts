@@ -6,7 +6,7 @@
  * the fMP4 output: the same frames and audio, another encoder.
  */
 import { Encoder } from "./encoder.ts";
-import { rawInputArgs, type StreamFormat } from "./ffmpeg.ts";
+import { h264Args, rawInputArgs, type StreamFormat } from "./ffmpeg.ts";
 
 /** Where the RTP goes: an SFU mountpoint's ingest (lib/sfu/port.ts `Mountpoint`). */
 export interface RtpTarget {
@@ -36,39 +36,18 @@ export function rtpEncoderArgs(
     ...rawInputArgs(fmt, videoSocket, audioSocket),
     "-map",
     "0:v:0",
-    "-c:v",
-    "libx264",
-    "-preset",
-    "ultrafast",
-    "-tune",
-    "zerolatency",
-    "-profile:v",
-    "baseline",
-    "-level",
-    "3.1",
-    "-pix_fmt",
-    "yuv420p",
-    "-g",
-    gop,
-    "-keyint_min",
-    gop,
-    "-sc_threshold",
-    "0",
     // Every frame a keyframe for the first 0.5 s, then every 4th until 2 s: the first
     // viewer's PeerConnection comes up while the stream starts, and one that missed the
     // first keyframe (Janus's `bufferkf` holding none yet) waited a whole GOP, 1 s.
-    "-force_key_frames",
-    `expr:if(lt(n,${fmt.fps / 2}),1,if(lt(n,${
-      2 * fmt.fps
-    }),eq(mod(n,4),0),eq(mod(n,${gop}),0)))`,
-    "-bf",
-    "0",
-    "-crf",
-    "26",
-    "-maxrate",
-    "1500k",
-    "-bufsize",
-    "1500k",
+    ...h264Args(
+      fmt,
+      `expr:if(lt(n,${fmt.fps / 2}),1,if(lt(n,${
+        2 * fmt.fps
+      }),eq(mod(n,4),0),eq(mod(n,${gop}),0)))`,
+      "1500k",
+    ),
+    "-level",
+    "3.1",
     // Janus has no sprop-parameter-sets: SPS/PPS go in band before every keyframe.
     "-x264-params",
     "repeat-headers=1",
