@@ -6,9 +6,7 @@
  */
 import { startEcepFake } from "../tests/fakes/ecep_engine_fake.ts";
 import type { FakeWs } from "../tests/fakes/fake_ws.ts";
-import { ensureIslandsBuilt } from "../lib/console/bundle.ts";
-
-const ROOT = new URL("../", import.meta.url);
+import { startInstance } from "../tests/lib/media/_instance.ts";
 
 /** A small deterministic PRNG (mulberry32): the same seed gives the same cases. */
 export class Rng {
@@ -161,7 +159,6 @@ export interface ServiceUnderTest {
 export async function startService(
   env: Record<string, string> = {},
 ): Promise<ServiceUnderTest> {
-  await ensureIslandsBuilt();
   const dir = await Deno.makeTempDir({ prefix: "avatar-fuzz-" });
   let child: Deno.ChildProcess | null = null;
   let running = false;
@@ -214,38 +211,16 @@ export async function startService(
     },
   };
   const spawn = async () => {
-    const proc = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "main.ts"],
-      cwd: ROOT,
-      env: {
-        // The same port after a restart, so sockets and clients keep their base.
-        PORT: String(port),
-        KV_PATH: `${dir}/fuzz.sqlite`,
-        TOKEN_SECRET: FUZZ_TOKEN_SECRET,
-        ADMIN_API_KEY: FUZZ_ADMIN_KEY,
-        ALLOW_PRIVATE_NETWORK_TARGETS: "true",
-        END_CLEANUP_TIMEOUT_MS: "2000",
-        DENO_CERT: new URL("tests/fixtures/tls/ca.crt", ROOT).pathname,
-        ...env,
-      },
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
+    const instance = await startInstance(`${dir}/fuzz.sqlite`, {
+      // The same port after a restart, so sockets and clients keep their base.
+      PORT: String(port),
+      TOKEN_SECRET: FUZZ_TOKEN_SECRET,
+      ADMIN_API_KEY: FUZZ_ADMIN_KEY,
+      ...env,
+    });
+    const proc = instance.child;
     child = proc;
-    const reader = proc.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let seen = "";
-    let base = "";
-    while (!base) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`service exited before listening: ${seen}`);
-      seen += value;
-      base = seen.match(/listening on (http:\/\/\S+)/)?.[1] ?? "";
-    }
-    // Drain stdout so the child never blocks on a full pipe.
-    (async () => {
-      while (!(await reader.read()).done) { /* drain */ }
-    })().catch(() => {});
+    const base = instance.base;
     running = true;
     port = Number(new URL(base).port);
     svc.base = `http://127.0.0.1:${port}`;
