@@ -130,6 +130,29 @@ export function printReport(r: FuzzReport): void {
   for (const f of r.findings) console.log(`  - ${f}`);
 }
 
+/**
+ * Asserts that a run was clean: `cases` ran, and no death, 5xx or hang, and the other
+ * tenant kept streaming (the findings are the failure message).
+ */
+export function assertClean(report: FuzzReport, cases: number): void {
+  printReport(report);
+  if (report.cases !== cases) {
+    throw new Error(`${report.fuzzer}: ran ${report.cases} of ${cases} cases`);
+  }
+  const got = {
+    deaths: report.deaths,
+    fivexx: report.fivexx,
+    hangs: report.hangs,
+    bystanderStreamed: report.bystanderStreamed,
+  };
+  const want = { deaths: 0, fivexx: 0, hangs: 0, bystanderStreamed: true };
+  if (JSON.stringify(got) !== JSON.stringify(want)) {
+    throw new Error(
+      `${report.fuzzer}: ${JSON.stringify(got)}\n${report.findings.join("\n")}`,
+    );
+  }
+}
+
 export const FUZZ_ADMIN_KEY = "fuzz-admin-key-0123456789abcdefghijklmnop";
 export const FUZZ_TOKEN_SECRET = "fuzz-token-secret-0123456789abcdefghijklmno";
 export const FUZZ_ENGINE_KEY = "fuzz-engine-key-5c1e9a";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  assertClean,
   emptyReport,
   garbageValue,
   Rng,
@@ -39,5 +40,21 @@ Deno.test("the harness sees a bystander stream, and counts a killed service as a
     assert.equal(await svc.healthy(), true);
   } finally {
     await svc.stop();
+  }
+});
+
+Deno.test("assertClean() passes a clean report and refuses a death, a 5xx, a hang, a stalled bystander or missing cases", () => {
+  const clean = { ...emptyReport("t"), cases: 3, bystanderStreamed: true };
+  assertClean(clean, 3);
+  for (
+    const bad of [
+      { deaths: 1 },
+      { fivexx: 1 },
+      { hangs: 1 },
+      { bystanderStreamed: false },
+      { cases: 2 },
+    ]
+  ) {
+    assert.throws(() => assertClean({ ...clean, ...bad }, 3), /^Error: t: /);
   }
 });
