@@ -6,7 +6,7 @@ import {
   createJanusSfu,
   mountpointCredential,
 } from "../../../lib/sfu/janus.ts";
-import { startTestJanus } from "../sfu/_janus.ts";
+import { startTestJanus, streamingRequest } from "../sfu/_janus.ts";
 
 /** The streaming plugin's `info` on a mountpoint, with its secret (ports, media age). */
 async function mountpointInfo(
@@ -15,30 +15,12 @@ async function mountpointInfo(
   adminKey: string,
   id: number,
 ) {
-  const post = (path: string, body: Record<string, unknown>) =>
-    fetch(url + path, {
-      method: "POST",
-      body: JSON.stringify({
-        ...body,
-        transaction: crypto.randomUUID(),
-        token,
-      }),
-    }).then((r) => r.json());
-  const sid = (await post("", { janus: "create" })).data.id;
-  const hid = (await post(`/${sid}`, {
-    janus: "attach",
-    plugin: "janus.plugin.streaming",
-  })).data.id;
-  const msg = await post(`/${sid}/${hid}`, {
-    janus: "message",
-    body: {
-      request: "info",
-      id,
-      secret: await mountpointCredential(adminKey, "secret", id),
-    },
+  const data = await streamingRequest(url, token, {
+    request: "info",
+    id,
+    secret: await mountpointCredential(adminKey, "secret", id),
   });
-  await post(`/${sid}`, { janus: "destroy" });
-  return msg.plugindata.data.info as {
+  return data.info as {
     media: Array<{ type: string; age_ms?: number }>;
   };
 }

@@ -59,3 +59,31 @@ export async function hangupAllWebrtc(j: RunningJanus): Promise<number> {
   }
   return n;
 }
+
+/**
+ * One streaming-plugin request as any API user makes it (its own Janus session and
+ * handle, destroyed after): the answer's `plugindata.data`.
+ */
+export async function streamingRequest(
+  url: string,
+  token: string,
+  body: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const post = (path: string, msg: Record<string, unknown>) =>
+    fetch(url + path, {
+      method: "POST",
+      body: JSON.stringify({
+        ...msg,
+        transaction: crypto.randomUUID(),
+        token,
+      }),
+    }).then((r) => r.json());
+  const sid = (await post("", { janus: "create" })).data.id;
+  const hid = (await post(`/${sid}`, {
+    janus: "attach",
+    plugin: "janus.plugin.streaming",
+  })).data.id;
+  const msg = await post(`/${sid}/${hid}`, { janus: "message", body });
+  await post(`/${sid}`, { janus: "destroy" });
+  return msg.plugindata.data;
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createJanusSfu, SfuError } from "../../../lib/sfu/mod.ts";
-import { janusSessions, startTestJanus } from "./_janus.ts";
+import { janusSessions, startTestJanus, streamingRequest } from "./_janus.ts";
 
 Deno.test("createJanusSfu() makes, lists and destroys private mountpoints on a real Janus", async (t) => {
   const j = await startTestJanus({ ingestPortRange: "22900-22907" });
@@ -138,24 +138,9 @@ async function janusList(
   token: string,
   adminKey: string | undefined,
 ) {
-  const post = (path: string, body: Record<string, unknown>) =>
-    fetch(url + path, {
-      method: "POST",
-      body: JSON.stringify({
-        ...body,
-        transaction: crypto.randomUUID(),
-        token,
-      }),
-    }).then((r) => r.json());
-  const sid = (await post("", { janus: "create" })).data.id;
-  const hid = (await post(`/${sid}`, {
-    janus: "attach",
-    plugin: "janus.plugin.streaming",
-  })).data.id;
-  const msg = await post(`/${sid}/${hid}`, {
-    janus: "message",
-    body: { request: "list", ...(adminKey ? { admin_key: adminKey } : {}) },
+  const data = await streamingRequest(url, token, {
+    request: "list",
+    ...(adminKey ? { admin_key: adminKey } : {}),
   });
-  await post(`/${sid}`, { janus: "destroy" });
-  return msg.plugindata.data.list;
+  return data.list;
 }
