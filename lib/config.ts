@@ -4,10 +4,11 @@
  */
 
 import { z } from "zod";
+import { type NodeConfig, nodeConfig } from "./nodes/config.ts";
 
 const ICE_URL = /^(stuns?|turns?):[^\s]+$/;
 
-export interface Config {
+export interface Config extends NodeConfig {
   port: number;
   /**
    * A path, `:memory:`, a KV Connect URL, or undefined for `Deno.openKv()`'s default
@@ -42,10 +43,16 @@ export interface Config {
     url: string;
     apiKey: string;
     apiSecret: string;
-    iceServers: IceServer[];
+  } | null;
+  /**
+   * The ICE servers browsers get for `webrtc_sfu` sessions (`ICE_SERVERS`, `TURN_SECRET`),
+   * read with or without `SFU_URL`: a control plane hands them out for its media nodes.
+   */
+  ice: {
+    servers: IceServer[];
     /** coturn's `static-auth-secret`: `turn:` entries get time-limited credentials. */
     turnSecret: string | undefined;
-  } | null;
+  };
   idp: {
     issuer: string;
     /** The `aud` every token must name (`IDP_AUDIENCE`, required with `IDP_ISSUER`). */
@@ -203,7 +210,16 @@ function sfuConfig(env: Record<string, string | undefined>): Config["sfu"] {
       "SFU_URL needs SFU_API_SECRET (the Janus API token) and SFU_API_KEY (the streaming plugin's admin_key)",
     );
   }
-  let iceServers: IceServer[] = [];
+  return {
+    url: env.SFU_URL.replace(/\/+$/, ""),
+    apiKey: env.SFU_API_KEY,
+    apiSecret: env.SFU_API_SECRET,
+  };
+}
+
+/** `ICE_SERVERS` and `TURN_SECRET`. */
+function iceConfig(env: Record<string, string | undefined>): Config["ice"] {
+  let servers: IceServer[] = [];
   if (env.ICE_SERVERS) {
     let raw: unknown;
     try {
@@ -217,15 +233,9 @@ function sfuConfig(env: Record<string, string | undefined>): Config["sfu"] {
         "ICE_SERVERS must be a JSON array of ICE servers ({urls, username?, credential?} with stun:, stuns:, turn: or turns: URLs)",
       );
     }
-    iceServers = parsed.data;
+    servers = parsed.data;
   }
-  return {
-    url: env.SFU_URL.replace(/\/+$/, ""),
-    apiKey: env.SFU_API_KEY,
-    apiSecret: env.SFU_API_SECRET,
-    iceServers,
-    turnSecret: env.TURN_SECRET || undefined,
-  };
+  return { servers, turnSecret: env.TURN_SECRET || undefined };
 }
 
 /** An `ADMIN_API_KEY` shorter than this refuses the start (DECISIONS 1). */
@@ -282,6 +292,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const docs = docsBase(env);
 
   return {
+    ...nodeConfig(env),
     port: int(env, "PORT", 8000),
     kvPath: env.KV_PATH || defaultKvPath(env),
     adminApiKey: adminApiKey(env.ADMIN_API_KEY),
@@ -312,6 +323,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10_000, 1),
     allowPrivateNetworkTargets: bool(env, "ALLOW_PRIVATE_NETWORK_TARGETS"),
     sfu,
+    ice: iceConfig(env),
     idp,
     docsBaseUrl: docs.url,
     docsBaseIsDefault: docs.isDefault,

@@ -4,7 +4,9 @@
  * session from one whose holder died.
  */
 import type { AppDeps } from "../deps.ts";
+import type { Config } from "../config.ts";
 import { kvTry } from "../kv/store.ts";
+import type { ServiceRole } from "../nodes/config.ts";
 
 export interface Presence {
   attached: boolean;
@@ -16,8 +18,12 @@ export interface Presence {
 export interface InstanceRecord {
   started_at: number;
   heartbeat_at: number;
-  /** Where other instances reach this one, for relayed media sockets. */
+  /** Where other instances reach this one, for relayed media sockets and handoffs. */
   url?: string;
+  /** `SERVICE_ROLE`; records written before roles existed count as `all`. */
+  role?: ServiceRole;
+  /** Render slots of the instance at its last heartbeat (a media node's capacity). */
+  render?: { free: number; max: number };
 }
 
 export const presenceKey = (sessionId: string) =>
@@ -25,9 +31,22 @@ export const presenceKey = (sessionId: string) =>
 export const instanceKey = (instanceId: string) =>
   ["instances", instanceId] as const;
 
-/** How often an instance refreshes its heartbeat, and when a silent one counts as gone. */
-export const HEARTBEAT_MS = 10_000;
-export const INSTANCE_STALE_MS = 35_000;
+/** An instance silent for this many heartbeats (`NODE_HEARTBEAT_MS`) counts as gone. */
+export const STALE_HEARTBEATS = 3.5;
+
+/** How long after its last heartbeat an instance counts as gone. */
+export function instanceStaleMs(config: Pick<Config, "heartbeatMs">): number {
+  return config.heartbeatMs * STALE_HEARTBEATS;
+}
+
+/** Whether `rec` (an instance's record, or null when absent) has a fresh heartbeat. */
+export function heartbeatFresh(
+  deps: AppDeps,
+  rec: InstanceRecord | null | undefined,
+  now = deps.now(),
+): rec is InstanceRecord {
+  return Boolean(rec && now - rec.heartbeat_at < instanceStaleMs(deps.config));
+}
 
 const beats = new WeakMap<AppDeps, () => Promise<void>>();
 
@@ -39,6 +58,7 @@ export async function announceInstance(deps: AppDeps): Promise<void> {
 /** Starts this instance's heartbeat; stops (and deletes the record) on close. */
 export function startHeartbeat(deps: AppDeps): void {
   const startedAt = deps.now();
+  const slots = deps.renderSlots;
   const beat = () =>
     kvTry(deps.kv.set(
       instanceKey(deps.instanceId),
@@ -46,15 +66,17 @@ export function startHeartbeat(deps: AppDeps): void {
         started_at: startedAt,
         heartbeat_at: deps.now(),
         ...(deps.instanceUrl ? { url: deps.instanceUrl } : {}),
+        role: deps.config.role,
+        render: { free: Math.max(0, slots.max - slots.inUse), max: slots.max },
       } satisfies InstanceRecord,
-      { expireIn: INSTANCE_STALE_MS * 2 },
+      { expireIn: instanceStaleMs(deps.config) * 2 },
     )).then(
       () => undefined,
       (err) => deps.log.warn("heartbeat failed", { err }),
     );
   beats.set(deps, beat);
   void beat();
-  const timer = setInterval(beat, HEARTBEAT_MS);
+  const timer = setInterval(beat, deps.config.heartbeatMs);
   deps.onClose.push(async () => {
     clearInterval(timer);
     await kvTry(deps.kv.delete(instanceKey(deps.instanceId))).catch(() =>

@@ -12,15 +12,20 @@ import {
 import { kvTry } from "../kv/store.ts";
 import type { EndReason } from "../api/schemas.ts";
 import {
-  INSTANCE_STALE_MS,
+  heartbeatFresh,
   instanceKey,
   type InstanceRecord,
+  instanceStaleMs,
   type Presence,
   presenceKey,
 } from "./presence.ts";
 
-/** How often each instance runs the reaper. */
+/** How often each instance runs the reaper (more often with a shorter heartbeat). */
 export const REAPER_INTERVAL_MS = 5_000;
+
+/** The warning of a session whose holder stopped while it was `active`. */
+export const INSTANCE_LOST_WARNING =
+  "the instance holding the session stopped: its engine connection and renderer are gone";
 /** Extra time past a bound before the reaper steps in for a holder that should have. */
 const GRACE_MS = 30_000;
 
@@ -79,6 +84,11 @@ export async function reapOnce(deps: AppDeps): Promise<ReapResult> {
       const s = entries[2 * j].value as SessionRecord | null;
       if (!s) continue;
       const id = s.session_id;
+      // The holder stopped: the credentials were in its memory only, so nothing can run
+      // the session again. (A move younger than the staleness is left alone: its holder
+      // may not have written its first heartbeat yet.)
+      const lost = !isAlive(deps, s.owner, instances, now) &&
+        now - lastMoveAt(s) >= instanceStaleMs(config);
       if (
         s.status === "created" &&
         now - s.created_at >= config.sessionConnectTimeoutS * 1000
@@ -89,6 +99,25 @@ export async function reapOnce(deps: AppDeps): Promise<ReapResult> {
           reason: "connect_timeout",
         });
         if (r.ok) result.failed.push(id);
+      } else if (
+        lost && (s.status === "created" || s.status === "activating")
+      ) {
+        const r = await moveSession(deps, id, {
+          from: ["created", "activating"],
+          to: "failed",
+          reason: "instance_lost",
+        });
+        if (r.ok) result.failed.push(id);
+      } else if (lost && s.status === "active") {
+        // Nothing is left to tear down: the move is made here, without the end call's
+        // wait for a holder that cannot answer.
+        const r = await moveSession(deps, id, {
+          from: ["active"],
+          to: "ended_with_warnings",
+          reason: "instance_lost",
+          patch: { warning: INSTANCE_LOST_WARNING },
+        });
+        if (r.ok) result.ended.push(id);
       } else if (
         s.status === "activating" &&
         now - lastMoveAt(s) >= config.startTimeoutMs + GRACE_MS
@@ -134,8 +163,7 @@ function isAlive(
   now: number,
 ): boolean {
   if (instance === deps.instanceId) return true;
-  const rec = instances.get(instance);
-  return Boolean(rec && now - rec.heartbeat_at < INSTANCE_STALE_MS);
+  return heartbeatFresh(deps, instances.get(instance), now);
 }
 
 /** Why an `active` session ends now, and the warning it ends with; null: not yet. */
@@ -198,6 +226,6 @@ export function startReaper(deps: AppDeps): void {
     } finally {
       running = false;
     }
-  }, REAPER_INTERVAL_MS);
+  }, Math.min(REAPER_INTERVAL_MS, deps.config.heartbeatMs));
   deps.onClose.push(() => clearInterval(timer));
 }

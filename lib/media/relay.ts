@@ -9,7 +9,7 @@ import { kvTry } from "../kv/store.ts";
 import { bindSocket } from "./contain.ts";
 import { CLOSE_TOO_BIG, isOversize, MAX_OVERSIZE_FRAMES } from "./protocol.ts";
 import {
-  INSTANCE_STALE_MS,
+  heartbeatFresh,
   instanceKey,
   type InstanceRecord,
 } from "./presence.ts";
@@ -31,9 +31,7 @@ export async function holderSocketUrl(
 ): Promise<string | null> {
   const entry = await kvTry(deps.kv.get<InstanceRecord>(instanceKey(owner)));
   const rec = entry.value;
-  if (!rec?.url || deps.now() - rec.heartbeat_at >= INSTANCE_STALE_MS) {
-    return null;
-  }
+  if (!heartbeatFresh(deps, rec) || !rec.url) return null;
   const base = rec.url.replace(/^http/, "ws");
   return `${base}/v1/sessions/${encodeURIComponent(sessionId)}/ws?token=${
     encodeURIComponent(token)

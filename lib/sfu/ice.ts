@@ -29,19 +29,17 @@ export function turnCredential(
   return { username, credential };
 }
 
-/** `ice_servers` for `sessionId` at `now` (epoch ms); empty without an SFU. */
+/** `ice_servers` for `sessionId` at `now` (epoch ms); empty without `ICE_SERVERS`. */
 export function iceServersFor(
   config: Config,
   sessionId: string,
   now: number,
 ): IceServer[] {
-  const sfu = config.sfu;
-  if (!sfu) return [];
-  const secret = sfu.turnSecret;
-  if (!secret) return sfu.iceServers.map((s) => ({ ...s }));
+  const { servers, turnSecret: secret } = config.ice;
+  if (!secret) return servers.map((s) => ({ ...s }));
   const expiry = Math.floor(now / 1000) + config.sessionMaxDurationS +
     TURN_MARGIN_S;
-  return sfu.iceServers.map((s) =>
+  return servers.map((s) =>
     isTurn(s)
       ? { urls: s.urls, ...turnCredential(secret, expiry, sessionId) }
       : { ...s }

@@ -10,7 +10,7 @@
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
 import {
-  INSTANCE_STALE_MS,
+  heartbeatFresh,
   instanceKey,
   type InstanceRecord,
 } from "../media/presence.ts";
@@ -144,7 +144,7 @@ function alive(
   now: number,
 ): boolean {
   if (id === deps.instanceId) return true;
-  if (rec === null || now - rec.heartbeat_at >= INSTANCE_STALE_MS) return false;
+  if (!heartbeatFresh(deps, rec, now)) return false;
   return !(deps.instanceUrl !== undefined && rec.url === deps.instanceUrl);
 }
 

@@ -36,13 +36,31 @@ Deno.test("loadConfig() reads the SFU variables (DECISIONS 11)", () => {
     ICE_SERVERS: '[{"urls":["turn:turn.example.com:3478"]}]',
     TURN_SECRET: "s3cret",
   });
-  assert.deepEqual(c.sfu, {
-    url: JANUS,
-    apiSecret: "token",
-    apiKey: "key",
-    iceServers: [{ urls: ["turn:turn.example.com:3478"] }],
+  assert.deepEqual(c.sfu, { url: JANUS, apiSecret: "token", apiKey: "key" });
+  assert.deepEqual(c.ice, {
+    servers: [{ urls: ["turn:turn.example.com:3478"] }],
     turnSecret: "s3cret",
   });
+  // A control plane hands out ICE servers without an SFU of its own.
+  assert.deepEqual(
+    loadConfig({ ICE_SERVERS: '[{"urls":"stun:stun.example.com"}]' }).ice
+      .servers,
+    [{ urls: "stun:stun.example.com" }],
+  );
+});
+
+Deno.test("loadConfig() reads the hosting role: one process by default; control and media need NODE_SECRET", () => {
+  const one = loadConfig({});
+  assert.equal(one.role, "all");
+  assert.equal(one.nodeSecret, undefined);
+  assert.equal(one.heartbeatMs, 10_000);
+  const secret = "n".repeat(32);
+  for (const role of ["control", "media"]) {
+    const c = loadConfig({ SERVICE_ROLE: role, NODE_SECRET: secret });
+    assert.equal(c.role, role);
+    assert.equal(c.nodeSecret?.length, 32);
+  }
+  assert.equal(loadConfig({ NODE_HEARTBEAT_MS: "500" }).heartbeatMs, 500);
 });
 
 Deno.test("loadConfig() refuses malformed values with a ConfigError naming the variable", async (t) => {
@@ -75,6 +93,10 @@ Deno.test("loadConfig() refuses malformed values with a ConfigError naming the v
       { SFU_URL: JANUS, ...SFU_KEYS, ICE_SERVERS: '[{"urls":"http://x"}]' },
       /ICE_SERVERS/,
     ],
+    [{ SERVICE_ROLE: "edge" }, /SERVICE_ROLE/],
+    [{ SERVICE_ROLE: "media" }, /NODE_SECRET/],
+    [{ SERVICE_ROLE: "control", NODE_SECRET: "s".repeat(31) }, /NODE_SECRET/],
+    [{ NODE_HEARTBEAT_MS: "50" }, /NODE_HEARTBEAT_MS/],
   ];
   for (const [env, message] of cases) {
     await t.step(Object.keys(env).join(","), () => {

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { TestClock } from "../../_helpers.ts";
 import { createApp } from "../../../app.ts";
 import { memoryLogger } from "../../../lib/log.ts";
-import { reapOnce } from "../../../lib/media/reaper.ts";
+import { INSTANCE_LOST_WARNING, reapOnce } from "../../../lib/media/reaper.ts";
+import { instanceStaleMs } from "../../../lib/media/presence.ts";
 import { connectActive, createSession, liveStack, statusOf } from "./_live.ts";
 
 Deno.test("reapOnce() fails a created session with no media socket past the connect timeout", async () => {
@@ -156,6 +157,44 @@ Deno.test("a session failed by another instance frees the owner's credentials an
       false,
       "slot released on the owner",
     );
+  } finally {
+    await other.close();
+    await s.close();
+  }
+});
+
+Deno.test("reapOnce() ends the sessions of an instance that stopped heartbeating with instance_lost, without waiting for a timeout", async () => {
+  const clock = new TestClock(Date.now());
+  const s = await liveStack({ RENDER_MAX_SESSIONS: "8" }, { clock });
+  const other = await createApp({
+    kv: s.t.app.deps.kv,
+    now: clock.now,
+    log: memoryLogger(),
+    env: { TOKEN_SECRET: "x".repeat(40) },
+  });
+  try {
+    const waiting = await createSession(s);
+    const live = await createSession(s);
+    const b = await connectActive(s, live.session_id, live.client_token);
+    const stale = instanceStaleMs(s.t.app.deps.config);
+    // Just short of the staleness the holder counts as alive.
+    clock.advance(stale - 1_000);
+    assert.deepEqual(await reapOnce(other.deps), { failed: [], ended: [] });
+    // Past it (its heartbeat timer has not fired on this clock), it counts as gone:
+    // far from the connect (900 s) and idle (300 s) timeouts.
+    clock.advance(1_000);
+    assert.deepEqual(await reapOnce(other.deps), {
+      failed: [waiting.session_id],
+      ended: [live.session_id],
+    });
+    const failed = await statusOf(s, waiting.session_id);
+    assert.equal(failed.status, "failed");
+    assert.equal(failed.end_reason, "instance_lost");
+    const ended = await statusOf(s, live.session_id);
+    assert.equal(ended.status, "ended_with_warnings");
+    assert.equal(ended.end_reason, "instance_lost");
+    assert.equal(ended.warning, INSTANCE_LOST_WARNING);
+    b.close();
   } finally {
     await other.close();
     await s.close();

@@ -5,7 +5,8 @@
  * and the tenant's usage totals equal the sum of the sessions' durations.
  */
 import assert from "node:assert/strict";
-import { INSTANCE_STALE_MS } from "../../../lib/media/presence.ts";
+import { instanceStaleMs } from "../../../lib/media/presence.ts";
+import { DEFAULT_HEARTBEAT_MS } from "../../../lib/nodes/config.ts";
 import { reapOnce } from "../../../lib/media/reaper.ts";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import { TEST_ADMIN_KEY, testApp, TestClock } from "../../_helpers.ts";
@@ -289,7 +290,10 @@ Deno.test("instance_lost: the process holding a live session is killed; another 
     await a.stop("SIGKILL");
     // Another instance on the same store, its clock past the holder's staleness and
     // the idle timeout.
-    const clock = new TestClock(Date.now() + INSTANCE_STALE_MS + 31_000);
+    const clock = new TestClock(
+      Date.now() + instanceStaleMs({ heartbeatMs: DEFAULT_HEARTBEAT_MS }) +
+        31_000,
+    );
     other = await testApp({
       KV_PATH: kvPath,
       ALLOW_PRIVATE_NETWORK_TARGETS: "true",
