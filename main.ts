@@ -45,6 +45,15 @@ const server = Deno.serve({
     console.log(`avatar session service listening on ${base}`);
     console.log(`  REST API:       ${base}/v1/   (reference: ${base}/docs)`);
     console.log(`  admin console:  ${base}/admin`);
+    if (config.role === "control") {
+      console.log(
+        "  role: control plane (SERVICE_ROLE=control): creates are handed to the media nodes registered in KV, media sockets relayed to them",
+      );
+    } else if (config.role === "media") {
+      console.log(
+        `  role: media node (SERVICE_ROLE=media), registered at ${app.deps.instanceUrl}: takes sessions from the control plane`,
+      );
+    }
     if (config.docsBaseIsDefault) {
       console.log(
         `  error doc links: doc_url points at the documented default ${DEFAULT_DOCS_BASE_URL}; set DOCS_BASE_URL, or an https PUBLIC_URL, to point it at this service's /docs`,

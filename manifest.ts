@@ -16,6 +16,7 @@ import * as $v1_sessions_id_client_token from "./routes/v1/sessions/[session_id]
 import * as $v1_sessions_id_status from "./routes/v1/sessions/[session_id]/status.ts";
 import * as $v1_sessions_id_ws_token from "./routes/v1/sessions/[session_id]/ws-token.ts";
 import * as $v1_sessions_id_ws from "./routes/v1/sessions/[session_id]/ws.ts";
+import * as $internal_v1_sessions from "./routes/internal/v1/sessions.ts";
 import * as $admin_middleware from "./routes/admin/_middleware.ts";
 import * as $admin_index from "./routes/admin/index.tsx";
 import * as $admin_login from "./routes/admin/login.tsx";
@@ -51,6 +52,7 @@ const manifest: Manifest = {
     "./routes/v1/sessions/[session_id]/status.ts": $v1_sessions_id_status,
     "./routes/v1/sessions/[session_id]/ws-token.ts": $v1_sessions_id_ws_token,
     "./routes/v1/sessions/[session_id]/ws.ts": $v1_sessions_id_ws,
+    "./routes/internal/v1/sessions.ts": $internal_v1_sessions,
     "./routes/admin/_middleware.ts": $admin_middleware,
     "./routes/admin/index.tsx": $admin_index,
     "./routes/admin/login.tsx": $admin_login,

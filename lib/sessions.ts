@@ -38,8 +38,9 @@ export {
   type CreateSessionResult,
   credentialsOf,
   resolveAvatar,
-  resolveTransport,
+  startSession,
 } from "./sessions/create.ts";
+export { resolveTransport } from "./sessions/transport.ts";
 export { endConflict, endSession, endWithWarning } from "./sessions/end.ts";
 export {
   isSessionId,

@@ -1,12 +1,15 @@
 import { type Ctx, json } from "../lib/api/http.ts";
 import { kvTry } from "../lib/kv/store.ts";
 import { sfuHealthy } from "../lib/sfu/mod.ts";
+import { mediaNodes } from "../lib/nodes/registry.ts";
 
 export const handler = {
   /**
    * Ready when KV answers and the token secret is usable (DECISIONS 1). With `SFU_URL`
    * set, `checks.sfu` reports the SFU too, without deciding readiness: an SFU outage
-   * fails `webrtc_sfu` creates, while `websocket_fmp4` sessions still work here.
+   * fails `webrtc_sfu` creates, while `websocket_fmp4` sessions still work here. On a
+   * control plane, `checks.media_nodes` says whether a live media node is registered,
+   * again without deciding readiness (status reads, ends and the console still work).
    */
   async GET(ctx: Ctx): Promise<Response> {
     const checks: Record<string, "ok" | "failing"> = {
@@ -22,6 +25,11 @@ export const handler = {
     if (!ctx.deps.config.tokenSecret) checks.token_secret = "failing";
     const ready = Object.values(checks).every((v) => v === "ok");
     if (sfu) checks.sfu = await sfu ? "ok" : "failing";
+    if (ready && ctx.deps.config.role === "control") {
+      checks.media_nodes = (await mediaNodes(ctx.deps)).length > 0
+        ? "ok"
+        : "failing";
+    }
     return json(
       { status: ready ? "ready" : "not_ready", checks },
       ready ? 200 : 503,

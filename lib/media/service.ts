@@ -1,6 +1,9 @@
 /**
  * Starts the media plane on an app's deps: the hub (the app's `SessionRuntime`), the
- * instance heartbeat and the reaper.
+ * instance heartbeat and the reaper. A control plane (`SERVICE_ROLE=control`) holds no
+ * session: its hub only relays sockets and asks holders to end, and it runs neither
+ * heartbeat nor reaper (its isolates may live no longer than a request; the media
+ * nodes reap).
  */
 import type { AppDeps } from "../deps.ts";
 import { engineFactoryFor } from "../providers/registry.ts";
@@ -27,8 +30,10 @@ export function startMediaPlane(deps: AppDeps): MediaHub {
   hubs.set(deps, hub);
   deps.runtime = hub;
   hub.start();
-  startHeartbeat(deps);
-  startReaper(deps);
+  if (deps.config.role !== "control") {
+    startHeartbeat(deps);
+    startReaper(deps);
+  }
   deps.onClose.push(() => hub.close());
   return hub;
 }

@@ -2,7 +2,8 @@
  * Session creation: the single create-and-start call of SPEC 4.1 / DECISIONS 4.
  * validate → idempotency → tenant concurrency → render slot → provider pre-flight
  * (bounded by `START_TIMEOUT_MS`) → credentials into the vault → one commit. Any failure
- * frees the slot, zeroes the credentials and releases the idempotency claim.
+ * frees the slot, zeroes the credentials and releases the idempotency claim. On a
+ * control plane, everything after the idempotency claim runs on a media node.
  */
 import {
   DEFAULT_AVATAR_ID,
@@ -46,14 +47,10 @@ import {
   tenantOpenSessionsKey,
 } from "./store.ts";
 import { concurrencyError, insertSession } from "./insert.ts";
+import { handOffCreate } from "../nodes/handoff.ts";
 import { toSessionResponse } from "./views.ts";
-import {
-  closeMountpoint,
-  markSfuFailing,
-  openMountpoint,
-  SfuError,
-  sfuHealthy,
-} from "../sfu/mod.ts";
+import { closeMountpoint } from "../sfu/mod.ts";
+import { openSessionMountpoint, resolveTransport } from "./transport.ts";
 
 export interface CreateSessionRequest {
   tenantId: string;
@@ -67,88 +64,6 @@ export interface CreateSessionResult {
   response: SessionResponse;
   /** True when an earlier request with the same `Idempotency-Key` made the session. */
   replayed: boolean;
-}
-
-/**
- * The transport a create gets (SPEC 2.2, DECISIONS 11): `webrtc_sfu` needs `SFU_URL`
- * and the built-in renderer (else 400 `AVTR_SFU_NOT_CONFIGURED`, never a fall back);
- * `auto` picks `webrtc_sfu` when that holds and the SFU answered its last health probe,
- * else `websocket_fmp4`.
- */
-export async function resolveTransport(
-  deps: AppDeps,
-  requested: Transport,
-): Promise<Exclude<Transport, "auto">> {
-  // A render worker has no RTP output (lib/render/port.ts publishRtp): no SFU path.
-  const usable = deps.sfu !== null && !deps.config.renderWorkerUrl;
-  if (requested === "webrtc_sfu") {
-    if (!usable) {
-      throw new ApiError(
-        "AVTR_SFU_NOT_CONFIGURED",
-        "transport webrtc_sfu is not available on this deployment",
-        { param: "transport" },
-      );
-    }
-    return "webrtc_sfu";
-  }
-  if (requested === "auto" && usable && await sfuHealthy(deps)) {
-    return "webrtc_sfu";
-  }
-  return "websocket_fmp4";
-}
-
-/** The `AVTR_SFU_*` error for an SFU failure during create. */
-export function sfuCreateError(err: unknown): ApiError {
-  const kind = err instanceof SfuError ? err.kind : "connection";
-  switch (kind) {
-    case "full":
-      return new ApiError(
-        "AVTR_SFU_ROOM_FULL",
-        "The realtime SFU has no room for another session",
-        { cause: err },
-      );
-    case "negotiation":
-      return new ApiError(
-        "AVTR_SFU_NEGOTIATION_FAILED",
-        "The realtime SFU refused the session's mountpoint",
-        { cause: err },
-      );
-    default:
-      return new ApiError(
-        "AVTR_SFU_CONNECTION_FAILED",
-        "The realtime SFU could not be reached",
-        { cause: err },
-      );
-  }
-}
-
-/**
- * Opens the session's SFU mountpoint. A requested `webrtc_sfu` fails with an
- * `AVTR_SFU_*` code; an `auto` that picked the SFU falls back to `websocket_fmp4`.
- */
-async function openSessionMountpoint(
-  deps: AppDeps,
-  sessionId: string,
-  requested: Transport,
-  signal: AbortSignal,
-): Promise<Exclude<Transport, "auto">> {
-  try {
-    await openMountpoint(deps, sessionId, signal);
-    return "webrtc_sfu";
-  } catch (err) {
-    if (!(err instanceof SfuError) && !signal.aborted) throw err;
-    if (!(err instanceof SfuError) || err.kind === "connection") {
-      markSfuFailing(deps);
-    }
-    if (requested === "auto") {
-      deps.log.warn("sfu: mountpoint failed; auto uses websocket_fmp4", {
-        session_id: sessionId,
-        err,
-      });
-      return "websocket_fmp4";
-    }
-    throw sfuCreateError(err);
-  }
 }
 
 /** The catalog entries named by `avatar_config` (defaults when omitted), else 400. */
@@ -238,17 +153,20 @@ async function withStartTimeout<T>(
  * DECISIONS 3/4/11: 400s for the body (and a `vendor_c.signed_url` off `VENDOR_C_URL`,
  * and `webrtc_sfu` without an SFU), 422 for an idempotency mismatch, 429 over the
  * tenant's limit, 502/503/504 from the provider pre-flight and the SFU's mountpoint,
- * 503 without render capacity, token secret or store.
+ * 503 without render capacity, token secret or store. On a control plane
+ * (`SERVICE_ROLE=control`) the start work is handed to a media node
+ * (lib/nodes/handoff.ts), whose refusals are these same errors.
  */
 export async function createSession(
   deps: AppDeps,
   request: CreateSessionRequest,
 ): Promise<CreateSessionResult> {
+  // What the body and the catalog can tell is answered before anything is claimed;
+  // the rest depends on the config of the instance that starts the session.
   const input = parseCreateSession(request.body);
-  checkProviderTargets(deps, input);
-  let transport = await resolveTransport(deps, input.transport);
-  const { avatarId, bgId } = resolveAvatar(input.avatar_config);
+  resolveAvatar(input.avatar_config);
   requireTokenSecret(deps);
+  const here = deps.config.role !== "control";
 
   let claim: IdempotencyClaim | undefined;
   if (request.idempotencyKey !== undefined) {
@@ -272,6 +190,64 @@ export async function createSession(
   }
 
   const sessionId = `session:${ulid(deps.now())}`;
+  let done = false;
+  try {
+    let record: SessionRecord | null;
+    if (here) {
+      record = await startSession(deps, {
+        tenantId: request.tenantId,
+        input,
+        sessionId,
+        claim,
+      });
+    } else {
+      await handOffCreate(deps, {
+        tenantId: request.tenantId,
+        body: request.body,
+        sessionId,
+        claim,
+      });
+      done = true; // committed by the node, with the claim
+      record = await readSession(deps, sessionId);
+      if (!record) {
+        throw new ApiError(
+          "AVTR_SESSION_STATE_UNAVAILABLE",
+          "The session was created but cannot be read right now; read it by its id",
+        );
+      }
+    }
+    done = true;
+    return { response: toSessionResponse(deps, record), replayed: false };
+  } finally {
+    if (!done && claim) await releaseIdempotent(deps, claim);
+  }
+}
+
+export interface StartSessionRequest {
+  tenantId: string;
+  input: CreateSessionInput;
+  /** The new session's id. */
+  sessionId: string;
+  /** The `Idempotency-Key` claim the create commit completes. */
+  claim?: IdempotencyClaim;
+}
+
+/**
+ * The start work of a create on this instance, which becomes the session's owner
+ * (DECISIONS 4): tenant concurrency → render slot → provider pre-flight and SFU
+ * mountpoint (bounded by `START_TIMEOUT_MS`) → credentials into the vault → one commit,
+ * which completes `claim` too. Any failure frees the slot, the mountpoint and the
+ * credentials; the caller releases the claim.
+ */
+export async function startSession(
+  deps: AppDeps,
+  request: StartSessionRequest,
+): Promise<SessionRecord> {
+  const { input, sessionId } = request;
+  checkProviderTargets(deps, input);
+  let transport = await resolveTransport(deps, input.transport);
+  const { avatarId, bgId } = resolveAvatar(input.avatar_config);
+  requireTokenSecret(deps);
   let committed = false;
   try {
     const [counter, settings] = await kvTry(deps.kv.getMany([
@@ -324,7 +300,7 @@ export async function createSession(
       owner: deps.instanceId,
       timeline: [{ status: "created", at: now }],
     };
-    const held = claim;
+    const held = request.claim;
     await insertSession(
       deps,
       record,
@@ -344,7 +320,7 @@ export async function createSession(
       provider_type: input.provider_type,
       transport,
     });
-    return { response: toSessionResponse(deps, record), replayed: false };
+    return record;
   } finally {
     if (!committed) {
       deps.vault.zero(sessionId);
@@ -357,7 +333,6 @@ export async function createSession(
           })
         );
       }
-      if (claim) await releaseIdempotent(deps, claim);
     }
   }
 }

@@ -1,0 +1,215 @@
+/**
+ * The session handoff from the control plane to a media node (docs/protocols.md,
+ * "Session handoff"). The control plane validates the create, claims its
+ * `Idempotency-Key`, picks a node (./registry.ts) and POSTs the request to the node's
+ * `/internal/v1/sessions`, signed (./signing.ts), with a deadline. The node does the start
+ * work of DECISIONS 4 (capacity, provider pre-flight, SFU mountpoint, credentials into
+ * its vault, the create commit that also completes the idempotency claim) and answers
+ * 201 `{session_id}`, or the flat error body of what refused it, which the control plane
+ * answers as its own. Credentials cross this one call and live in the node's memory
+ * only; the control plane keeps none.
+ */
+import { z } from "zod";
+import type { AppDeps } from "../deps.ts";
+import { ApiError, ERROR_CODES, type ErrorCode } from "../api/errors.ts";
+import { TENANT_ID_PATTERN } from "../auth/api_keys.ts";
+import type { IdempotencyClaim } from "../sessions/idempotency.ts";
+import { isSessionId } from "../sessions/views.ts";
+import { mediaNodes } from "./registry.ts";
+import { SIGNATURE_HEADER, signCall } from "./signing.ts";
+
+/** The node's handoff endpoint. */
+export const HANDOFF_PATH = "/internal/v1/sessions";
+/** The largest handoff body a node reads: a 64-KiB create body and its envelope. */
+export const MAX_HANDOFF_BYTES = 128 * 1024;
+/** Time past `START_TIMEOUT_MS` the control plane gives a node to answer. */
+const ANSWER_GRACE_MS = 5_000;
+
+const idempotencyRecordSchema = z.strictObject({
+  fingerprint: z.string().min(1).max(200),
+  state: z.literal("pending"),
+  created_at: z.number().int(),
+  expires_at: z.number().int(),
+  pending_until: z.number().int(),
+});
+
+/** What the control plane sends. */
+export const handoffSchema = z.strictObject({
+  session_id: z.string().refine(isSessionId),
+  tenant_id: z.string().regex(TENANT_ID_PATTERN),
+  body: z.record(z.string(), z.unknown()),
+  idempotency: z.strictObject({
+    key: z.array(z.string().max(300)).length(3),
+    versionstamp: z.string().regex(/^[0-9a-f]{20}$/),
+    record: idempotencyRecordSchema,
+  }).optional(),
+});
+export type Handoff = z.infer<typeof handoffSchema>;
+
+/** A node's answers. */
+const createdSchema = z.object({ session_id: z.string() });
+const errorSchema = z.object({
+  code: z.string().refine((c) => Object.hasOwn(ERROR_CODES, c)),
+  message: z.string().max(1000),
+  param: z.string().max(300).optional(),
+  retry_after: z.number().optional(),
+});
+
+export interface HandoffRequest {
+  tenantId: string;
+  body: Record<string, unknown>;
+  sessionId: string;
+  claim?: IdempotencyClaim;
+}
+
+/** The idempotency claim as the wire carries it. */
+function claimOnWire(claim: IdempotencyClaim): Handoff["idempotency"] {
+  return {
+    key: claim.key.map(String),
+    versionstamp: claim.versionstamp,
+    record: {
+      fingerprint: claim.record.fingerprint,
+      state: "pending",
+      created_at: claim.record.created_at,
+      expires_at: claim.record.expires_at,
+      pending_until: claim.record.pending_until,
+    },
+  };
+}
+
+/** The claim a node completes in its create commit. */
+export function claimFromWire(
+  wire: NonNullable<Handoff["idempotency"]>,
+): IdempotencyClaim {
+  return {
+    key: wire.key,
+    versionstamp: wire.versionstamp,
+    record: wire.record,
+  };
+}
+
+function noNode(): ApiError {
+  return new ApiError(
+    "AVTR_RENDER_CAPACITY",
+    "No media node can take a session right now",
+    { retryAfter: 5 },
+  );
+}
+
+/**
+ * Control plane: hands the create to a media node, trying the next one when a node is
+ * full or cannot be reached. Resolves with the session id the node committed; throws the
+ * node's refusal as it is, 503 `AVTR_RENDER_CAPACITY` when no node took it, 504
+ * `AVTR_RENDER_TIMEOUT` when a node did not answer in time (it may still have committed:
+ * no other node is tried, so the session cannot be made twice).
+ */
+export async function handOffCreate(
+  deps: AppDeps,
+  request: HandoffRequest,
+): Promise<string> {
+  const secret = deps.config.nodeSecret;
+  if (!secret) throw new Error("handoff without NODE_SECRET");
+  const payload: Handoff = {
+    session_id: request.sessionId,
+    tenant_id: request.tenantId,
+    body: request.body,
+    ...(request.claim ? { idempotency: claimOnWire(request.claim) } : {}),
+  };
+  const bytes = new TextEncoder().encode(JSON.stringify(payload));
+  let refusal: ApiError = noNode();
+  try {
+    for (const node of await mediaNodes(deps)) {
+      const deadline = deps.config.startTimeoutMs + ANSWER_GRACE_MS;
+      let res: Response;
+      try {
+        res = await fetch(node.url + HANDOFF_PATH, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            [SIGNATURE_HEADER]: signCall(
+              secret,
+              "POST",
+              HANDOFF_PATH,
+              bytes,
+              deps.now(),
+            ),
+          },
+          body: bytes,
+          signal: AbortSignal.timeout(deadline),
+          redirect: "error",
+        });
+      } catch (err) {
+        if (err instanceof DOMException && err.name === "TimeoutError") {
+          throw new ApiError(
+            "AVTR_RENDER_TIMEOUT",
+            "The media node did not answer in time",
+            { cause: err },
+          );
+        }
+        // Not reached (refused, reset, DNS): nothing was started there.
+        deps.log.warn("media node unreachable; trying the next", {
+          node: node.id,
+          err,
+        });
+        continue;
+      }
+      const answer = await readAnswer(res, request.sessionId);
+      if (answer.ok) return answer.sessionId;
+      if (answer.error.code === "AVTR_RENDER_CAPACITY") {
+        refusal = answer.error;
+        continue;
+      }
+      if (res.status === 401 || res.status === 404) {
+        // A node that refuses the signature, or runs in another role, is misconfigured.
+        deps.log.error("media node refused the handoff", {
+          node: node.id,
+          status: res.status,
+          code: answer.error.code,
+        });
+        continue;
+      }
+      throw answer.error;
+    }
+  } finally {
+    bytes.fill(0);
+  }
+  throw refusal;
+}
+
+/** A node's answer: the committed session id, or its error as an `ApiError`. */
+async function readAnswer(
+  res: Response,
+  sessionId: string,
+): Promise<{ ok: true; sessionId: string } | { ok: false; error: ApiError }> {
+  let body: unknown;
+  try {
+    body = await res.json();
+  } catch {
+    body = undefined;
+  }
+  if (res.status === 201) {
+    const created = createdSchema.safeParse(body);
+    if (created.success && created.data.session_id === sessionId) {
+      return { ok: true, sessionId };
+    }
+  } else {
+    const err = errorSchema.safeParse(body);
+    if (err.success) {
+      const code = err.data.code as ErrorCode;
+      return {
+        ok: false,
+        error: new ApiError(code, err.data.message, {
+          param: err.data.param,
+          retryAfter: err.data.retry_after,
+        }),
+      };
+    }
+  }
+  return {
+    ok: false,
+    error: new ApiError(
+      "AVTR_RENDER_FAILED",
+      "The media node answered the handoff unexpectedly",
+    ),
+  };
+}
