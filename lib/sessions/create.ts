@@ -31,7 +31,6 @@ import {
   type CreateSessionInput,
   parseCreateSession,
   type SessionResponse,
-  type Transport,
 } from "../api/schemas.ts";
 import { kvTry } from "../kv/store.ts";
 import {
