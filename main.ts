@@ -34,38 +34,56 @@ const log = createLogger(sink);
 // every live session.
 installLastResortHandlers(log);
 const app = await createApp({ config, log });
-const server = Deno.serve({
-  port: config.port,
-  onListen: ({ hostname, port }) => {
-    // Peers on this machine reach it here unless INSTANCE_URL says otherwise.
-    app.deps.instanceUrl ??= `http://127.0.0.1:${port}`;
-    void announceInstance(app.deps);
-    const host = hostname === "0.0.0.0" ? "localhost" : hostname;
-    const base = `http://${host}:${port}`;
-    console.log(`avatar session service listening on ${base}`);
-    console.log(`  REST API:       ${base}/v1/   (reference: ${base}/docs)`);
-    console.log(`  admin console:  ${base}/admin`);
-    if (config.role === "control") {
-      console.log(
-        "  role: control plane (SERVICE_ROLE=control): creates are handed to the media nodes registered in KV, media sockets relayed to them",
-      );
-    } else if (config.role === "media") {
-      console.log(
-        `  role: media node (SERVICE_ROLE=media), registered at ${app.deps.instanceUrl}: takes sessions from the control plane`,
-      );
-    }
-    if (config.docsBaseIsDefault) {
-      console.log(
-        `  error doc links: doc_url points at the documented default ${DEFAULT_DOCS_BASE_URL}; set DOCS_BASE_URL, or an https PUBLIC_URL, to point it at this service's /docs`,
-      );
-    }
-    if (!config.adminApiKey) {
-      console.log(
-        "  first admin credential: mint one with `npx --yes deno@2.9.6 task keys create --tenant admin --scopes keys:admin,sessions:read,sessions:write`, or set ADMIN_API_KEY",
-      );
-    }
-  },
-}, app.handler);
+let server: Deno.HttpServer;
+try {
+  server = serve();
+} catch (err) {
+  // Before the last-resort handlers could swallow it: a service that cannot listen
+  // must not live on serving nothing.
+  console.error(
+    `cannot listen on port ${config.port}: ${
+      err instanceof Error ? err.message : String(err)
+    }`,
+  );
+  await app.close();
+  sink.flush();
+  Deno.exit(1);
+}
+
+function serve(): Deno.HttpServer {
+  return Deno.serve({
+    port: config.port,
+    onListen: ({ hostname, port }) => {
+      // Peers on this machine reach it here unless INSTANCE_URL says otherwise.
+      app.deps.instanceUrl ??= `http://127.0.0.1:${port}`;
+      void announceInstance(app.deps);
+      const host = hostname === "0.0.0.0" ? "localhost" : hostname;
+      const base = `http://${host}:${port}`;
+      console.log(`avatar session service listening on ${base}`);
+      console.log(`  REST API:       ${base}/v1/   (reference: ${base}/docs)`);
+      console.log(`  admin console:  ${base}/admin`);
+      if (config.role === "control") {
+        console.log(
+          "  role: control plane (SERVICE_ROLE=control): creates are handed to the media nodes registered in KV, media sockets relayed to them",
+        );
+      } else if (config.role === "media") {
+        console.log(
+          `  role: media node (SERVICE_ROLE=media), registered at ${app.deps.instanceUrl}: takes sessions from the control plane`,
+        );
+      }
+      if (config.docsBaseIsDefault) {
+        console.log(
+          `  error doc links: doc_url points at the documented default ${DEFAULT_DOCS_BASE_URL}; set DOCS_BASE_URL, or an https PUBLIC_URL, to point it at this service's /docs`,
+        );
+      }
+      if (!config.adminApiKey) {
+        console.log(
+          "  first admin credential: mint one with `npx --yes deno@2.9.6 task keys create --tenant admin --scopes keys:admin,sessions:read,sessions:write`, or set ADMIN_API_KEY",
+        );
+      }
+    },
+  }, app.handler);
+}
 
 const shutdown = async () => {
   await server.shutdown();

@@ -241,3 +241,28 @@ Deno.test("main.ts logs an unhandled rejection and an uncaught throw through the
   assert.match(thrown[0].error.message, /token=\[redacted\]/);
   assert.deepEqual(thrown[1].error, { type: "object" });
 });
+
+Deno.test("main.ts exits 1 with one line when its port is taken, instead of living on serving nothing", async () => {
+  await ensureIslandsBuilt();
+  const taken = Deno.listen({ port: 0 });
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "main.ts"],
+      cwd: ROOT,
+      env: { ...ENV, PORT: String((taken.addr as Deno.NetAddr).port) },
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    // Without the fix it never exits: stop it after a bound, and fail.
+    const bound = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    const out = await child.output();
+    clearTimeout(bound);
+    assert.equal(out.code, 1, "exits 1 by itself");
+    assert.match(
+      new TextDecoder().decode(out.stderr),
+      /^cannot listen on port \d+: .*in use/m,
+    );
+  } finally {
+    taken.close();
+  }
+});
