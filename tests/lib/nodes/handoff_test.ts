@@ -1,0 +1,147 @@
+/**
+ * The control plane hands creates to media nodes (lib/nodes/): the session and its
+ * credentials land on a node with a free slot, never in the control plane's memory, KV
+ * or log; full or unreachable nodes are skipped; a node's refusal is the create's answer
+ * and frees the `Idempotency-Key`; the media socket and the end call go through the
+ * control plane to the node.
+ */
+import assert from "node:assert/strict";
+import { TEST_ADMIN_KEY } from "../../_helpers.ts";
+import { connectActive, ENGINE_KEY } from "../media/_live.ts";
+import { engineBody, startTopology } from "./_topology.ts";
+
+Deno.test("a create on the control plane runs on the media node with most free slots; the control plane holds no credential", async () => {
+  const topo = await startTopology([
+    { RENDER_MAX_SESSIONS: "1" },
+    { RENDER_MAX_SESSIONS: "4" },
+  ]);
+  try {
+    const res = await topo.create();
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.equal(body.status, "created");
+    // The media socket URL is the control plane's: the browser never addresses a node.
+    const owner = await topo.ownerOf(body.session_id);
+    assert.equal(owner, topo.nodes[1]);
+    assert.ok(owner.app.deps.vault.has(body.session_id));
+    assert.equal(topo.control.app.deps.vault.size, 0);
+    assert.equal(topo.nodes[0].app.deps.vault.size, 0);
+    assert.ok(owner.app.deps.renderSlots.has(body.session_id));
+    // Neither the control plane's log nor KV ever saw the engine credential.
+    assert.ok(!topo.control.log.lines.join("\n").includes(ENGINE_KEY));
+    for await (const e of topo.kv.list({ prefix: [] })) {
+      const text = JSON.stringify(
+        e.value ?? null,
+        (_, v) => typeof v === "bigint" ? String(v) : v,
+      );
+      assert.ok(!text.includes(ENGINE_KEY));
+    }
+  } finally {
+    await topo.close();
+  }
+});
+
+Deno.test("a full node is skipped for the next; with every node full the create is 503 AVTR_RENDER_CAPACITY", async () => {
+  const topo = await startTopology([
+    { RENDER_MAX_SESSIONS: "1" },
+    { RENDER_MAX_SESSIONS: "1" },
+  ]);
+  try {
+    // The registry's free counts are from the last heartbeat: both still say 1 free.
+    const owners = new Set();
+    for (let i = 0; i < 2; i++) {
+      const res = await topo.create();
+      assert.equal(res.status, 200);
+      owners.add(await topo.ownerOf((await res.json()).session_id));
+    }
+    assert.equal(owners.size, 2, "one session on each node");
+    const full = await topo.create();
+    assert.equal(full.status, 503);
+    const err = await full.json();
+    assert.equal(err.code, "AVTR_RENDER_CAPACITY");
+    assert.ok(err.retry_after >= 1);
+  } finally {
+    await topo.close();
+  }
+});
+
+Deno.test("without a live media node the create is 503; an unreachable node is skipped", async () => {
+  const slots = { RENDER_MAX_SESSIONS: "8" };
+  const topo = await startTopology([slots, slots]);
+  try {
+    // One node's server goes away; its record is still fresh.
+    await topo.nodes[0].server.shutdown();
+    for (let i = 0; i < 3; i++) {
+      const res = await topo.create();
+      assert.equal(res.status, 200);
+      const owner = await topo.ownerOf((await res.json()).session_id);
+      assert.equal(owner, topo.nodes[1]);
+    }
+    await topo.nodes[1].server.shutdown();
+    const none = await topo.create();
+    assert.equal(none.status, 503);
+    assert.equal((await none.json()).code, "AVTR_RENDER_CAPACITY");
+  } finally {
+    await topo.close().catch(() => {});
+  }
+});
+
+Deno.test("a node's refusal is the create's answer, param included, and frees the Idempotency-Key", async () => {
+  const topo = await startTopology([{}]);
+  try {
+    const key = { "idempotency-key": "order-7" };
+    // The node has no SFU: it refuses webrtc_sfu.
+    const refused = await topo.create(
+      engineBody(topo.engine, { transport: "webrtc_sfu" }),
+      key,
+    );
+    assert.equal(refused.status, 400);
+    const err = await refused.json();
+    assert.equal(err.code, "AVTR_SFU_NOT_CONFIGURED");
+    assert.equal(err.param, "transport");
+    // The key was released: another body under it is a fresh create, not a 422.
+    const first = await topo.create(engineBody(topo.engine), key);
+    assert.equal(first.status, 200);
+    const again = await topo.create(engineBody(topo.engine), key);
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get("idempotent-replayed"), "true");
+    assert.equal(
+      (await again.json()).session_id,
+      (await first.json()).session_id,
+    );
+  } finally {
+    await topo.close();
+  }
+});
+
+Deno.test("the media socket and the end call on the control plane reach the node holding the session", async () => {
+  const topo = await startTopology([{}]);
+  try {
+    const created = await (await topo.create()).json();
+    const browser = await connectActive(
+      topo.control,
+      created.session_id,
+      created.client_token,
+      2,
+    );
+    const end = await fetch(
+      `${topo.control.base}/v1/sessions/${created.session_id}/end`,
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
+      },
+    );
+    assert.equal(end.status, 200);
+    const ended = await end.json();
+    assert.equal(ended.status, "ended");
+    assert.ok(ended.chunks_rendered >= 2, "the node reported its segments");
+    await browser.message(
+      (m) => m.type === "session.ended",
+      "session.ended through the relay",
+    );
+    await browser.closed();
+    assert.equal(topo.nodes[0].app.deps.vault.size, 0, "credentials zeroed");
+  } finally {
+    await topo.close();
+  }
+});
