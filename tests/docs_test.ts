@@ -5,7 +5,7 @@ import { ERROR_CODES } from "../lib/api/errors.ts";
 const root = new URL("..", import.meta.url);
 const read = (path: string) => Deno.readTextFile(new URL(path, root));
 
-/** Every environment variable `lib/config.ts` reads (`env.X`, `env["X"]`, `f(env, "X")`). */
+/** Every environment variable a config module reads (`env.X`, `env["X"]`, `f(env, "X")`). */
 function configVariables(source: string): string[] {
   const names = new Set<string>();
   const re =
@@ -19,9 +19,11 @@ Deno.test("configVariables() finds each way lib/config.ts reads a variable", () 
   assert.deepEqual(configVariables(src), ["A_B", "C", "D_1", "E"]);
 });
 
-Deno.test("docs/configuration.md lists every variable lib/config.ts reads", async () => {
+Deno.test("docs/configuration.md lists every variable lib/config.ts and lib/nodes/config.ts read", async () => {
   const doc = await read("docs/configuration.md");
-  const vars = configVariables(await read("lib/config.ts"));
+  const vars = configVariables(
+    (await read("lib/config.ts")) + (await read("lib/nodes/config.ts")),
+  );
   assert.ok(vars.length >= 20, `found only ${vars.length}`);
   const rows = new Set(
     [...doc.matchAll(/^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|/gm)].map((m) => m[1]),
