@@ -1,7 +1,9 @@
 /**
  * The browser client's end-to-end stack: the real service and the example engine on
  * loopback, the example customer backend serving the example page with the bundled
- * browser client, and headless Chromium with autoplay and a fake microphone.
+ * browser client, and headless Chromium with autoplay and a fake microphone. The
+ * backend and browser part (`startPlayerFront`) also runs against a service started
+ * elsewhere, e.g. a control plane in its own process.
  */
 import type { Page } from "playwright-core";
 import { AvatarClient } from "../../client/server.ts";
@@ -16,30 +18,92 @@ import {
   WAIT,
 } from "./_browser.ts";
 
-export interface PlayerStack {
-  /** The service's app (its deps, for checks on its state). */
-  service: TestApp;
+export interface PlayerFront {
   browser: Browser;
   page: Page;
   /** The backend client of the service, with the admin key. */
   client: AvatarClient;
   /** Origin of the example page. */
   pageBase: string;
+  /** Closes the browser and the backend. */
   close(): Promise<void>;
 }
 
-/**
- * Starts the stack; `onBackendRequest` sees every request the example page makes, `env`
- * goes to the service (e.g. a Janus's SFU variables), `transport` to the backend's
- * creates.
- */
-export async function startPlayerStack(options: {
+export interface FrontOptions {
   prefix: string;
   viewport: { width: number; height: number };
+  /** Sees every request the example page makes. */
   onBackendRequest?: (req: Request) => void;
-  env?: Record<string, string>;
+  /** What the backend's creates ask for. */
   transport?: "auto" | "webrtc_sfu" | "websocket_fmp4";
-}): Promise<PlayerStack> {
+}
+
+/**
+ * The customer's side of a running service at `serviceBase`: the example backend (its
+ * client and the page's media sockets both on `serviceBase`), creating sessions on
+ * `engine` with `Bearer <token>`, and Chromium on its page.
+ */
+export async function startPlayerFront(
+  serviceBase: string,
+  engine: { url: string; token: string },
+  options: FrontOptions,
+): Promise<PlayerFront> {
+  await requireChromium();
+  const client = new AvatarClient({
+    baseUrl: serviceBase,
+    apiKey: TEST_ADMIN_KEY,
+  });
+  const backendHandler = createBackend({
+    client,
+    wsBaseUrl: serviceBase.replace(/^http/, "ws"),
+    engine: {
+      url: engine.url,
+      authHeaders: { authorization: `Bearer ${engine.token}` },
+    },
+    browserBundle: await bundleBrowserClient(),
+    transport: options.transport,
+  });
+  const { server: backend, base: pageBase } = serveLoopback((req) => {
+    options.onBackendRequest?.(req);
+    return backendHandler(req);
+  });
+  let browser: Browser;
+  try {
+    browser = await openBrowser({
+      prefix: options.prefix,
+      permissions: ["microphone"],
+      origin: pageBase,
+      media: true,
+      viewport: options.viewport,
+    });
+  } catch (err) {
+    await backend.shutdown();
+    throw err;
+  }
+  return {
+    browser,
+    page: browser.page,
+    client,
+    pageBase,
+    async close() {
+      await browser.close();
+      await backend.shutdown();
+    },
+  };
+}
+
+export interface PlayerStack extends PlayerFront {
+  /** The service's app (its deps, for checks on its state). */
+  service: TestApp;
+}
+
+/**
+ * Starts the stack: the service in this process, the engine, and the front on them;
+ * `env` goes to the service (e.g. a Janus's SFU variables).
+ */
+export async function startPlayerStack(
+  options: FrontOptions & { env?: Record<string, string> },
+): Promise<PlayerStack> {
   await requireChromium();
   const engineToken = "e2e-engine-token";
   const engine = await startTlsEngine({ token: engineToken });
@@ -50,40 +114,16 @@ export async function startPlayerStack(options: {
   const { server: api, base: serviceBase } = serveLoopback((req, info) =>
     service.app.handler(req, info)
   );
-  const client = new AvatarClient({
-    baseUrl: serviceBase,
-    apiKey: TEST_ADMIN_KEY,
-  });
-  const backendHandler = createBackend({
-    client,
-    wsBaseUrl: serviceBase.replace(/^http/, "ws"),
-    engine: {
-      url: engine.url,
-      authHeaders: { authorization: `Bearer ${engineToken}` },
-    },
-    browserBundle: await bundleBrowserClient(),
-    transport: options.transport,
-  });
-  const { server: backend, base: pageBase } = serveLoopback((req) => {
-    options.onBackendRequest?.(req);
-    return backendHandler(req);
-  });
-  const browser = await openBrowser({
-    prefix: options.prefix,
-    permissions: ["microphone"],
-    origin: pageBase,
-    media: true,
-    viewport: options.viewport,
-  });
+  const front = await startPlayerFront(
+    serviceBase,
+    { url: engine.url, token: engineToken },
+    options,
+  );
   return {
+    ...front,
     service,
-    browser,
-    page: browser.page,
-    client,
-    pageBase,
     async close() {
-      await browser.close();
-      await backend.shutdown();
+      await front.close();
       await api.shutdown();
       await service.close();
       await engine.close();

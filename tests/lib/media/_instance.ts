@@ -7,18 +7,28 @@ const ROOT = new URL("../../../", import.meta.url);
 export interface Instance {
   base: string;
   child: Deno.ChildProcess;
+  /** What the process wrote to stdout (its logs), when kept; complete after `stop`. */
+  output(): string;
   stop(signal?: Deno.Signal): Promise<void>;
+}
+
+export interface InstanceOptions {
+  /** Its `deno run` permission flags (default `-A`). */
+  permissions?: string[];
+  /** Keep its stdout for `output()` (otherwise drained and dropped). */
+  keepOutput?: boolean;
 }
 
 /** Starts `main.ts` as its own process on `kvPath`, and waits until it listens. */
 export async function startInstance(
   kvPath: string,
   env: Record<string, string> = {},
+  options: InstanceOptions = {},
 ): Promise<Instance> {
   // main.ts refuses to start without the console bundle.
   await ensureIslandsBuilt();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
+    args: ["run", ...(options.permissions ?? ["-A"]), "main.ts"],
     cwd: ROOT,
     env: {
       PORT: "0",
@@ -45,13 +55,16 @@ export async function startInstance(
   // Keep draining stdout so the child never blocks on a full pipe.
   const drain = (async () => {
     try {
-      while (!(await reader.read()).done) { /* discard */ }
+      for (let r = await reader.read(); !r.done; r = await reader.read()) {
+        if (options.keepOutput) seen += r.value;
+      }
     } catch { /* closed */ }
   })();
   let stopped = false;
   return {
     base,
     child,
+    output: () => seen,
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (!stopped) {
         stopped = true;
