@@ -1,6 +1,7 @@
 /** Wires the service: config → KV → app → `Deno.serve`. Nothing else happens here. */
 import { createApp } from "./app.ts";
 import {
+  type Config,
   ConfigError,
   DEFAULT_DOCS_BASE_URL,
   loadConfig,
@@ -13,7 +14,7 @@ import {
 } from "./lib/log.ts";
 import { announceInstance } from "./lib/media/presence.ts";
 
-let config;
+let config: Config;
 try {
   config = loadConfig(Deno.env.toObject());
 } catch (err) {
