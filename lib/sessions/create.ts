@@ -163,9 +163,10 @@ export async function createSession(
   // What the body and the catalog can tell is answered before anything is claimed;
   // the rest depends on the config of the instance that starts the session.
   const input = parseCreateSession(request.body);
+  const here = deps.config.role !== "control";
+  if (here) checkProviderTargets(deps, input);
   resolveAvatar(input.avatar_config);
   requireTokenSecret(deps);
-  const here = deps.config.role !== "control";
 
   let claim: IdempotencyClaim | undefined;
   if (request.idempotencyKey !== undefined) {
