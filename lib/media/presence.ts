@@ -24,6 +24,8 @@ export interface InstanceRecord {
   role?: ServiceRole;
   /** Render slots of the instance at its last heartbeat (a media node's capacity). */
   render?: { free: number; max: number };
+  /** Whether the instance has a realtime SFU (`SFU_URL`). */
+  sfu?: boolean;
 }
 
 export const presenceKey = (sessionId: string) =>
@@ -68,6 +70,7 @@ export function startHeartbeat(deps: AppDeps): void {
         ...(deps.instanceUrl ? { url: deps.instanceUrl } : {}),
         role: deps.config.role,
         render: { free: Math.max(0, slots.max - slots.inUse), max: slots.max },
+        sfu: deps.sfu !== null,
       } satisfies InstanceRecord,
       { expireIn: instanceStaleMs(deps.config) * 2 },
     )).then(

@@ -14,6 +14,8 @@ export interface MediaNode {
   /** Free render slots at the node's last heartbeat. */
   free: number;
   max: number;
+  /** Whether it has a realtime SFU, so can take `webrtc_sfu` sessions. */
+  sfu: boolean;
 }
 
 /** Whether the control plane may send credentials to `url` (https, or http when allowed). */
@@ -47,10 +49,20 @@ export async function mediaNodes(deps: AppDeps): Promise<MediaNode[]> {
         url: rec.url,
         free: rec.render?.free ?? 0,
         max: rec.render?.max ?? 0,
+        sfu: rec.sfu === true,
         tie: Math.random(),
       });
     }
   })());
   nodes.sort((a, b) => b.free - a.free || a.tie - b.tie);
   return nodes.map(({ tie: _, ...node }) => node);
+}
+
+/**
+ * Whether this deployment can make `webrtc_sfu` sessions: its own SFU, or on a control
+ * plane, any live media node's.
+ */
+export async function deploymentHasSfu(deps: AppDeps): Promise<boolean> {
+  if (deps.config.role !== "control") return deps.sfu !== null;
+  return (await mediaNodes(deps)).some((n) => n.sfu);
 }

@@ -38,6 +38,7 @@ import {
 import { ApiError } from "../../lib/api/errors.ts";
 import type { IceServer } from "../../lib/config.ts";
 import { iceServersFor } from "../../lib/sfu/mod.ts";
+import { deploymentHasSfu } from "../../lib/nodes/registry.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import { isOperator } from "../../lib/auth/principal.ts";
 import {
@@ -61,7 +62,7 @@ interface TryData {
   errors: Partial<Record<TryField, string>>;
   /** Whether `TRY_ENGINE_URL` is set (the engine field then needs no hint). */
   engineConfigured: boolean;
-  /** Whether the deployment has an SFU (`SFU_URL`). */
+  /** Whether the deployment has an SFU (`SFU_URL`; on a control plane, a node's). */
   sfuConfigured: boolean;
   /** ICE servers of the session being talked to (WebRTC only). */
   iceServers?: IceServer[];
@@ -74,15 +75,15 @@ function show(ctx: Ctx, data: TryData, status = 200): Response {
   return page(ctx, TryPage, data, { title: "Try it", section: "try", status });
 }
 
-function formData(
+async function formData(
   ctx: Ctx,
   extra: Partial<TryData> = {},
-): TryData {
+): Promise<TryData> {
   return {
     input: defaultTryInput(ctx.deps, requireAdmin(ctx)),
     errors: {},
     engineConfigured: ctx.deps.config.tryEngineUrl !== undefined,
-    sfuConfigured: ctx.deps.sfu !== null,
+    sfuConfigured: await deploymentHasSfu(ctx.deps),
     ...extra,
   };
 }
@@ -105,7 +106,7 @@ async function start(ctx: Ctx, form: URLSearchParams): Promise<Response> {
     form,
     requireAdmin(ctx),
   );
-  const { engineConfigured, sfuConfigured } = formData(ctx);
+  const { engineConfigured, sfuConfigured } = await formData(ctx);
   const base = { input, engineConfigured, sfuConfigured };
   if (!body) return show(ctx, { ...base, errors }, forbidden ? 403 : 400);
   let sessionId: string;
@@ -136,7 +137,7 @@ async function end(ctx: Ctx, form: URLSearchParams): Promise<Response> {
   if (!rec) {
     return show(
       ctx,
-      formData(ctx, {
+      await formData(ctx, {
         errors: {
           form: "That session was not started from this console session.",
         },
@@ -153,7 +154,7 @@ async function end(ctx: Ctx, form: URLSearchParams): Promise<Response> {
     const now = await readSession(ctx.deps, rec.session_id) ?? rec;
     return show(
       ctx,
-      formData(ctx, {
+      await formData(ctx, {
         session: now,
         errors: {
           form:
@@ -169,12 +170,12 @@ async function end(ctx: Ctx, form: URLSearchParams): Promise<Response> {
 export const handler = {
   async GET(ctx: Ctx): Promise<Response> {
     const id = ctx.url.searchParams.get("session");
-    if (id === null) return show(ctx, formData(ctx));
+    if (id === null) return show(ctx, await formData(ctx));
     const rec = await ownSession(ctx, id);
     if (!rec) {
       return show(
         ctx,
-        formData(ctx, {
+        await formData(ctx, {
           errors: {
             form:
               "That session was not started from this console session (or is gone). Start a new one.",
@@ -185,7 +186,7 @@ export const handler = {
     }
     return show(
       ctx,
-      formData(ctx, {
+      await formData(ctx, {
         session: rec,
         notice: isLive(rec.status) ? undefined : `Session ${rec.status}.`,
         iceServers: rec.transport === "webrtc_sfu"

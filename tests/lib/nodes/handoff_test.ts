@@ -9,6 +9,8 @@ import assert from "node:assert/strict";
 import { TEST_ADMIN_KEY } from "../../_helpers.ts";
 import { connectActive, ENGINE_KEY } from "../media/_live.ts";
 import { engineBody, startTopology } from "./_topology.ts";
+import { deploymentHasSfu } from "../../../lib/nodes/registry.ts";
+import { instanceStaleMs } from "../../../lib/media/presence.ts";
 
 Deno.test("a create on the control plane runs on the media node with most free slots; the control plane holds no credential", async () => {
   const topo = await startTopology([
@@ -141,6 +143,32 @@ Deno.test("the media socket and the end call on the control plane reach the node
     );
     await browser.closed();
     assert.equal(topo.nodes[0].app.deps.vault.size, 0, "credentials zeroed");
+  } finally {
+    await topo.close();
+  }
+});
+
+Deno.test("deploymentHasSfu(): on a control plane, whether a live media node has an SFU", async () => {
+  const topo = await startTopology([{}]);
+  try {
+    const deps = topo.control.app.deps;
+    assert.equal(await deploymentHasSfu(deps), false);
+    const record = {
+      started_at: deps.now(),
+      heartbeat_at: deps.now(),
+      url: "http://127.0.0.1:9",
+      role: "media",
+      render: { free: 1, max: 1 },
+      sfu: true,
+    };
+    await topo.kv.set(["instances", "node-with-janus"], record);
+    assert.equal(await deploymentHasSfu(deps), true);
+    // A silent node counts for nothing.
+    await topo.kv.set(["instances", "node-with-janus"], {
+      ...record,
+      heartbeat_at: deps.now() - instanceStaleMs(deps.config),
+    });
+    assert.equal(await deploymentHasSfu(deps), false);
   } finally {
     await topo.close();
   }
