@@ -6,6 +6,7 @@
  * elsewhere, e.g. a control plane in its own process.
  */
 import type { Page } from "playwright-core";
+import type { AvatarPlayer } from "../../client/browser.ts";
 import { AvatarClient } from "../../client/server.ts";
 import { bundleBrowserClient, createBackend } from "../../examples/backend.ts";
 import { TEST_ADMIN_KEY, type TestApp, testApp } from "../_helpers.ts";
@@ -147,4 +148,29 @@ export async function waitPlaying(
     [from.time + seconds, from.frames + frames],
     WAIT,
   );
+}
+
+/** The example page exposes its player as `globalThis.avatarPlayer`. */
+type PageWin = { avatarPlayer: AvatarPlayer };
+
+/**
+ * Loads the example page, clicks Start and waits until the player is open. Resolves
+ * with the session id and the media socket's URL.
+ */
+export async function startOnPage(page: Page, pageBase: string): Promise<{
+  id: string;
+  socketUrl: string;
+}> {
+  await page.goto(pageBase);
+  await page.getByRole("button", { name: "Start", exact: true }).click();
+  await page.waitForFunction(
+    () => (globalThis as unknown as PageWin).avatarPlayer?.state === "open",
+    undefined,
+    WAIT,
+  );
+  const socketUrl = await page.evaluate(() =>
+    (globalThis as unknown as PageWin).avatarPlayer._ws!.url
+  );
+  const id = decodeURIComponent(new URL(socketUrl).pathname.split("/")[3]);
+  return { id, socketUrl };
 }

@@ -15,7 +15,7 @@ import type {
 } from "../../client/browser.ts";
 import { replyFor } from "../../scripts/example_engine.ts";
 import { SHOTS, WAIT } from "./_browser.ts";
-import { startPlayerStack, waitPlaying } from "./_player.ts";
+import { startOnPage, startPlayerStack, waitPlaying } from "./_player.ts";
 
 /** A speaking event as the page saw it fire. */
 interface Heard extends SpeakingDetail {
@@ -65,18 +65,7 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
   let sessionId = "";
   try {
     await t.step("the page starts a session and the video plays", async () => {
-      await page.goto(pageBase);
-      await page.getByRole("button", { name: "Start", exact: true }).click();
-      await page.waitForFunction(
-        () => (globalThis as unknown as Win).avatarPlayer?.state === "open",
-        undefined,
-        WAIT,
-      );
-      sessionId = await page.evaluate(() =>
-        (globalThis as unknown as Win).avatarPlayer._ws!.url
-      ).then((u: string) =>
-        decodeURIComponent(new URL(u).pathname.split("/")[3])
-      );
+      sessionId = (await startOnPage(page, pageBase)).id;
       assert.match(sessionId, /^session:/);
       const start = await playback(page);
       await waitPlaying(page, start, 1.5, 20);

@@ -10,7 +10,7 @@ import { replyFor } from "../../scripts/example_engine.ts";
 import { createJanusSfu } from "../../lib/sfu/janus.ts";
 import { readMountpointRecord } from "../../lib/sfu/mountpoints.ts";
 import type { AvatarPlayer } from "../../client/browser.ts";
-import { startPlayerStack } from "./_player.ts";
+import { startOnPage, startPlayerStack } from "./_player.ts";
 import { hangupAllWebrtc, startTestJanus } from "../lib/sfu/_janus.ts";
 import { requireChromium, SHOTS, WAIT } from "./_browser.ts";
 
@@ -166,18 +166,7 @@ Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives 
     await t.step(
       "a webrtc_sfu session plays over WebRTC and turns active",
       async () => {
-        await page.goto(pageBase);
-        await page.getByRole("button", { name: "Start", exact: true }).click();
-        await page.waitForFunction(
-          () => (globalThis as unknown as Win).avatarPlayer?.state === "open",
-          undefined,
-          WAIT,
-        );
-        sessionId = await page.evaluate(() =>
-          (globalThis as unknown as Win).avatarPlayer._ws!.url
-        ).then((u: string) =>
-          decodeURIComponent(new URL(u).pathname.split("/")[3])
-        );
+        sessionId = (await startOnPage(page, pageBase)).id;
         const s = await client.getSession(sessionId);
         assert.equal(s.transport, "webrtc_sfu");
         await waitPlaying(page, 25);

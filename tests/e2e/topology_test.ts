@@ -16,7 +16,12 @@ import type { AvatarPlayer } from "../../client/browser.ts";
 import { TEST_ADMIN_KEY } from "../_helpers.ts";
 import { type Instance, startInstance } from "../lib/media/_instance.ts";
 import { requireChromium, SHOTS, startTlsEngine, WAIT } from "./_browser.ts";
-import { type PlayerFront, startPlayerFront, waitPlaying } from "./_player.ts";
+import {
+  type PlayerFront,
+  startOnPage,
+  startPlayerFront,
+  waitPlaying,
+} from "./_player.ts";
 
 /** The example page exposes its player as `globalThis.avatarPlayer`. */
 type Win = { avatarPlayer: AvatarPlayer };
@@ -52,25 +57,6 @@ async function getJson(url: string): Promise<Record<string, unknown>> {
     headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
   });
   return await res.json();
-}
-
-/** Clicks Start on a fresh page; resolves with the session id once the player is open. */
-async function startOnPage(page: Page, pageBase: string): Promise<{
-  id: string;
-  socketUrl: string;
-}> {
-  await page.goto(pageBase);
-  await page.getByRole("button", { name: "Start", exact: true }).click();
-  await page.waitForFunction(
-    () => (globalThis as unknown as Win).avatarPlayer?.state === "open",
-    undefined,
-    WAIT,
-  );
-  const socketUrl = await page.evaluate(() =>
-    (globalThis as unknown as Win).avatarPlayer._ws!.url
-  );
-  const id = decodeURIComponent(new URL(socketUrl).pathname.split("/")[3]);
-  return { id, socketUrl };
 }
 
 function playback(page: Page): Promise<{ time: number; frames: number }> {
