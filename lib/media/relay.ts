@@ -6,6 +6,7 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
+import { isTerminal, readSession } from "../sessions/store.ts";
 import { bindSocket } from "./contain.ts";
 import { CLOSE_TOO_BIG, isOversize, MAX_OVERSIZE_FRAMES } from "./protocol.ts";
 import {
@@ -36,6 +37,16 @@ export async function holderSocketUrl(
   return `${base}/v1/sessions/${encodeURIComponent(sessionId)}/ws?token=${
     encodeURIComponent(token)
   }`;
+}
+
+/** Whether `sessionId` is open and its holder has a fresh heartbeat. */
+async function stillHeld(deps: AppDeps, sessionId: string): Promise<boolean> {
+  const session = await readSession(deps, sessionId);
+  if (!session || isTerminal(session.status)) return false;
+  const entry = await kvTry(
+    deps.kv.get<InstanceRecord>(instanceKey(session.owner)),
+  );
+  return heartbeatFresh(deps, entry.value);
 }
 
 /** Close codes a server may send as they are (the rest, e.g. 1005/1006, become 1011). */
@@ -86,6 +97,31 @@ export function relaySocket(
   let upstreamOpened = false;
   const log = deps.log;
   const broken = () => finish(1011, "relay error");
+  /**
+   * The holder closed before the socket opened. A live holder refused it for now (429
+   * past the takeover rate, 503 without a render slot, which a browser cannot read
+   * from a failed upgrade): close 1013 so the client retries with its backoff. A holder
+   * that is gone, or a session that is over, ends it for this browser: only the holder
+   * could run the session (credentials in its memory).
+   */
+  const refused = () => {
+    stillHeld(deps, sessionId).catch(() => false).then((held) => {
+      if (held) {
+        finish(1013, "try again later");
+        return;
+      }
+      if (browser.readyState === WebSocket.OPEN) {
+        browser.send(
+          JSON.stringify({
+            type: "error",
+            code: "invalid_session",
+            fatal: true,
+          }),
+        );
+      }
+      finish(4001, "invalid session");
+    });
+  };
   bindSocket(browser, log, "relayed media socket", "relay", broken, {
     message: (ev) => {
       const data = ev.data as unknown;
@@ -140,16 +176,7 @@ export function relaySocket(
     },
     close: (ev) => {
       if (!upstreamOpened && browser.readyState === WebSocket.OPEN) {
-        // The holder cannot be reached: only it can run the session (credentials in
-        // its memory), so for this browser the session is over.
-        browser.send(
-          JSON.stringify({
-            type: "error",
-            code: "invalid_session",
-            fatal: true,
-          }),
-        );
-        finish(4001, "invalid session");
+        refused();
         return;
       }
       finish(ev.code, ev.reason);

@@ -7,7 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { TEST_ADMIN_KEY } from "../../_helpers.ts";
-import { connectActive, ENGINE_KEY } from "../media/_live.ts";
+import {
+  Browser,
+  connectActive,
+  ENGINE_KEY,
+  type LiveStack,
+} from "../media/_live.ts";
+import { TAKEOVER_BURST } from "../../../lib/media/admission.ts";
 import { engineBody, startTopology } from "./_topology.ts";
 import { deploymentHasSfu } from "../../../lib/nodes/registry.ts";
 import { instanceStaleMs } from "../../../lib/media/presence.ts";
@@ -170,6 +176,50 @@ Deno.test("deploymentHasSfu(): on a control plane, whether a live media node has
     });
     assert.equal(await deploymentHasSfu(deps), false);
   } finally {
+    await topo.close();
+  }
+});
+
+Deno.test("a socket the holder refuses for now (past the takeover rate) is closed 1013 through the relay, so the client retries; it is not told the session is over", async () => {
+  const topo = await startTopology([{}]);
+  const sockets: Browser[] = [];
+  try {
+    const created = await (await topo.create()).json();
+    sockets.push(
+      await connectActive(
+        topo.control,
+        created.session_id,
+        created.client_token,
+      ),
+    );
+    // Takeovers until the holder's bucket refuses one (429 before its upgrade).
+    let refused: Browser | undefined;
+    for (let i = 0; i <= TAKEOVER_BURST + 1 && !refused; i++) {
+      const b = Browser.connect(
+        topo.control as unknown as LiveStack,
+        created.session_id,
+        created.client_token,
+      );
+      sockets.push(b);
+      await b.opened;
+      await b.until(
+        () =>
+          b.closeCode !== null ||
+          b.json.some((m) => m.type === "session.state"),
+        "a state or a close",
+      );
+      if (b.closeCode !== null) refused = b;
+    }
+    assert.ok(refused, "the holder refused a takeover");
+    assert.equal(refused.closeCode, 1013);
+    assert.deepEqual(refused.json, [], "no invalid_session, nothing at all");
+    const st = await (await fetch(
+      `${topo.control.base}/v1/sessions/${created.session_id}`,
+      { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } },
+    )).json();
+    assert.equal(st.status, "active");
+  } finally {
+    for (const b of sockets) b.close();
     await topo.close();
   }
 });
