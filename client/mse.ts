@@ -44,6 +44,8 @@ export interface LiveBufferOptions {
   keepBehindS?: number;
   /** Reports a stream the browser cannot play (unsupported codecs, decode error). */
   onError?: (code: string, message: string) => void;
+  /** The buffer changed (a segment appended): a paused video may start now. */
+  onAppended?: () => void;
 }
 
 export interface LiveBufferStats {
@@ -79,6 +81,7 @@ export class LiveBuffer {
   readonly #targetLatency: number;
   readonly #keepBehind: number;
   readonly #onError: (code: string, message: string) => void;
+  readonly #onAppended: () => void;
 
   constructor(
     readonly video: HTMLVideoElement,
@@ -88,6 +91,7 @@ export class LiveBuffer {
     this.#targetLatency = options.targetLatencyS ?? 0.25;
     this.#keepBehind = options.keepBehindS ?? 3;
     this.#onError = options.onError ?? (() => {});
+    this.#onAppended = options.onAppended ?? (() => {});
   }
 
   /** Starts a new stream of type `mime`: a fresh MediaSource; earlier media is dropped. */
@@ -132,7 +136,9 @@ export class LiveBuffer {
         const sb = source.addSourceBuffer(this.#mime);
         sb.mode = "segments";
         sb.addEventListener("updateend", () => {
-          if (generation === this.#generation) this.#pump();
+          if (generation !== this.#generation) return;
+          this.#onAppended();
+          this.#pump();
         });
         sb.addEventListener("error", () => {
           if (generation === this.#generation) {

@@ -49,6 +49,9 @@ export class Playback {
     this.#buffer = new LiveBuffer(o.video, {
       maxLatencyS: o.maxLatencyS,
       onError: o.onError,
+      // Media arrived (only an open socket brings it): start the video now, not at
+      // the next tick (throttled to about 1 s in a background tab).
+      onAppended: () => this.#startIfPlayable(true),
     });
     const rtc = o.transport === "webrtc_sfu"
       ? new RtcPlayback(o.video, {
