@@ -92,5 +92,13 @@ const shutdown = async () => {
   sink.flush();
   Deno.exit(0);
 };
-Deno.addSignalListener("SIGINT", shutdown);
-Deno.addSignalListener("SIGTERM", shutdown);
+try {
+  Deno.addSignalListener("SIGINT", shutdown);
+  Deno.addSignalListener("SIGTERM", shutdown);
+} catch (err) {
+  // A host without OS signals (a Deno Deploy isolate) stops the process itself; the
+  // service keeps nothing there that a stop without this cleanup would lose.
+  log.info("no signal handlers on this host", {
+    err: err instanceof Error ? err.message : String(err),
+  });
+}
