@@ -28,8 +28,12 @@ export {
   type MountpointRecord,
   openMountpoint,
   readMountpointRecord,
-  startSfu,
-  sweepMountpoints,
   type ViewerState,
 } from "./mountpoints.ts";
+export {
+  startSfu,
+  SWEEP_INTERVAL_MS,
+  sweepMountpoints,
+  type SweepResult,
+} from "./sweep.ts";
 export { type SfuLink, sfuLinkFor } from "./signalling.ts";

@@ -4,8 +4,8 @@ import { createJanusSfu } from "../../../lib/sfu/janus.ts";
 import {
   mountpointKey,
   type MountpointRecord,
-  sweepMountpoints,
 } from "../../../lib/sfu/mountpoints.ts";
+import { sweepMountpoints } from "../../../lib/sfu/sweep.ts";
 import {
   postCreate,
   sessionApp,
