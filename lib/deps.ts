@@ -8,7 +8,7 @@ import { idleRuntime, type SessionRuntime } from "./runtime.ts";
 import { openKv, openReadKv } from "./kv/store.ts";
 import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render/slots.ts";
-import { createJanusSfu, type SfuPort } from "./sfu/mod.ts";
+import { createJanusSfu, sfuIdentity, type SfuPort } from "./sfu/mod.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
@@ -53,6 +53,11 @@ export interface AppDeps {
   renderSlots: RenderSlots;
   /** The realtime SFU (lib/sfu/), when `SFU_URL` is set. */
   sfu: SfuPort | null;
+  /**
+   * Which Janus `config.sfu` names (lib/sfu/identity.ts), null without one: mountpoint
+   * records carry it, so only instances on the same Janus touch a mountpoint.
+   */
+  sfuId: string | null;
 }
 
 export interface DepsOptions {
@@ -95,6 +100,7 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
         adminKey: config.sfu.apiKey,
       })
       : null,
+    sfuId: config.sfu ? await sfuIdentity(config.sfu) : null,
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * The realtime SFU (DECISIONS 11): what the rest of the app uses of it — the port and
  * its Janus adapter, the launcher that runs Janus from the repository's config, the
- * health probe, ICE servers for browsers, the mountpoint lifecycle and the signalling
- * link of a live session.
+ * health probe, ICE servers for browsers, the SFU's identity, the mountpoint lifecycle
+ * and the signalling link of a live session.
  */
 export {
   type IceCandidate,
@@ -23,6 +23,7 @@ export {
 } from "./launch.ts";
 export { markSfuFailing, sfuHealthy } from "./health.ts";
 export { iceServersFor, turnCredential } from "./ice.ts";
+export { sfuIdentity } from "./identity.ts";
 export {
   closeMountpoint,
   type MountpointRecord,
