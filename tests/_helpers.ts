@@ -33,14 +33,16 @@ export interface TestApp {
 
 /**
  * Builds the real app on `:memory:` KV. `env` overrides the defaults; pass a `TestClock`
- * to drive time by hand (the app's clock is the real one otherwise).
+ * to drive time by hand (the app's clock is the real one otherwise), and `kv` for
+ * instances sharing one store (the caller closes it).
  */
 export async function testApp(
   env: Record<string, string | undefined> = {},
-  options: { clock?: TestClock } = {},
+  options: { clock?: TestClock; kv?: Deno.Kv } = {},
 ): Promise<TestApp> {
   const log = memoryLogger();
   const app = await createApp({
+    kv: options.kv,
     env: {
       KV_PATH: ":memory:",
       TOKEN_SECRET: TEST_TOKEN_SECRET,

@@ -4,6 +4,10 @@
  * terminal (whichever instance commits that move), and swept (lib/sfu/sweep.ts). The
  * record holds ids only, never a secret (a mountpoint's secret and pin derive from the
  * SFU key, lib/sfu/janus.ts).
+ *
+ * Each media node may run its own Janus, so a record names its SFU (`sfu_id`,
+ * lib/sfu/identity.ts) and only instances on that SFU destroy its mountpoint: a
+ * mountpoint id means nothing to another Janus (or names one of its own mountpoints).
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
@@ -15,6 +19,8 @@ export interface MountpointRecord {
   mountpoint_id: number | null;
   /** Instance id of the process that made it and feeds it. */
   holder: string;
+  /** The SFU it is on (`AppDeps.sfuId`); absent in records written before it was. */
+  sfu_id?: string;
   created_at: number;
   /** The current socket's SFU viewer, for the console; absent before the first socket. */
   viewer?: ViewerState;
@@ -63,6 +69,7 @@ export async function openMountpoint(
     session_id: sessionId,
     mountpoint_id: null,
     holder: deps.instanceId,
+    ...(deps.sfuId !== null ? { sfu_id: deps.sfuId } : {}),
     created_at: deps.now(),
   };
   await kvTry(deps.kv.set(mountpointKey(sessionId), record));
@@ -90,8 +97,18 @@ export async function openMountpoint(
 }
 
 /**
+ * Whether `r`'s mountpoint is on this instance's SFU. A record written before records
+ * named their SFU counts as on it, as every record did then.
+ */
+export function onThisSfu(deps: AppDeps, r: MountpointRecord): boolean {
+  return r.sfu_id === undefined || r.sfu_id === deps.sfuId;
+}
+
+/**
  * Destroys `sessionId`'s mountpoint (if any) on the SFU and deletes its record. The
- * record stays when the SFU cannot be reached, for the sweep to retry.
+ * record stays when the SFU cannot be reached, for the sweep to retry. A record of
+ * another SFU (this instance may be another node's reaper) is left alone: its holder's
+ * sweep, or that of an instance on its SFU, removes it once the session is terminal.
  */
 export async function closeMountpoint(
   deps: AppDeps,
@@ -104,11 +121,13 @@ export async function closeMountpoint(
   const entry = await kvTry(
     deps.kv.get<MountpointRecord>(mountpointKey(sessionId)),
   );
-  const id = entry.value?.mountpoint_id ?? mine?.id;
+  const rec = entry.value && onThisSfu(deps, entry.value) ? entry.value : null;
+  // `mine` was made on this SFU, whatever the record says now.
+  const id = rec?.mountpoint_id ?? mine?.id;
   if (id !== undefined && id !== null) {
     await sfu.destroyMountpoint(id, AbortSignal.timeout(5_000));
   }
-  if (entry.value) {
+  if (rec) {
     await kvTry(
       deps.kv.atomic().check(entry).delete(mountpointKey(sessionId)).commit(),
     );

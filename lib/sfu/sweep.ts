@@ -3,7 +3,8 @@
  * instance with an SFU destroys the mountpoints on it whose session is gone or
  * terminal, whose holder is dead (no fresh heartbeat, or a killed process this one
  * replaced at the same address), or that have no record at all; and it destroys a
- * session's mountpoint when the session turns terminal (lib/sfu/mountpoints.ts).
+ * session's mountpoint when the session turns terminal. Only records of this
+ * instance's SFU lead to an SFU call (lib/sfu/mountpoints.ts).
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
@@ -23,6 +24,7 @@ import {
   liveOf,
   mountpointKey,
   type MountpointRecord,
+  onThisSfu,
 } from "./mountpoints.ts";
 
 /** How often each instance sweeps leftover mountpoints. */
@@ -47,16 +49,41 @@ function alive(
 }
 
 export interface SweepResult {
+  /** Mountpoint ids destroyed on this instance's SFU. */
   destroyed: number[];
+  /** Sessions whose record of another SFU was deleted (its holder is dead). */
+  forgotten: string[];
+}
+
+/**
+ * Deletes the record of another SFU's mountpoint whose holder is dead, with no SFU
+ * call: that Janus went with its node, or an instance now on it destroys the mountpoint
+ * as one with no record. True when deleted.
+ */
+async function forgetForeign(
+  deps: AppDeps,
+  entry: Deno.KvEntry<MountpointRecord>,
+): Promise<boolean> {
+  const id = entry.value.session_id;
+  try {
+    const res = await kvTry(
+      deps.kv.atomic().check(entry).delete(mountpointKey(id)).commit(),
+    );
+    return res.ok;
+  } catch (err) {
+    deps.log.warn("sfu sweep: record not deleted", { session_id: id, err });
+    return false;
+  }
 }
 
 /**
  * One sweep: destroys the mountpoints of sessions that are gone or terminal, of dead
  * holders, and those the SFU holds with no record (a crash between make and record).
+ * Records of another SFU are left to instances on it, but for a dead holder's, which go.
  */
 export async function sweepMountpoints(deps: AppDeps): Promise<SweepResult> {
   const sfu = deps.sfu;
-  const result: SweepResult = { destroyed: [] };
+  const result: SweepResult = { destroyed: [], forgotten: [] };
   if (!sfu) return result;
   const now = deps.now();
   const records = new Map<string, Deno.KvEntry<MountpointRecord>>();
@@ -97,6 +124,12 @@ export async function sweepMountpoints(deps: AppDeps): Promise<SweepResult> {
       holders.get(r.holder) ?? null,
       now,
     );
+    if (!onThisSfu(deps, r)) {
+      if (!holderAlive && await forgetForeign(deps, entry)) {
+        result.forgotten.push(id);
+      }
+      continue;
+    }
     const stale = !s || isTerminal(s.status) || !holderAlive ||
       (r.mountpoint_id === null && now - r.created_at > PENDING_MS);
     if (!stale) {
@@ -116,18 +149,26 @@ export async function sweepMountpoints(deps: AppDeps): Promise<SweepResult> {
       deps.log.warn("sfu sweep: destroy failed", { session_id: id, err });
     }
   }
-  // Mountpoints on the SFU with no record: ours by label, left by a crash.
+  // Mountpoints on the SFU with no record of it: ours by label, left by a crash (or by
+  // a make here for a session whose record an instance on another SFU rewrote). `keep`
+  // holds this SFU's ids only; a record still being made (on any SFU), or one naming
+  // this very id, spares a mountpoint.
   const pendingIds = new Set(
     [...records.values()].filter((e) => e.value.mountpoint_id === null).map((
       e,
     ) => e.value.session_id),
   );
+  let misnamed = 0;
   for (const m of await sfu.listMountpoints()) {
     if (keep.has(m.id) || !m.label.startsWith("session:")) continue;
     if (pendingIds.has(m.label) || result.destroyed.includes(m.id)) continue;
     if (liveOf(deps).get(m.label)?.id === m.id) continue;
     const rec = records.get(m.label);
-    if (rec && rec.value.mountpoint_id === m.id) continue;
+    if (rec && rec.value.mountpoint_id === m.id) {
+      // Another SFU's record naming this very (random) id: this Janus under another id.
+      if (!onThisSfu(deps, rec.value)) misnamed++;
+      continue;
+    }
     // Made since our snapshot? Its record was written before the SFU made it.
     const fresh = await kvTry(deps.kv.get(mountpointKey(m.label)));
     if (fresh.value !== null && !rec) continue;
@@ -137,6 +178,12 @@ export async function sweepMountpoints(deps: AppDeps): Promise<SweepResult> {
     } catch (err) {
       deps.log.warn("sfu sweep: destroy failed", { err });
     }
+  }
+  if (misnamed > 0) {
+    deps.log.warn(
+      "sfu sweep: mountpoints on this SFU are recorded under another SFU id; instances sharing a Janus need the same SFU_URL and SFU_API_KEY",
+      { count: misnamed },
+    );
   }
   return result;
 }
@@ -169,6 +216,14 @@ export function startSfu(deps: AppDeps): void {
         deps.log.info("sfu sweep destroyed leftover mountpoints", {
           count: r.destroyed.length,
         });
+      }
+      if (r.forgotten.length > 0) {
+        deps.log.info(
+          "sfu sweep deleted dead holders' records of another SFU",
+          {
+            count: r.forgotten.length,
+          },
+        );
       }
     } catch (err) {
       deps.log.warn("sfu sweep failed", { err });

@@ -19,10 +19,10 @@ import {
 } from "../../../../lib/api/schemas.ts";
 import { type MoveOptions, moveSession } from "../../../../lib/sessions.ts";
 
-/** The real app on `:memory:` KV with room for many sessions (render slots, limit). */
+/** The real app on `:memory:` KV (or `kv`) with room for many sessions (render slots, limit). */
 export function sessionApp(
   env: Record<string, string | undefined> = {},
-  options: { clock?: TestClock } = {},
+  options: { clock?: TestClock; kv?: Deno.Kv } = {},
 ): Promise<TestApp> {
   return testApp(
     { RENDER_MAX_SESSIONS: "64", MAX_CONCURRENT_SESSIONS: "64", ...env },
