@@ -39,14 +39,32 @@ export async function holderSocketUrl(
   }`;
 }
 
-/** Whether `sessionId` is open and its holder has a fresh heartbeat. */
+/** How long the holder's `/healthz` may take to show it is still up. */
+const HOLDER_PROBE_MS = 2_000;
+
+/**
+ * Whether `sessionId` is open and its holder is up: a fresh heartbeat, and its
+ * `/healthz` answers (a killed holder's heartbeat stays fresh for a while; its port
+ * refuses at once).
+ */
 async function stillHeld(deps: AppDeps, sessionId: string): Promise<boolean> {
   const session = await readSession(deps, sessionId);
   if (!session || isTerminal(session.status)) return false;
   const entry = await kvTry(
     deps.kv.get<InstanceRecord>(instanceKey(session.owner)),
   );
-  return heartbeatFresh(deps, entry.value);
+  const rec = entry.value;
+  if (!heartbeatFresh(deps, rec) || !rec.url) return false;
+  try {
+    const res = await fetch(`${rec.url}/healthz`, {
+      signal: AbortSignal.timeout(HOLDER_PROBE_MS),
+      redirect: "error",
+    });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
 }
 
 /** Close codes a server may send as they are (the rest, e.g. 1005/1006, become 1011). */
