@@ -35,6 +35,17 @@ function sourceClass(): { cls: SourceClass; managed: boolean } | null {
   return null;
 }
 
+/**
+ * How long a new stream may be moved to the live edge at a smaller lag than
+ * `maxLatencyS`: a takeover starts with the current GOP in one burst, from its keyframe,
+ * so up to a second behind live, and would otherwise play that late until it drifted
+ * past `maxLatencyS`. A fresh session's stream grows in real time and is never that far
+ * behind (Chromium starts once ~0.2 s is buffered).
+ */
+const CATCH_UP_MS = 1_500;
+/** Lag past the target that moves a new stream (seconds). */
+const CATCH_UP_SLACK_S = 0.15;
+
 export interface LiveBufferOptions {
   /** Fall this far behind the newest media (seconds) and playback jumps forward. */
   maxLatencyS?: number;
@@ -77,6 +88,12 @@ export class LiveBuffer {
   #initPending = false;
   /** Bumped on every reset so callbacks of an older MediaSource do nothing. */
   #generation = 0;
+  /**
+   * Until then (`performance.now()` ms) the stream is new: a takeover's burst (the
+   * current GOP, up to a second behind live) is still arriving, and playback goes to
+   * the live edge once more than `CATCH_UP_SLACK_S` past the target behind it.
+   */
+  #catchUpUntil = 0;
   readonly #maxLatency: number;
   readonly #targetLatency: number;
   readonly #keepBehind: number;
@@ -111,6 +128,7 @@ export class LiveBuffer {
     }
     const generation = ++this.#generation;
     this.stats.streams++;
+    this.#catchUpUntil = performance.now() + CATCH_UP_MS;
     const source = new api.cls();
     this.#source = source;
     this.#mime = mime;
@@ -197,9 +215,14 @@ export class LiveBuffer {
     if (atHole) {
       this.video.currentTime = next! + 0.01;
       this.stats.gapSkips++;
-    } else if (end - t > this.#maxLatency) {
+    } else if (
+      end - t > this.#maxLatency ||
+      (performance.now() < this.#catchUpUntil &&
+        end - t > this.#targetLatency + CATCH_UP_SLACK_S)
+    ) {
       this.video.currentTime = end - this.#targetLatency;
       this.stats.liveEdgeJumps++;
+      this.#catchUpUntil = 0;
     }
     this.#trim();
   }

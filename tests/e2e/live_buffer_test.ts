@@ -1,0 +1,165 @@
+/**
+ * `LiveBuffer` (client/mse.ts) in real headless Chromium, fed real encoder output
+ * (lib/render/encoder.ts): a takeover's stream starts with the current GOP in one burst
+ * (up to a second behind live, timestamps from 0); playback jumps to the live edge as
+ * soon as that burst is in, instead of playing the whole GOP a second late until it
+ * lags past `maxLatencyS`.
+ */
+import assert from "node:assert/strict";
+import { Encoder } from "../../lib/render/encoder.ts";
+import { ffmpegPath } from "../../lib/render/ffmpeg.ts";
+import { parseInit } from "../../lib/render/mp4_parse.ts";
+import { bundleBrowserClient } from "../../examples/backend.ts";
+import {
+  openBrowser,
+  requireChromium,
+  serveLoopback,
+  WAIT,
+} from "./_browser.ts";
+
+const W = 192;
+const H = 192;
+const FPS = 25;
+const FRAMES = 75;
+
+/** Real fMP4: an init segment and one segment per 40-ms frame, keyframes every 25. */
+async function encode(): Promise<{ init: Uint8Array; segments: Uint8Array[] }> {
+  const inits: Uint8Array[] = [];
+  const segments: Uint8Array[] = [];
+  const enc = new Encoder({
+    ffmpeg: await ffmpegPath(),
+    width: W,
+    height: H,
+    fps: FPS,
+    sampleRate: 48000,
+    maxQueuedFrames: FRAMES,
+  }, {
+    onInit: (b) => inits.push(b),
+    onSegment: (b) => segments.push(b),
+    onFailure: (e) => {
+      throw e;
+    },
+  });
+  for (let n = 0; n < FRAMES; n++) {
+    const frame = new Uint8Array(W * H * 3 / 2).fill(128);
+    for (let i = 0; i < W * H; i++) frame[i] = (i + n * 9) & 0xff;
+    enc.write(frame, new Uint8Array(1920 * 2));
+  }
+  const r = await enc.stop({ graceful: true, timeoutMs: 10_000 });
+  assert.equal(r.clean, true);
+  return { init: inits[0], segments };
+}
+
+function b64(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+interface Run {
+  jumps: number;
+  behind: number;
+  time: number;
+}
+
+type Page = Awaited<ReturnType<typeof openBrowser>>["page"];
+
+/**
+ * Plays `segments` through a fresh `LiveBuffer` in the page: the first `burst` at once,
+ * the rest one per 40 ms; resolves once the video has played 0.4 s past its start.
+ */
+function play(
+  page: Page,
+  media: { mime: string; init: string; segments: string[] },
+  burst: number,
+): Promise<Run> {
+  return page.evaluate(async ({ media, burst }) => {
+    const { LiveBuffer } = (globalThis as unknown as {
+      avatarClient: typeof import("../../client/browser.ts");
+    }).avatarClient;
+    const bytes = (b64: string) =>
+      Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)).buffer;
+    const video = document.createElement("video");
+    video.muted = true;
+    document.body.append(video);
+    const buffer = new LiveBuffer(video, {
+      onAppended: () => {
+        if (video.paused) video.play().catch(() => {});
+      },
+    });
+    buffer.reset(media.mime);
+    buffer.append(bytes(media.init));
+    const segs = media.segments.map(bytes);
+    for (const s of segs.slice(0, burst)) buffer.append(s);
+    const feed = setInterval(() => {
+      const next = segs[burst++];
+      if (next) buffer.append(next);
+      else clearInterval(feed);
+    }, 40);
+    const tick = setInterval(() => buffer.tick(), 250);
+    const start = await new Promise<number>((ok) =>
+      video.addEventListener("playing", () => ok(video.currentTime), {
+        once: true,
+      })
+    );
+    await new Promise((ok) => setTimeout(ok, 600));
+    clearInterval(feed);
+    clearInterval(tick);
+    const b = video.buffered;
+    const out = {
+      jumps: buffer.stats.liveEdgeJumps,
+      behind: b.end(b.length - 1) - video.currentTime,
+      time: video.currentTime - start,
+    };
+    buffer.close();
+    video.remove();
+    return out;
+  }, { media, burst });
+}
+
+Deno.test("LiveBuffer: a takeover's GOP burst jumps to the live edge", async (t) => {
+  await requireChromium();
+  const { init, segments } = await encode();
+  const bundle = await bundleBrowserClient();
+  const { server, base } = serveLoopback((req) =>
+    new URL(req.url).pathname === "/client.js"
+      ? new Response(bundle, {
+        headers: { "content-type": "text/javascript" },
+      })
+      : new Response(
+        `<!doctype html><script type="module">import * as c from "/client.js"; globalThis.avatarClient = c;</script>`,
+        { headers: { "content-type": "text/html" } },
+      )
+  );
+  const browser = await openBrowser({
+    prefix: "live-buffer-e2e-",
+    permissions: [],
+    origin: base,
+    media: true,
+  });
+  const media = {
+    mime: parseInit(init).mime,
+    init: b64(init),
+    segments: segments.map(b64),
+  };
+  try {
+    await browser.page.goto(base);
+    await browser.page.waitForFunction(
+      () => "avatarClient" in globalThis,
+      undefined,
+      WAIT,
+    );
+    await t.step(
+      "a burst of 15 frames (0.6 s) plays from the live edge",
+      async () => {
+        const run = await play(browser.page, media, 15);
+        assert.equal(run.jumps, 1, "one jump to the live edge");
+        assert.ok(run.behind < 0.5, `${run.behind.toFixed(3)} s behind`);
+      },
+    );
+    assert.deepEqual(browser.problems, []);
+  } finally {
+    await browser.close();
+    await server.shutdown();
+  }
+});
