@@ -111,11 +111,13 @@ export async function reapOnce(deps: AppDeps): Promise<ReapResult> {
       } else if (lost && s.status === "active") {
         // Nothing is left to tear down: the move is made here, without the end call's
         // wait for a holder that cannot answer.
+        // It ended when its holder was last heard of: usage counts up to then.
         const r = await moveSession(deps, id, {
           from: ["active"],
           to: "ended_with_warnings",
           reason: "instance_lost",
           patch: { warning: INSTANCE_LOST_WARNING },
+          at: instances.get(s.owner)?.heartbeat_at,
         });
         if (r.ok) result.ended.push(id);
       } else if (

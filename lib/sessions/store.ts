@@ -206,6 +206,12 @@ interface MoveCommon {
   >;
   /** An entry of the session already read (e.g. prefetched with authentication). */
   entry?: Deno.KvEntryMaybe<unknown>;
+  /**
+   * When the move took effect, if earlier than now (epoch ms): a session whose holder
+   * stopped ended when it was last heard of, not when the reaper noticed. Never
+   * before the session's last move.
+   */
+  at?: number;
 }
 
 /** Why a move into `ending` or a terminal state happens; a function reads the record. */
@@ -265,7 +271,10 @@ export async function moveSession(
     if (!options.from.includes(before.status) || isTerminal(before.status)) {
       return { ok: false, reason: "wrong_state", session: before };
     }
-    const now = deps.now();
+    const now = Math.max(
+      before.timeline.at(-1)?.at ?? before.created_at,
+      Math.min(deps.now(), options.at ?? Infinity),
+    );
     const after: SessionRecord = {
       ...before,
       ...options.patch,

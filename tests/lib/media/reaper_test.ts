@@ -194,6 +194,18 @@ Deno.test("reapOnce() ends the sessions of an instance that stopped heartbeating
     assert.equal(ended.status, "ended_with_warnings");
     assert.equal(ended.end_reason, "instance_lost");
     assert.equal(ended.warning, INSTANCE_LOST_WARNING);
+    // Usage counts up to the holder's last heartbeat, not to when it was noticed.
+    const beat = await other.deps.kv.get<{ heartbeat_at: number }>([
+      "instances",
+      s.t.app.deps.instanceId,
+    ]);
+    assert.equal(ended.ended_at, beat.value!.heartbeat_at);
+    assert.equal(
+      ended.duration_s,
+      Math.max(0, beat.value!.heartbeat_at - (ended.started_at as number)) /
+        1000,
+    );
+    assert.ok((ended.duration_s as number) < stale / 1000);
     b.close();
   } finally {
     await other.close();
