@@ -67,6 +67,11 @@ function serve(): Deno.HttpServer {
         console.log(
           "  role: control plane (SERVICE_ROLE=control): creates are handed to the media nodes registered in KV, media sockets relayed to them",
         );
+        if (!config.publicUrl) {
+          console.log(
+            `  PUBLIC_URL is unset: the media socket URLs handed to browsers point at ${app.deps.instanceUrl}; set it to this control plane's public origin`,
+          );
+        }
       } else if (config.role === "media") {
         console.log(
           `  role: media node (SERVICE_ROLE=media), registered at ${app.deps.instanceUrl}: takes sessions from the control plane`,
