@@ -3,12 +3,17 @@
  * answered only by a node (`SERVICE_ROLE=media`; elsewhere the path does not exist).
  * The signature is checked on the raw bytes before anything is parsed; then the
  * envelope and the create body are parsed by their schemas, and the start work runs
- * here, so this node owns the session and holds its credentials.
+ * here, so this node owns the session and holds its credentials. Calls that fail the
+ * signature count against their address's rate-limit window (DECISIONS 9, shared with
+ * its unverified `/v1/` requests); once it is spent, the address gets 429 before its
+ * body is read. Signed calls are never counted.
  */
 import type { AppDeps } from "../deps.ts";
 import { readBodyBytes } from "../api/body.ts";
 import { ApiError } from "../api/errors.ts";
 import { type Ctx, json } from "../api/http.ts";
+import { rateLimitExceeded } from "../api/rate_charge.ts";
+import { rateLimiterOf } from "../api/rate_limit.ts";
 import { parseCreateSession } from "../api/schemas.ts";
 import { startSession } from "../sessions/create.ts";
 import {
@@ -34,6 +39,10 @@ export async function acceptHandoff(ctx: Ctx): Promise<Response> {
   if (deps.config.role !== "media" || !secret) {
     throw new ApiError("AVTR_NOT_FOUND", "No route matches this path");
   }
+  const limiter = rateLimiterOf(deps);
+  const address = limiter.addressSubject(ctx.remoteAddr);
+  const spent = limiter.peek(address);
+  if (!spent.allowed) throw rateLimitExceeded(spent);
   const bytes = await readBodyBytes(
     ctx.req,
     MAX_HANDOFF_BYTES,
@@ -53,6 +62,8 @@ export async function acceptHandoff(ctx: Ctx): Promise<Response> {
       deps.log.warn("handoff refused: the signature does not verify", {
         request_id: ctx.state.requestId,
       });
+      const d = limiter.take(address);
+      if (!d.allowed) throw rateLimitExceeded(d);
       throw new ApiError(
         "AVTR_AUTH_INVALID_KEY",
         "The handoff signature does not verify",

@@ -113,3 +113,59 @@ Deno.test("POST /internal/v1/sessions: 404 off a media node; 401 unsigned, mis-s
     await topo.close();
   }
 });
+
+Deno.test("POST /internal/v1/sessions: failed signatures spend their address's window (then 429, body unread); signed calls are never counted", async () => {
+  const topo = await startTopology([{ RATE_LIMIT_PER_MINUTE: "3" }]);
+  const node = topo.nodes[0];
+  const call = (header?: string, body = enc.encode("{}")) =>
+    fetch(node.base + HANDOFF_PATH, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        ...(header ? { [SIGNATURE_HEADER]: header } : {}),
+      },
+      body,
+    });
+  try {
+    const statuses = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await call();
+      await res.body?.cancel();
+      statuses.push(res.status);
+    }
+    assert.deepEqual(statuses, [401, 401, 401, 429, 429]);
+    // Signed calls are never counted: on a node with the same limit, five pass.
+    const fresh = await startTopology([{
+      RATE_LIMIT_PER_MINUTE: "3",
+      RENDER_MAX_SESSIONS: "16",
+    }]);
+    try {
+      for (let i = 0; i < 5; i++) {
+        const body = enc.encode(JSON.stringify({
+          session_id: `session:01M83AHJ0NN1B3HBT5F5PWK4W${i}`,
+          tenant_id: "acme",
+          body: engineBody(fresh.engine),
+        }));
+        const res = await fetch(fresh.nodes[0].base + HANDOFF_PATH, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            [SIGNATURE_HEADER]: signCall(
+              SECRET,
+              "POST",
+              HANDOFF_PATH,
+              body,
+              Date.now(),
+            ),
+          },
+          body,
+        });
+        assert.equal(res.status, 201, await res.text());
+      }
+    } finally {
+      await fresh.close();
+    }
+  } finally {
+    await topo.close();
+  }
+});
