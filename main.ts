@@ -13,6 +13,7 @@ import {
   installLastResortHandlers,
 } from "./lib/log.ts";
 import { announceInstance } from "./lib/media/presence.ts";
+import { drain } from "./lib/nodes/drain.ts";
 
 let config: Config;
 try {
@@ -91,7 +92,19 @@ function serve(): Deno.HttpServer {
   }, app.handler);
 }
 
+/** A second signal during a drain stops at once. */
+const stopNow = new AbortController();
+let stopping = false;
 const shutdown = async () => {
+  if (stopping) {
+    stopNow.abort();
+    return;
+  }
+  stopping = true;
+  if (config.drainS > 0 && config.role !== "control") {
+    const left = await drain(app.deps, config.drainS * 1000, stopNow.signal);
+    log.info("drain over", { sessions_left: left });
+  }
   await server.shutdown();
   await app.close();
   sink.flush();

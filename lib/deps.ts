@@ -51,6 +51,11 @@ export interface AppDeps {
   vault: CredentialVault;
   /** This instance's render slots (lib/render/slots.ts). */
   renderSlots: RenderSlots;
+  /**
+   * Set when the instance is draining (lib/nodes/drain.ts): it takes no new session and
+   * says so in its registry record and `/readyz`.
+   */
+  draining: boolean;
   /** The realtime SFU (lib/sfu/), when `SFU_URL` is set. */
   sfu: SfuPort | null;
   /**
@@ -89,6 +94,7 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
     sessionHooks: { inCommit: [], afterCommit: [] },
     runtime: idleRuntime,
     vault: new CredentialVault(),
+    draining: false,
     renderSlots: new RenderSlots(config.renderMaxSessions, {
       reservationMs: config.renderReservationS * 1000,
       now,

@@ -10,6 +10,7 @@ export const handler = {
    * fails `webrtc_sfu` creates, while `websocket_fmp4` sessions still work here. On a
    * control plane, `checks.media_nodes` says whether a live media node is registered,
    * again without deciding readiness (status reads, ends and the console still work).
+   * A draining instance answers 503 `{"status": "draining"}`.
    */
   async GET(ctx: Ctx): Promise<Response> {
     const checks: Record<string, "ok" | "failing"> = {
@@ -24,6 +25,10 @@ export const handler = {
     }
     if (!ctx.deps.config.tokenSecret) checks.token_secret = "failing";
     const ready = Object.values(checks).every((v) => v === "ok");
+    if (ctx.deps.draining) {
+      // Shutting down: serves what it holds, takes nothing new (lib/nodes/drain.ts).
+      return json({ status: "draining", checks }, 503);
+    }
     if (sfu) checks.sfu = await sfu ? "ok" : "failing";
     if (ready && ctx.deps.config.role === "control") {
       checks.media_nodes = (await mediaNodes(ctx.deps)).length > 0

@@ -26,6 +26,8 @@ export interface InstanceRecord {
   render?: { free: number; max: number };
   /** Whether the instance has a realtime SFU (`SFU_URL`). */
   sfu?: boolean;
+  /** Set while the instance drains: it takes no new session. */
+  draining?: boolean;
 }
 
 export const presenceKey = (sessionId: string) =>
@@ -71,6 +73,7 @@ export function startHeartbeat(deps: AppDeps): void {
         role: deps.config.role,
         render: { free: Math.max(0, slots.max - slots.inUse), max: slots.max },
         sfu: deps.sfu !== null,
+        ...(deps.draining ? { draining: true } : {}),
       } satisfies InstanceRecord,
       { expireIn: instanceStaleMs(deps.config) * 2 },
     )).then(

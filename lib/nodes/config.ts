@@ -19,6 +19,11 @@ export interface NodeConfig {
   nodeSecret: Uint8Array | undefined;
   /** How often an instance refreshes its registry record (`NODE_HEARTBEAT_MS`). */
   heartbeatMs: number;
+  /**
+   * On SIGTERM, how long an instance holding sessions keeps serving them while it takes
+   * no new ones (`NODE_DRAIN_S`); 0 stops at once.
+   */
+  drainS: number;
 }
 
 /** A `NODE_SECRET` shorter than this refuses the start. */
@@ -50,5 +55,12 @@ export function nodeConfig(
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < 100) {
     throw new ConfigError("NODE_HEARTBEAT_MS must be an integer >= 100");
   }
-  return { role, nodeSecret, heartbeatMs };
+  const rawDrain = env.NODE_DRAIN_S;
+  const drainS = rawDrain === undefined || rawDrain === ""
+    ? 0
+    : Number(rawDrain);
+  if (!Number.isInteger(drainS) || drainS < 0) {
+    throw new ConfigError("NODE_DRAIN_S must be an integer >= 0");
+  }
+  return { role, nodeSecret, heartbeatMs, drainS };
 }

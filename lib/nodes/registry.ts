@@ -1,7 +1,8 @@
 /**
  * The media nodes a control plane can hand sessions to: the instance records
- * (lib/media/presence.ts) of role `media` with a fresh heartbeat and a URL, most free
- * render slots first. A node that stops heartbeating drops out of the list by itself.
+ * (lib/media/presence.ts) of role `media` with a fresh heartbeat and a URL, not
+ * draining, most free render slots first. A node that stops heartbeating drops out of
+ * the list by itself.
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
@@ -35,7 +36,10 @@ export async function mediaNodes(deps: AppDeps): Promise<MediaNode[]> {
   await kvTry((async () => {
     for await (const e of iter) {
       const rec = e.value;
-      if (rec.role !== "media" || !rec.url || !heartbeatFresh(deps, rec, now)) {
+      if (
+        rec.role !== "media" || !rec.url || rec.draining ||
+        !heartbeatFresh(deps, rec, now)
+      ) {
         continue;
       }
       if (!handoffUrlAllowed(deps, rec.url)) {

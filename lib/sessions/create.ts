@@ -244,6 +244,14 @@ export async function startSession(
   request: StartSessionRequest,
 ): Promise<SessionRecord> {
   const { input, sessionId } = request;
+  if (deps.draining) {
+    // A control plane tries its next node on this answer.
+    throw new ApiError(
+      "AVTR_RENDER_CAPACITY",
+      "This instance is shutting down and takes no new session",
+      { retryAfter: 5 },
+    );
+  }
   checkProviderTargets(deps, input);
   let transport = await resolveTransport(deps, input.transport);
   const { avatarId, bgId } = resolveAvatar(input.avatar_config);

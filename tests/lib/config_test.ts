@@ -61,6 +61,8 @@ Deno.test("loadConfig() reads the hosting role: one process by default; control 
     assert.equal(c.nodeSecret?.length, 32);
   }
   assert.equal(loadConfig({ NODE_HEARTBEAT_MS: "500" }).heartbeatMs, 500);
+  assert.equal(one.drainS, 0);
+  assert.equal(loadConfig({ NODE_DRAIN_S: "600" }).drainS, 600);
 });
 
 Deno.test("loadConfig() refuses malformed values with a ConfigError naming the variable", async (t) => {
@@ -97,6 +99,7 @@ Deno.test("loadConfig() refuses malformed values with a ConfigError naming the v
     [{ SERVICE_ROLE: "media" }, /NODE_SECRET/],
     [{ SERVICE_ROLE: "control", NODE_SECRET: "s".repeat(31) }, /NODE_SECRET/],
     [{ NODE_HEARTBEAT_MS: "50" }, /NODE_HEARTBEAT_MS/],
+    [{ NODE_DRAIN_S: "-1" }, /NODE_DRAIN_S/],
   ];
   for (const [env, message] of cases) {
     await t.step(Object.keys(env).join(","), () => {
