@@ -6,8 +6,7 @@
  * lags past `maxLatencyS`.
  */
 import assert from "node:assert/strict";
-import { Encoder } from "../../lib/render/encoder.ts";
-import { ffmpegPath } from "../../lib/render/ffmpeg.ts";
+import { encodeSample } from "../lib/render/_helpers.ts";
 import { parseInit } from "../../lib/render/mp4_parse.ts";
 import { bundleBrowserClient } from "../../examples/backend.ts";
 import {
@@ -19,36 +18,7 @@ import {
 
 const W = 192;
 const H = 192;
-const FPS = 25;
 const FRAMES = 75;
-
-/** Real fMP4: an init segment and one segment per 40-ms frame, keyframes every 25. */
-async function encode(): Promise<{ init: Uint8Array; segments: Uint8Array[] }> {
-  const inits: Uint8Array[] = [];
-  const segments: Uint8Array[] = [];
-  const enc = new Encoder({
-    ffmpeg: await ffmpegPath(),
-    width: W,
-    height: H,
-    fps: FPS,
-    sampleRate: 48000,
-    maxQueuedFrames: FRAMES,
-  }, {
-    onInit: (b) => inits.push(b),
-    onSegment: (b) => segments.push(b),
-    onFailure: (e) => {
-      throw e;
-    },
-  });
-  for (let n = 0; n < FRAMES; n++) {
-    const frame = new Uint8Array(W * H * 3 / 2).fill(128);
-    for (let i = 0; i < W * H; i++) frame[i] = (i + n * 9) & 0xff;
-    enc.write(frame, new Uint8Array(1920 * 2));
-  }
-  const r = await enc.stop({ graceful: true, timeoutMs: 10_000 });
-  assert.equal(r.clean, true);
-  return { init: inits[0], segments };
-}
 
 function b64(bytes: Uint8Array): string {
   let s = "";
@@ -119,7 +89,7 @@ function play(
 
 Deno.test("LiveBuffer: a takeover's GOP burst jumps to the live edge", async (t) => {
   await requireChromium();
-  const { init, segments } = await encode();
+  const { init, segments } = await encodeSample(W, H, FRAMES);
   const bundle = await bundleBrowserClient();
   const { server, base } = serveLoopback((req) =>
     new URL(req.url).pathname === "/client.js"

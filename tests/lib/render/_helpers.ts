@@ -8,7 +8,8 @@ import {
   type RenderClock,
 } from "../../../lib/render/builtin.ts";
 import { createRenderWorker } from "../../../lib/render/worker.ts";
-import { liveEncoderPids } from "../../../lib/render/encoder.ts";
+import { Encoder, liveEncoderPids } from "../../../lib/render/encoder.ts";
+import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import type { RenderSink } from "../../../lib/render/port.ts";
@@ -226,4 +227,47 @@ export function startWorker(): {
       await server.shutdown();
     },
   };
+}
+
+/**
+ * Real fMP4 from the encoder: `frames` frames of a moving test pattern (written as fast
+ * as ffmpeg takes them) with silence, 25 fps, keyframes every 25. Throws when the
+ * encoder fails or does not stop cleanly.
+ */
+export async function encodeSample(
+  width: number,
+  height: number,
+  frames: number,
+): Promise<{ init: Uint8Array; segments: Uint8Array[] }> {
+  const inits: Uint8Array[] = [];
+  const segments: Uint8Array[] = [];
+  const failures: Error[] = [];
+  const enc = new Encoder({
+    ffmpeg: await ffmpegPath(),
+    width,
+    height,
+    fps: 25,
+    sampleRate: 48000,
+    maxQueuedFrames: frames,
+  }, {
+    onInit: (b) => inits.push(b),
+    onSegment: (b) => segments.push(b),
+    onFailure: (e) => failures.push(e),
+  });
+  for (let n = 0; n < frames; n++) {
+    const frame = new Uint8Array(width * height * 3 / 2).fill(128);
+    for (let i = 0; i < width * height; i++) frame[i] = (i + n * 7) & 0xff;
+    if (!enc.write(frame, new Uint8Array(1920 * 2))) {
+      throw new Error(`encoder refused frame ${n}`);
+    }
+  }
+  const r = await enc.stop({ graceful: true, timeoutMs: 10_000 });
+  if (!r.clean || failures.length > 0 || inits.length !== 1) {
+    throw new Error(
+      `encoder: clean ${r.clean}, ${inits.length} init segments, failures: ${
+        failures.join("; ")
+      }`,
+    );
+  }
+  return { init: inits[0], segments };
 }

@@ -1,49 +1,16 @@
 import assert from "node:assert/strict";
 import { segmentProblem } from "../../../lib/render/segments.ts";
-import { Encoder } from "../../../lib/render/encoder.ts";
-import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import { concat, parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import { BoxSplitter } from "../../../lib/render/mp4_splitter.ts";
-import { timelines } from "./_helpers.ts";
+import { encodeSample, timelines } from "./_helpers.ts";
 
 const W = 128;
 const H = 96;
 const FRAMES = 60;
 
-/** Encodes FRAMES frames (written as fast as ffmpeg takes them) and records the output. */
-async function encodeSample(): Promise<
-  { init: Uint8Array; segments: Uint8Array[] }
-> {
-  const inits: Uint8Array[] = [];
-  const segments: Uint8Array[] = [];
-  const failures: Error[] = [];
-  const enc = new Encoder({
-    ffmpeg: await ffmpegPath(),
-    width: W,
-    height: H,
-    fps: 25,
-    sampleRate: 48000,
-    maxQueuedFrames: FRAMES,
-  }, {
-    onInit: (b) => inits.push(b),
-    onSegment: (b) => segments.push(b),
-    onFailure: (e) => failures.push(e),
-  });
-  for (let n = 0; n < FRAMES; n++) {
-    const frame = new Uint8Array(W * H * 3 / 2).fill(128);
-    for (let i = 0; i < W * H; i++) frame[i] = (i + n * 7) & 0xff;
-    assert.equal(enc.write(frame, new Uint8Array(1920 * 2)), true);
-  }
-  const r = await enc.stop({ graceful: true, timeoutMs: 10_000 });
-  assert.equal(r.clean, true);
-  assert.deepEqual(failures, []);
-  assert.equal(inits.length, 1);
-  return { init: inits[0], segments };
-}
-
 Deno.test("mp4 boxes of the real encoder output", async (t) => {
-  const { init, segments } = await encodeSample();
+  const { init, segments } = await encodeSample(W, H, FRAMES);
 
   await t.step("init segment is ftyp then moov, and moov has mvex", () => {
     assert.deepEqual(parseBoxes(init).map((b) => b.type), ["ftyp", "moov"]);
