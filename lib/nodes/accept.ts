@@ -50,7 +50,9 @@ export async function acceptHandoff(ctx: Ctx): Promise<Response> {
   );
   try {
     const signed = verifyCall(
-      secret,
+      deps.config.nodeSecretPrevious
+        ? [secret, deps.config.nodeSecretPrevious]
+        : secret,
       ctx.req.headers.get(SIGNATURE_HEADER),
       "POST",
       HANDOFF_PATH,

@@ -17,6 +17,11 @@ export interface NodeConfig {
   role: ServiceRole;
   /** HMAC key of the handoff call (`NODE_SECRET`, ≥ 32 bytes); set for control and media. */
   nodeSecret: Uint8Array | undefined;
+  /**
+   * A media node also accepts calls signed with this one (`NODE_SECRET_PREVIOUS`), so
+   * the secret can be rotated without a moment where nodes and control plane disagree.
+   */
+  nodeSecretPrevious: Uint8Array | undefined;
   /** How often an instance refreshes its registry record (`NODE_HEARTBEAT_MS`). */
   heartbeatMs: number;
   /**
@@ -48,6 +53,15 @@ export function nodeConfig(
     }
     nodeSecret = bytes;
   }
+  let nodeSecretPrevious: Uint8Array | undefined;
+  if (role !== "all" && env.NODE_SECRET_PREVIOUS) {
+    nodeSecretPrevious = new TextEncoder().encode(env.NODE_SECRET_PREVIOUS);
+    if (nodeSecretPrevious.length < NODE_SECRET_MIN_BYTES) {
+      throw new ConfigError(
+        `NODE_SECRET_PREVIOUS must be at least ${NODE_SECRET_MIN_BYTES} bytes, as NODE_SECRET`,
+      );
+    }
+  }
   const raw = env.NODE_HEARTBEAT_MS;
   const heartbeatMs = raw === undefined || raw === ""
     ? DEFAULT_HEARTBEAT_MS
@@ -62,5 +76,5 @@ export function nodeConfig(
   if (!Number.isInteger(drainS) || drainS < 0) {
     throw new ConfigError("NODE_DRAIN_S must be an integer >= 0");
   }
-  return { role, nodeSecret, heartbeatMs, drainS };
+  return { role, nodeSecret, nodeSecretPrevious, heartbeatMs, drainS };
 }

@@ -56,9 +56,12 @@ export class ReplayGuard {
   }
 }
 
-/** Whether `header` signs this call under `secret`, fresh and not seen before. */
+/**
+ * Whether `header` signs this call under one of `secrets` (the current one, and the
+ * previous one during a rotation), fresh and not seen before.
+ */
 export function verifyCall(
-  secret: Uint8Array,
+  secrets: Uint8Array | readonly Uint8Array[],
   header: string | null,
   method: string,
   path: string,
@@ -70,8 +73,12 @@ export function verifyCall(
   if (!m) return false;
   const t = Number(m[1]);
   if (Math.abs(now - t) > MAX_SKEW_MS) return false;
-  const want = mac(secret, t, method, path, body);
   const got = Buffer.from(m[2], "hex");
-  if (!timingSafeEqual(want, got)) return false;
-  return replays.first(m[2], t + MAX_SKEW_MS, now);
+  const keys = secrets instanceof Uint8Array ? [secrets] : secrets;
+  // Every key is tried, so the time taken does not say which one matched.
+  let ok = false;
+  for (const key of keys) {
+    if (timingSafeEqual(mac(key, t, method, path, body), got)) ok = true;
+  }
+  return ok && replays.first(m[2], t + MAX_SKEW_MS, now);
 }

@@ -63,6 +63,14 @@ Deno.test("loadConfig() reads the hosting role: one process by default; control 
   assert.equal(loadConfig({ NODE_HEARTBEAT_MS: "500" }).heartbeatMs, 500);
   assert.equal(one.drainS, 0);
   assert.equal(loadConfig({ NODE_DRAIN_S: "600" }).drainS, 600);
+  assert.equal(
+    loadConfig({
+      SERVICE_ROLE: "media",
+      NODE_SECRET: secret,
+      NODE_SECRET_PREVIOUS: "p".repeat(32),
+    }).nodeSecretPrevious?.length,
+    32,
+  );
 });
 
 Deno.test("loadConfig() refuses malformed values with a ConfigError naming the variable", async (t) => {
@@ -100,6 +108,11 @@ Deno.test("loadConfig() refuses malformed values with a ConfigError naming the v
     [{ SERVICE_ROLE: "control", NODE_SECRET: "s".repeat(31) }, /NODE_SECRET/],
     [{ NODE_HEARTBEAT_MS: "50" }, /NODE_HEARTBEAT_MS/],
     [{ NODE_DRAIN_S: "-1" }, /NODE_DRAIN_S/],
+    [{
+      SERVICE_ROLE: "media",
+      NODE_SECRET: "s".repeat(32),
+      NODE_SECRET_PREVIOUS: "short",
+    }, /NODE_SECRET_PREVIOUS/],
   ];
   for (const [env, message] of cases) {
     await t.step(Object.keys(env).join(","), () => {

@@ -48,6 +48,35 @@ Deno.test("verifyCall() takes its own signature once, and refuses any change, an
   assert.equal(check(null), false);
   assert.equal(check(sig.replace("v1=", "v2=")), false);
   assert.equal(check(`t=${now},v1=${"0".repeat(64)}`), false);
+  // During a rotation both the new and the previous secret verify; nothing else does.
+  const previous = enc.encode("p".repeat(40));
+  const rotating = [enc.encode("n".repeat(40)), previous];
+  const byPrevious = signCall(previous, "POST", HANDOFF_PATH, body, now);
+  assert.equal(check(byPrevious, { secret: previous }), true);
+  assert.equal(
+    verifyCall(
+      rotating,
+      byPrevious,
+      "POST",
+      HANDOFF_PATH,
+      body,
+      now,
+      new ReplayGuard(),
+    ),
+    true,
+  );
+  assert.equal(
+    verifyCall(
+      rotating,
+      sig,
+      "POST",
+      HANDOFF_PATH,
+      body,
+      now,
+      new ReplayGuard(),
+    ),
+    false,
+  );
   const guard = new ReplayGuard();
   const args = ["POST", HANDOFF_PATH, body, now, guard] as const;
   assert.equal(verifyCall(SECRET, sig, ...args), true);
