@@ -99,7 +99,10 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
       reservationMs: config.renderReservationS * 1000,
       now,
     }),
-    sfu: options.sfu !== undefined ? options.sfu : config.sfu
+    // A control plane drives no SFU: its media nodes do (lib/nodes/).
+    sfu: options.sfu !== undefined
+      ? options.sfu
+      : config.sfu && config.role !== "control"
       ? createJanusSfu({
         url: config.sfu.url,
         token: config.sfu.apiSecret,

@@ -14,7 +14,8 @@ import {
   type LiveStack,
 } from "../media/_live.ts";
 import { TAKEOVER_BURST } from "../../../lib/media/admission.ts";
-import { engineBody, startTopology } from "./_topology.ts";
+import { engineBody, NODE_SECRET, startTopology } from "./_topology.ts";
+import { closeDeps, createDeps } from "../../../lib/deps.ts";
 import { deploymentHasSfu } from "../../../lib/nodes/registry.ts";
 import { instanceStaleMs } from "../../../lib/media/presence.ts";
 
@@ -221,5 +222,26 @@ Deno.test("a socket the holder refuses for now (past the takeover rate) is close
   } finally {
     for (const b of sockets) b.close();
     await topo.close();
+  }
+});
+
+Deno.test("a control plane drives no SFU, even with SFU_URL set: its media nodes do", async () => {
+  const env = {
+    KV_PATH: ":memory:",
+    NODE_SECRET,
+    SFU_URL: "http://127.0.0.1:8088/janus",
+    SFU_API_SECRET: "token",
+    SFU_API_KEY: "key",
+  };
+  const control = await createDeps({
+    env: { ...env, SERVICE_ROLE: "control" },
+  });
+  const media = await createDeps({ env: { ...env, SERVICE_ROLE: "media" } });
+  try {
+    assert.equal(control.sfu, null);
+    assert.notEqual(media.sfu, null);
+  } finally {
+    await closeDeps(control);
+    await closeDeps(media);
   }
 });
