@@ -12,6 +12,7 @@
  * - Viseme accuracy: the share of 40-ms frames whose drawn viseme (the heaviest of the
  *   smoothed viseme weights: the shape the mouth mostly takes) is the label's, beside
  *   the loudness-only mouth the renderer drew before (scripts/lipsync/baseline.ts).
+ * - Per label: its frames and the share of them each mouth drew right.
  * - The video bit rate and the mouth region's PSNR (decoded against drawn).
  *
  * The set plays three times with silences of 600 ms, then of 600 ms plus an odd number
@@ -201,9 +202,13 @@ async function measure(
   const abs = offsets.map(Math.abs);
   let good = 0;
   let base = 0;
+  const perClass: Record<string, [number, number, number]> = {};
+  for (const v of VISEMES) perClass[v] = [0, 0, 0];
   for (const { frame, label } of labelled) {
-    if (VISEMES[r.visemes[frame]] === label) good++;
-    if (VISEMES[r.baseline[frame]] === label) base++;
+    const c = perClass[label];
+    c[0]++;
+    if (VISEMES[r.visemes[frame]] === label) (good++, c[1]++);
+    if (VISEMES[r.baseline[frame]] === label) (base++, c[2]++);
   }
   // Drawn frame m is presented at m × 40 ms (ffmpeg shows the second drawn frame over
   // the first two slots; the first is never shown).
@@ -231,11 +236,28 @@ async function measure(
     labelled_frames: labelled.length,
     viseme_accuracy: Math.round(good / labelled.length * 1000) / 1000,
     baseline_accuracy: Math.round(base / labelled.length * 1000) / 1000,
+    /** Per label: frames, drawn right by the visemes, by the loudness-only mouth. */
+    per_class: perClass,
     video_kbps: Math.round(bytes * 8 / seconds / 1000),
     mouth_psnr_db: Math.round(q / n * 10) / 10,
     encode_x_realtime: Math.round(seconds * 1000 / r.encodeMs * 10) / 10,
     encoder_cpu_pct: Math.round(r.encoderCpuS / seconds * 1000) / 10,
   };
+}
+
+/** The per-label table of docs/performance.md ("Lip sync"): frames and % right. */
+function printPerClass(c: Record<string, [number, number, number]>): void {
+  const cell = (s: string) => s.padStart(5);
+  const pct = (k: number) => (v: string) =>
+    cell(c[v][0] ? `${Math.round(100 * c[v][k] / c[v][0])}%` : "-");
+  console.log(`  ${"label".padEnd(14)}${VISEMES.map(cell).join("")}`);
+  console.log(
+    `  ${"frames".padEnd(14)}${
+      VISEMES.map((v) => cell(`${c[v][0]}`)).join("")
+    }`,
+  );
+  console.log(`  ${"visemes".padEnd(14)}${VISEMES.map(pct(1)).join("")}`);
+  console.log(`  ${"loudness-only".padEnd(14)}${VISEMES.map(pct(2)).join("")}`);
 }
 
 async function main(): Promise<void> {
@@ -286,6 +308,7 @@ async function main(): Promise<void> {
         r.abs_offset_p95_ms <= 40 ? "met" : "MISSED"
       } (${r.missed} onsets without an opening)`,
     );
+    printPerClass(r.per_class);
   }
   console.log(`\nRESULT ${JSON.stringify({ seconds, results })}`);
 }
