@@ -12,7 +12,8 @@
  * - Viseme accuracy: the share of 40-ms frames whose drawn viseme (the heaviest of the
  *   smoothed viseme weights: the shape the mouth mostly takes) is the label's, beside
  *   the loudness-only mouth the renderer drew before (scripts/lipsync/baseline.ts).
- * - Per label: its frames and the share of them each mouth drew right.
+ * - Per label: its frames and the share of them each mouth drew right; and the share
+ *   of the `PP` (p, b, m) frames whose decoded mouth shows the lips shut.
  * - The video bit rate and the mouth region's PSNR (decoded against drawn).
  *
  * The set plays three times with silences of 600 ms, then of 600 ms plus an odd number
@@ -214,11 +215,22 @@ async function measure(
   // the first two slots; the first is never shown).
   let q = 0;
   let n = 0;
+  const shown = new Map<number, number>();
   for (let j = 1; j < video.planes.length; j++) {
     const m = Math.round(video.pts[j] * FPS);
     if (m >= r.mouths.length) break;
     q += psnr(video.planes[j], r.mouths[m]);
     n++;
+    shown.set(m, j);
+  }
+  // What a viewer sees on p, b and m: the decoded mouth shut (no dark inside pixels).
+  let pp = 0;
+  let ppShut = 0;
+  for (const { frame, label } of labelled) {
+    const j = shown.get(frame);
+    if (label !== "PP" || j === undefined) continue;
+    pp++;
+    if (dark[j] < min) ppShut++;
   }
   return {
     avatar: avatarId,
@@ -238,6 +250,8 @@ async function measure(
     baseline_accuracy: Math.round(base / labelled.length * 1000) / 1000,
     /** Per label: frames, drawn right by the visemes, by the loudness-only mouth. */
     per_class: perClass,
+    /** Share of the PP-labelled frames whose decoded mouth shows the lips shut. */
+    pp_lips_shut: Math.round(ppShut / pp * 1000) / 1000,
     video_kbps: Math.round(bytes * 8 / seconds / 1000),
     mouth_psnr_db: Math.round(q / n * 10) / 10,
     encode_x_realtime: Math.round(seconds * 1000 / r.encodeMs * 10) / 10,
@@ -309,6 +323,11 @@ async function main(): Promise<void> {
       } (${r.missed} onsets without an opening)`,
     );
     printPerClass(r.per_class);
+    console.log(
+      `  PP frames with the lips shut in the decoded video: ${
+        Math.round(r.pp_lips_shut * 100)
+      } %`,
+    );
   }
   console.log(`\nRESULT ${JSON.stringify({ seconds, results })}`);
 }
