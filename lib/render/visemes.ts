@@ -3,7 +3,9 @@
  * 40-ms frame (./mfcc.ts) are scored against per-viseme profiles (a mean and spread per
  * coefficient for each of the 15 Oculus visemes, made from labelled espeak-ng speech by
  * scripts/lipsync/make_profiles.ts into ./viseme_profiles.json), and the scores become a
- * probability per viseme. Frames below the silence level are `sil` outright.
+ * probability per viseme. A viseme whose phonemes are unlike sounds (PP: the closures of
+ * p and b, the nasal m) has one profile per sound, and its probability is theirs added
+ * up. Frames below the silence level are `sil` outright.
  */
 import { mfcc, MFCC_COUNT } from "./mfcc.ts";
 import profiles from "./viseme_profiles.json" with { type: "json" };
@@ -40,7 +42,10 @@ export function visemeIndex(v: Viseme): number {
  */
 export const FEATURE_COUNT = 2 * MFCC_COUNT + 1;
 
-/** Per-viseme profiles: mean and standard deviation of each feature, and a prior. */
+/**
+ * Per-viseme profiles: mean and standard deviation of each feature, and a prior; one per
+ * viseme, or one per part (sound) of a viseme split by sound.
+ */
 export interface VisemeProfiles {
   /** How they were made (script, corpus, date-free so the file is reproducible). */
   source: string;
@@ -48,6 +53,8 @@ export interface VisemeProfiles {
   silenceDb: number;
   classes: Array<{
     viseme: Viseme;
+    /** Which sound of the viseme ("nasal", "voiced", "voiceless"), when it is split. */
+    part?: string;
     frames: number;
     prior: number;
     mean: number[];
@@ -70,31 +77,34 @@ export class VisemeClassifier {
   #peak = -120;
   #cur = new Float64Array(MFCC_COUNT);
   #feat = new Float64Array(FEATURE_COUNT);
-  #means: Float64Array[];
-  #invStd: Float64Array[];
+  /** Per profile: its viseme's index, feature means, 1 / deviations, log prior − log det. */
+  #viseme: Int32Array;
+  #means: Float64Array[] = [];
+  #invStd: Float64Array[] = [];
   #bias: Float64Array;
-  #scores = new Float64Array(VISEME_COUNT);
+  #scores: Float64Array;
   #silence: number;
 
   constructor(readonly profiles: VisemeProfiles = PROFILES) {
     this.#silence = profiles.silenceDb;
-    this.#means = [];
-    this.#invStd = [];
-    this.#bias = new Float64Array(VISEME_COUNT).fill(-Infinity);
-    for (let v = 0; v < VISEME_COUNT; v++) {
-      this.#means.push(new Float64Array(FEATURE_COUNT));
-      this.#invStd.push(new Float64Array(FEATURE_COUNT));
-    }
-    for (const c of profiles.classes) {
-      const v = visemeIndex(c.viseme);
+    const n = profiles.classes.length;
+    this.#viseme = new Int32Array(n);
+    this.#bias = new Float64Array(n);
+    this.#scores = new Float64Array(n);
+    profiles.classes.forEach((c, i) => {
+      this.#viseme[i] = visemeIndex(c.viseme);
+      const means = new Float64Array(FEATURE_COUNT);
+      const invStd = new Float64Array(FEATURE_COUNT);
       let logDet = 0;
       for (let k = 0; k < FEATURE_COUNT; k++) {
-        this.#means[v][k] = c.mean[k];
-        this.#invStd[v][k] = 1 / c.std[k];
+        means[k] = c.mean[k];
+        invStd[k] = 1 / c.std[k];
         logDet += Math.log(c.std[k]);
       }
-      this.#bias[v] = Math.log(c.prior) - logDet;
-    }
+      this.#means.push(means);
+      this.#invStd.push(invStd);
+      this.#bias[i] = Math.log(c.prior) - logDet;
+    });
   }
 
   /**
@@ -135,29 +145,28 @@ export class VisemeClassifier {
       out[0] = 1;
       return out;
     }
+    const n = this.#scores.length;
     let best = -Infinity;
-    for (let v = 0; v < VISEME_COUNT; v++) {
-      if (this.#bias[v] === -Infinity) {
-        this.#scores[v] = -Infinity;
-        continue;
-      }
-      const m = this.#means[v];
-      const is = this.#invStd[v];
+    for (let c = 0; c < n; c++) {
+      const m = this.#means[c];
+      const is = this.#invStd[c];
       let d = 0;
       for (let k = 0; k < FEATURE_COUNT; k++) {
         const z = (f[k] - m[k]) * is[k];
         d += z * z;
       }
-      const s = this.#bias[v] - 0.5 * d;
-      this.#scores[v] = s;
+      const s = this.#bias[c] - 0.5 * d;
+      this.#scores[c] = s;
       if (s > best) best = s;
     }
+    out.fill(0);
     let sum = 0;
-    for (let v = 0; v < VISEME_COUNT; v++) {
+    for (let c = 0; c < n; c++) {
       // Tempered softmax: the per-coefficient scores are not independent, so the raw
-      // likelihoods are overconfident; 1/4 keeps close calls blended.
-      const p = Math.exp((this.#scores[v] - best) / 4);
-      out[v] = p;
+      // likelihoods are overconfident; 1/4 keeps close calls blended. A split viseme
+      // gets the sum of its parts.
+      const p = Math.exp((this.#scores[c] - best) / 4);
+      out[this.#viseme[c]] += p;
       sum += p;
     }
     for (let v = 0; v < VISEME_COUNT; v++) out[v] /= sum;

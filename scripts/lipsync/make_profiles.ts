@@ -7,23 +7,24 @@
  * Training: TRAIN sentences × TRAIN_VOICES × two speaking rates, synthesized by
  * libespeak-ng (./espeak.ts) with each phoneme's start sample, resampled to the stream
  * rate by the renderer's resampler, cut into 40-ms render frames, each labelled with
- * the viseme (./phonemes.ts) sounding at its centre. The profile of a viseme is the mean
- * and standard deviation of each feature (lib/render/visemes.ts: MFCCs c1…c12 and their
- * change since the previous frame) over its frames that are above the silence level,
- * with its share of frames as the prior. The evaluation set is other sentences in voices
- * the training did not use; it is written as WAV + labels.json and committed, so tests
- * and `deno task bench:lipsync` do not need espeak-ng. Same espeak-ng (1.51) → same files.
+ * the viseme (./phonemes.ts) sounding at its centre. A profile is the mean and standard
+ * deviation of each feature (lib/render/visemes.ts: MFCCs c1…c12, their change since the
+ * previous frame, the level below the recent peak) over a viseme's frames that are above
+ * the silence level, with its share of frames as the prior; PP and FF get one profile
+ * per sound of theirs (./phonemes.ts `partOf`: p, b and m are unlike sounds). The
+ * evaluation set is other sentences in voices the training did not use; it is written
+ * as WAV + labels.json and committed, so tests and `deno task bench:lipsync` do not
+ * need espeak-ng. Same espeak-ng (1.51) → same files.
  * (lib/render/visemes.ts imports the profiles file, so it must exist to run this: from
  * nothing, start it as `{"source":"","silenceDb":-45,"classes":[]}`.)
  */
 import {
   FEATURE_COUNT,
   rmsDb,
-  VISEME_COUNT,
+  type Viseme,
   VisemeClassifier,
   visemeIndex,
   type VisemeProfiles,
-  VISEMES,
 } from "../../lib/render/visemes.ts";
 import { analyzeVoice } from "../../lib/render/voice.ts";
 import { speak } from "./espeak.ts";
@@ -42,11 +43,18 @@ const PROFILES_FILE = new URL(
   import.meta.url,
 );
 
-/** Feature rows per viseme over one utterance (frames above the silence level). */
+/** Feature rows per profile ("TH", "PP/nasal"), of frames above the silence level. */
+type Rows = Map<string, number[][]>;
+
+const key = (viseme: string, part?: string) =>
+  part ? `${viseme}/${part}` : viseme;
+
+/** Adds the feature rows of one utterance's frames. */
 function collect(
   pcm: Int16Array,
   labels: readonly string[],
-  rows: number[][][],
+  parts: ReadonlyArray<string | undefined>,
+  rows: Rows,
 ): void {
   const c = new VisemeClassifier({
     source: "",
@@ -57,15 +65,27 @@ function collect(
     const frame = pcm.subarray(f * FRAME_SAMPLES, (f + 1) * FRAME_SAMPLES);
     const feat = c.featuresOf(frame, rmsDb(analyzeVoice(frame).rms));
     if (!feat) continue;
-    rows[visemeIndex(labels[f] as never)].push([...feat]);
+    const k = key(labels[f], parts[f]);
+    let r = rows.get(k);
+    if (!r) rows.set(k, r = []);
+    r.push([...feat]);
   }
 }
 
-function profiles(rows: number[][][]): VisemeProfiles {
-  const total = rows.reduce((a, r) => a + r.length, 0);
+/** The profiles, in `VISEMES` order and each viseme's parts in name order. */
+function profiles(rows: Rows): VisemeProfiles {
+  let total = 0;
+  for (const r of rows.values()) total += r.length;
+  const order = [...rows.keys()].sort((a, b) => {
+    const [va, pa = ""] = a.split("/");
+    const [vb, pb = ""] = b.split("/");
+    return visemeIndex(va as Viseme) - visemeIndex(vb as Viseme) ||
+      (pa < pb ? -1 : pa > pb ? 1 : 0);
+  });
   const classes: VisemeProfiles["classes"] = [];
-  for (let v = 0; v < VISEME_COUNT; v++) {
-    const r = rows[v];
+  for (const k of order) {
+    const r = rows.get(k)!;
+    const [viseme, part] = k.split("/") as [Viseme, string | undefined];
     if (r.length < 10) continue;
     const mean: number[] = [];
     const std: number[] = [];
@@ -79,7 +99,8 @@ function profiles(rows: number[][][]): VisemeProfiles {
       std.push(Number(Math.max(0.05, Math.sqrt(q / r.length)).toFixed(4)));
     }
     classes.push({
-      viseme: VISEMES[v],
+      viseme,
+      ...(part ? { part } : {}),
       frames: r.length,
       prior: Number((r.length / total).toFixed(4)),
       mean,
@@ -96,13 +117,17 @@ function profiles(rows: number[][][]): VisemeProfiles {
 
 /** The profiles from the training speech (needs libespeak-ng). */
 export function buildProfiles(): VisemeProfiles {
-  const rows: number[][][] = VISEMES.map(() => []);
+  const rows: Rows = new Map();
   for (const text of TRAIN) {
     for (const voice of TRAIN_VOICES) {
       for (const wpm of [150, 185]) {
         const u = speak(text, voice, wpm);
-        const { pcm, labels } = labelUtterance(u.pcm, u.rate, u.phonemes);
-        collect(pcm, labels, rows);
+        const { pcm, labels, parts } = labelUtterance(
+          u.pcm,
+          u.rate,
+          u.phonemes,
+        );
+        collect(pcm, labels, parts, rows);
       }
     }
   }
@@ -114,7 +139,7 @@ async function main(): Promise<void> {
   await Deno.writeTextFile(PROFILES_FILE, JSON.stringify(p) + "\n");
   console.log(
     `profiles: ${
-      p.classes.map((c) => `${c.viseme} ${c.frames}`).join(", ")
+      p.classes.map((c) => `${key(c.viseme, c.part)} ${c.frames}`).join(", ")
     } frames`,
   );
   await Deno.mkdir(SET_DIR, { recursive: true });

@@ -59,28 +59,53 @@ export function visemeOf(phoneme: string): Viseme | null {
   throw new Error(`no viseme for espeak-ng phoneme ${JSON.stringify(phoneme)}`);
 }
 
-/** A phoneme's viseme and start, in samples at `rate`. */
+/**
+ * Visemes whose phonemes are unlike sounds get one profile per sound (the classifier,
+ * lib/render/visemes.ts, adds up their probabilities): the lips close for p, b and m
+ * alike, but a p is a voiceless closure (near silence), a b a voiced one (a low murmur)
+ * and an m a nasal (voiced, energy low, the higher formants damped); one Gaussian over
+ * all three sat between them and matched none, so their frames went to the closures of
+ * t/k and to the rounded vowels. Likewise f (voiceless) and v (voiced). The same split
+ * of the other consonant visemes (TH, DD, kk, CH, SS, nn) was measured and not taken:
+ * it traded kk, SS and RR frames for DD and nn ones (docs/performance.md, "Lip sync").
+ */
+const SPLIT: ReadonlySet<Viseme> = new Set(["PP", "FF"]);
+const VOICED = new Set(["b", "v"]);
+const NASAL = new Set(["m"]);
+
+/**
+ * Which profile of its viseme a phoneme trains: "nasal", "voiced" or "voiceless" for the
+ * visemes split by sound, else undefined (the viseme's one profile).
+ */
+export function partOf(phoneme: string, viseme: Viseme): string | undefined {
+  if (!SPLIT.has(viseme)) return undefined;
+  const p = phoneme.replace(/[',%=:#;0-9]+/g, "");
+  return NASAL.has(p) ? "nasal" : VOICED.has(p) ? "voiced" : "voiceless";
+}
+
+/** A phoneme's viseme, its profile part (`partOf`), and start in samples at `rate`. */
 export interface TimedViseme {
   phoneme: string;
   viseme: Viseme;
+  part?: string;
   start: number;
 }
 
 /**
- * The label of each `frameSamples`-long frame of an utterance of `total` samples: the
- * viseme sounding at the frame's centre (sil before the first phoneme).
+ * The phoneme sounding at the centre of each `frameSamples`-long frame of an utterance
+ * of `total` samples (null before the first phoneme).
  */
-export function frameLabels(
+export function framePhonemes(
   timed: readonly TimedViseme[],
   total: number,
   frameSamples: number,
-): Viseme[] {
-  const out: Viseme[] = [];
+): Array<TimedViseme | null> {
+  const out: Array<TimedViseme | null> = [];
   let i = -1;
   for (let f = 0; (f + 1) * frameSamples <= total; f++) {
     const mid = f * frameSamples + frameSamples / 2;
     while (i + 1 < timed.length && timed[i + 1].start <= mid) i++;
-    out.push(i < 0 ? "sil" : timed[i].viseme);
+    out.push(i < 0 ? null : timed[i]);
   }
   return out;
 }

@@ -6,7 +6,12 @@
  */
 import { Resampler, STREAM_RATE } from "../../lib/render/voice.ts";
 import type { Viseme } from "../../lib/render/visemes.ts";
-import { frameLabels, type TimedViseme, visemeOf } from "./phonemes.ts";
+import {
+  framePhonemes,
+  partOf,
+  type TimedViseme,
+  visemeOf,
+} from "./phonemes.ts";
 
 export const SET_DIR = new URL("./set/", import.meta.url);
 /** Samples per 40-ms render frame at the stream rate. */
@@ -62,21 +67,34 @@ export function decodeWav(bytes: Uint8Array): Int16Array {
   return pcm;
 }
 
-/** 48-kHz PCM and per-frame labels of a synthesized utterance. */
+/**
+ * 48-kHz PCM and per-frame labels of a synthesized utterance, with the profile part
+ * (./phonemes.ts `partOf`) of each frame's phoneme.
+ */
 export function labelUtterance(
   pcm: Int16Array,
   rate: number,
   phonemes: SetEntry["phonemes"],
-): { pcm: Int16Array; labels: Viseme[] } {
+): { pcm: Int16Array; labels: Viseme[]; parts: Array<string | undefined> } {
   const up = new Resampler(STREAM_RATE).process(pcm, rate);
   const k = STREAM_RATE / rate;
   const timed: TimedViseme[] = [];
   for (const p of phonemes) {
     const viseme = visemeOf(p.name);
     if (viseme === null) continue;
-    timed.push({ phoneme: p.name, viseme, start: Math.round(p.sample * k) });
+    timed.push({
+      phoneme: p.name,
+      viseme,
+      part: partOf(p.name, viseme),
+      start: Math.round(p.sample * k),
+    });
   }
-  return { pcm: up, labels: frameLabels(timed, up.length, FRAME_SAMPLES) };
+  const at = framePhonemes(timed, up.length, FRAME_SAMPLES);
+  return {
+    pcm: up,
+    labels: at.map((t) => t?.viseme ?? "sil"),
+    parts: at.map((t) => t?.part),
+  };
 }
 
 /** Loads the committed labelled set. */
