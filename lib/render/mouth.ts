@@ -4,7 +4,7 @@
  * teeth and tongue. The jaw drops with the opening and the cheeks follow the width.
  */
 import { ellipse, type Frame, mix, type Rgb, toYuv } from "./raster.ts";
-import { VISEME_COUNT } from "./visemes.ts";
+import { VISEME_COUNT, visemeIndex } from "./visemes.ts";
 
 /** How a mouth is held; every field 0..1. */
 export interface MouthShape {
@@ -70,18 +70,31 @@ export const VISEME_SHAPES: readonly MouthShape[] = [
 ];
 
 const KEYS = Object.keys(VISEME_SHAPES[0]) as Array<keyof MouthShape>;
+const PP = visemeIndex("PP");
 
-/** The shape held under viseme `weights` (summing to 1), into `out`. */
+/**
+ * The shape held under viseme `weights` (summing to 1), into `out`. When `PP` is the
+ * heaviest weight the lips meet, whatever the others: p, b and m are made by closing
+ * the lips, which a blend does not do (PP at 0.3 beside vowels would leave the mouth a
+ * third open, and a viewer sees no p at all), so the opening is taken away and the lips
+ * press. Width and rounding stay blended (an m before "oo" is rounded).
+ */
 export function blendShape(
   weights: ArrayLike<number>,
   out: MouthShape = { ...VISEME_SHAPES[0] },
 ): MouthShape {
   for (const k of KEYS) out[k] = 0;
+  let heaviest = 0;
   for (let v = 0; v < VISEME_COUNT; v++) {
     const w = weights[v];
+    if (w > weights[heaviest]) heaviest = v;
     if (w < 1e-3) continue;
     const s = VISEME_SHAPES[v];
     for (const k of KEYS) out[k] += w * s[k];
+  }
+  if (heaviest === PP) {
+    out.open = 0;
+    out.press = 1;
   }
   return out;
 }

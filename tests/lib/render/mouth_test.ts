@@ -101,6 +101,16 @@ Deno.test("mouth shapes", async (t) => {
       w[VISEMES.indexOf("I")] = 0.5;
       const mid = blendShape(w);
       assert.ok(mid.round > 0.3 && mid.wide > 0.4, JSON.stringify(mid));
+      // PP the heaviest, even far from a majority: the lips meet and press.
+      w.fill(0);
+      w[VISEMES.indexOf("PP")] = 0.3;
+      w[VISEMES.indexOf("aa")] = 0.25;
+      w[VISEMES.indexOf("O")] = 0.25;
+      w[VISEMES.indexOf("E")] = 0.2;
+      const shut = blendShape(w);
+      assert.equal(shut.open, 0);
+      assert.equal(shut.press, 1);
+      assert.ok(shut.round > 0.2, "rounding stays blended");
       // The baseline's mapping: wide open reads as aa, small and round as U.
       assert.equal(
         VISEMES[nearestViseme({ open: 1, wide: 0.45, round: 0 })],
