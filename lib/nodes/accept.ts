@@ -88,7 +88,7 @@ export async function acceptHandoff(ctx: Ctx): Promise<Response> {
       tenantId: tenant_id,
       input: parseCreateSession(body),
       sessionId: session_id,
-      claim: idempotency ? claimFromWire(idempotency) : undefined,
+      claim: idempotency ? claimFromWire(tenant_id, idempotency) : undefined,
     });
     deps.log.info("session handed off to this node", {
       session_id: record.session_id,

@@ -13,7 +13,10 @@ import { z } from "zod";
 import type { AppDeps } from "../deps.ts";
 import { ApiError, ERROR_CODES, type ErrorCode } from "../api/errors.ts";
 import { TENANT_ID_PATTERN } from "../auth/api_keys.ts";
-import type { IdempotencyClaim } from "../sessions/idempotency.ts";
+import {
+  type IdempotencyClaim,
+  idempotencyKey,
+} from "../sessions/idempotency.ts";
 import { isSessionId } from "../sessions/views.ts";
 import { mediaNodes } from "./registry.ts";
 import { SIGNATURE_HEADER, signCall } from "./signing.ts";
@@ -39,7 +42,8 @@ export const handoffSchema = z.strictObject({
   tenant_id: z.string().regex(TENANT_ID_PATTERN),
   body: z.record(z.string(), z.unknown()),
   idempotency: z.strictObject({
-    key: z.array(z.string().max(300)).length(3),
+    /** The `Idempotency-Key` header's value (the KV key is rebuilt from it). */
+    key: z.string().regex(/^[\x20-\x7e]{1,255}$/),
     versionstamp: z.string().regex(/^[0-9a-f]{20}$/),
     record: idempotencyRecordSchema,
   }).optional(),
@@ -59,13 +63,18 @@ export interface HandoffRequest {
   tenantId: string;
   body: Record<string, unknown>;
   sessionId: string;
+  /** The `Idempotency-Key` header's value and its claim, when the create had one. */
+  idempotencyKey?: string;
   claim?: IdempotencyClaim;
 }
 
-/** The idempotency claim as the wire carries it. */
-function claimOnWire(claim: IdempotencyClaim): Handoff["idempotency"] {
+/** The idempotency claim as the wire carries it (`header`: the key's value). */
+function claimOnWire(
+  claim: IdempotencyClaim,
+  header: string,
+): Handoff["idempotency"] {
   return {
-    key: claim.key.map(String),
+    key: header,
     versionstamp: claim.versionstamp,
     record: {
       fingerprint: claim.record.fingerprint,
@@ -77,12 +86,16 @@ function claimOnWire(claim: IdempotencyClaim): Handoff["idempotency"] {
   };
 }
 
-/** The claim a node completes in its create commit. */
+/**
+ * The claim a node completes in its create commit, its KV key rebuilt from the tenant
+ * and the header's value: a handoff can only ever complete that tenant's claim.
+ */
 export function claimFromWire(
+  tenantId: string,
   wire: NonNullable<Handoff["idempotency"]>,
 ): IdempotencyClaim {
   return {
-    key: wire.key,
+    key: idempotencyKey(tenantId, wire.key),
     versionstamp: wire.versionstamp,
     record: wire.record,
   };
@@ -113,7 +126,9 @@ export async function handOffCreate(
     session_id: request.sessionId,
     tenant_id: request.tenantId,
     body: request.body,
-    ...(request.claim ? { idempotency: claimOnWire(request.claim) } : {}),
+    ...(request.claim && request.idempotencyKey !== undefined
+      ? { idempotency: claimOnWire(request.claim, request.idempotencyKey) }
+      : {}),
   };
   const bytes = new TextEncoder().encode(JSON.stringify(payload));
   let refusal: ApiError = noNode();

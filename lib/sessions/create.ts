@@ -205,6 +205,7 @@ export async function createSession(
         tenantId: request.tenantId,
         body: request.body,
         sessionId,
+        idempotencyKey: request.idempotencyKey,
         claim,
       });
       done = true; // committed by the node, with the claim
