@@ -88,3 +88,11 @@ export function formatShortTime(
   }
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
 }
+
+/**
+ * An instance id as tables show it: its first 8 characters (ids are random UUIDs, so
+ * that tells a handful of instances apart; the full id goes in the cell's title).
+ */
+export function shortInstanceId(id: string): string {
+  return id.slice(0, 8);
+}
