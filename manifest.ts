@@ -19,6 +19,7 @@ import * as $v1_sessions_id_ws from "./routes/v1/sessions/[session_id]/ws.ts";
 import * as $internal_v1_sessions from "./routes/internal/v1/sessions.ts";
 import * as $admin_middleware from "./routes/admin/_middleware.ts";
 import * as $admin_index from "./routes/admin/index.tsx";
+import * as $admin_instances from "./routes/admin/instances.tsx";
 import * as $admin_login from "./routes/admin/login.tsx";
 import * as $admin_logout from "./routes/admin/logout.ts";
 import * as $admin_keys_index from "./routes/admin/keys/index.tsx";
@@ -55,6 +56,7 @@ const manifest: Manifest = {
     "./routes/internal/v1/sessions.ts": $internal_v1_sessions,
     "./routes/admin/_middleware.ts": $admin_middleware,
     "./routes/admin/index.tsx": $admin_index,
+    "./routes/admin/instances.tsx": $admin_instances,
     "./routes/admin/login.tsx": $admin_login,
     "./routes/admin/logout.ts": $admin_logout,
     "./routes/admin/keys/index.tsx": $admin_keys_index,

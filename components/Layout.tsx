@@ -6,6 +6,7 @@ export type Section =
   | "keys"
   | "tenants"
   | "try"
+  | "instances"
   | "login"
   | "none";
 
@@ -26,11 +27,16 @@ const NAV: { section: Section; href: string; label: string }[] = [
   { section: "keys", href: "/admin/keys", label: "API keys" },
   { section: "tenants", href: "/admin/tenants", label: "Tenants" },
   { section: "try", href: "/admin/try", label: "Try it" },
+  { section: "instances", href: "/admin/instances", label: "Instances" },
 ];
 
+/**
+ * The links of who is signed in: a tenant administrator's Tenants link is its own
+ * tenant's page, and it gets no Instances link (operator only: infrastructure).
+ */
 function nav(tenant: string | undefined): typeof NAV {
   if (tenant === undefined) return NAV;
-  return NAV.map((n) =>
+  return NAV.filter((n) => n.section !== "instances").map((n) =>
     n.section === "tenants"
       ? {
         ...n,

@@ -197,6 +197,16 @@ Deno.test("admin console works end to end in headless Chromium", async (t) => {
       assert.equal((await page.content()).includes(secret), false);
     });
 
+    await t.step("instances: this process, live", async () => {
+      await page.getByRole("link", { name: "Instances" }).click();
+      await page.getByRole("heading", { name: "Instances" }).waitFor();
+      const row = page.locator(
+        `tr[data-instance-id="${app.app.deps.instanceId}"]`,
+      );
+      await row.locator(".badge", { hasText: "live" }).waitFor();
+      await shoot(page, "13-instances");
+    });
+
     await t.step("signs out", async () => {
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByText("You are signed out.").waitFor();
