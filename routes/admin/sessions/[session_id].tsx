@@ -2,12 +2,14 @@
  * One session: its state timeline, segments rendered, warning, and the End and Force end
  * actions. Ending calls the same lib function as POST /v1/sessions/{id}/end (with the
  * session's own tenant), so the rules (only `active` ends, 409s) are the API's. Another
- * tenant's session is "not found" to a tenant administrator.
+ * tenant's session is "not found" to a tenant administrator. The operator also sees which
+ * instance holds the session; a tenant administrator sees no infrastructure.
  */
 import {
   ConfirmAction,
   ConfirmForm,
 } from "../../../components/ConfirmAction.tsx";
+import { InstanceHolder } from "../../../components/Instances.tsx";
 import {
   Csrf,
   Notice,
@@ -36,6 +38,7 @@ import {
   readMountpointRecord,
 } from "../../../lib/sfu/mod.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
+import { sessionHolder } from "../../../lib/nodes/registry.ts";
 import {
   endSession,
   readSession,
@@ -46,6 +49,8 @@ interface DetailData {
   session: SessionRecord;
   /** A webrtc_sfu session's mountpoint record (its viewer state). */
   sfu?: MountpointRecord | null;
+  /** The instance holding it (its `owner`): the operator's only. */
+  holder?: Awaited<ReturnType<typeof sessionHolder>>;
   notice?: string;
   error?: string;
   /** Set when a post lacked `confirm=yes`: the page asks before ending. */
@@ -101,6 +106,7 @@ export const handler = {
       sfu: session.transport === "webrtc_sfu"
         ? await readMountpointRecord(ctx.deps, session.session_id)
         : undefined,
+      holder: await sessionHolder(ctx.deps, requireAdmin(ctx), session.owner),
       notice: ended ? `Session ended: ${session.status}.` : undefined,
     });
   },
@@ -231,6 +237,17 @@ export default function SessionPage(
                 <dt>SFU viewer</dt>
                 <dd data-testid="sfu-viewer">
                   {viewerText(data.sfu)}
+                </dd>
+              </>
+            )}
+            {data.holder && (
+              <>
+                <dt>Instance</dt>
+                <dd>
+                  <InstanceHolder
+                    id={data.holder.id}
+                    instance={data.holder.instance}
+                  />
                 </dd>
               </>
             )}
