@@ -21,7 +21,6 @@ export interface MediaNode {
   url: string;
   /** Free render slots at the node's last heartbeat. */
   free: number;
-  max: number;
   /** Whether it has a realtime SFU, so can take `webrtc_sfu` sessions. */
   sfu: boolean;
 }
@@ -32,39 +31,39 @@ export function handoffUrlAllowed(deps: AppDeps, url: string): boolean {
   return url.startsWith("http://") && deps.config.allowPrivateNetworkTargets;
 }
 
+/** Every instance record, as the console and the control plane read them. */
+async function readInstances(deps: AppDeps): Promise<InstanceView[]> {
+  const now = deps.now();
+  const out: InstanceView[] = [];
+  const iter = deps.kv.list<InstanceRecord>({ prefix: ["instances"] });
+  await kvTry((async () => {
+    for await (const e of iter) {
+      out.push(instanceView(deps, String(e.key[1]), e.value, now));
+    }
+  })());
+  return out;
+}
+
 /**
  * The live media nodes, in the order to try them: most free slots first, ties in random
  * order (so concurrent creates spread), full nodes last (their count may be stale).
  */
 export async function mediaNodes(deps: AppDeps): Promise<MediaNode[]> {
-  const now = deps.now();
   const nodes: (MediaNode & { tie: number })[] = [];
-  const iter = deps.kv.list<InstanceRecord>({ prefix: ["instances"] });
-  await kvTry((async () => {
-    for await (const e of iter) {
-      const rec = e.value;
-      if (
-        rec.role !== "media" || !rec.url || rec.draining ||
-        !heartbeatFresh(deps, rec, now)
-      ) {
-        continue;
-      }
-      if (!handoffUrlAllowed(deps, rec.url)) {
-        deps.log.warn("media node skipped: its URL is not https", {
-          node: String(e.key[1]),
-        });
-        continue;
-      }
-      nodes.push({
-        id: String(e.key[1]),
-        url: rec.url,
-        free: rec.render?.free ?? 0,
-        max: rec.render?.max ?? 0,
-        sfu: rec.sfu === true,
-        tie: Math.random(),
-      });
+  for (const v of await readInstances(deps)) {
+    if (v.role !== "media" || !v.url || v.draining || !v.live) continue;
+    if (!handoffUrlAllowed(deps, v.url)) {
+      deps.log.warn("media node skipped: its URL is not https", { node: v.id });
+      continue;
     }
-  })());
+    nodes.push({
+      id: v.id,
+      url: v.url,
+      free: v.render?.free ?? 0,
+      sfu: v.sfu,
+      tie: Math.random(),
+    });
+  }
   nodes.sort((a, b) => b.free - a.free || a.tie - b.tie);
   return nodes.map(({ tie: _, ...node }) => node);
 }
@@ -123,14 +122,7 @@ export async function listInstances(
   by: Administrator,
 ): Promise<InstanceView[]> {
   if (!isOperator(by)) return [];
-  const now = deps.now();
-  const out: InstanceView[] = [];
-  const iter = deps.kv.list<InstanceRecord>({ prefix: ["instances"] });
-  await kvTry((async () => {
-    for await (const e of iter) {
-      out.push(instanceView(deps, String(e.key[1]), e.value, now));
-    }
-  })());
+  const out = await readInstances(deps);
   return out.sort((a, b) =>
     Number(b.live) - Number(a.live) || b.heartbeat_at - a.heartbeat_at ||
     (a.id < b.id ? -1 : 1)
