@@ -23,6 +23,13 @@ export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
  */
 export const RELAY_MAX_PENDING_BYTES = 256 * 1024;
 
+/** Where other instances reach `owner`, or null when it has no fresh heartbeat. */
+async function holderUrl(deps: AppDeps, owner: string): Promise<string | null> {
+  const entry = await kvTry(deps.kv.get<InstanceRecord>(instanceKey(owner)));
+  const rec = entry.value;
+  return heartbeatFresh(deps, rec) && rec.url ? rec.url : null;
+}
+
 /** The holder's media socket URL for `sessionId`, or null when it is not reachable. */
 export async function holderSocketUrl(
   deps: AppDeps,
@@ -30,13 +37,11 @@ export async function holderSocketUrl(
   sessionId: string,
   token: string,
 ): Promise<string | null> {
-  const entry = await kvTry(deps.kv.get<InstanceRecord>(instanceKey(owner)));
-  const rec = entry.value;
-  if (!heartbeatFresh(deps, rec) || !rec.url) return null;
-  const base = rec.url.replace(/^http/, "ws");
-  return `${base}/v1/sessions/${encodeURIComponent(sessionId)}/ws?token=${
-    encodeURIComponent(token)
-  }`;
+  const url = await holderUrl(deps, owner);
+  if (!url) return null;
+  return `${url.replace(/^http/, "ws")}/v1/sessions/${
+    encodeURIComponent(sessionId)
+  }/ws?token=${encodeURIComponent(token)}`;
 }
 
 /** How long the holder's `/healthz` may take to show it is still up. */
@@ -50,13 +55,10 @@ const HOLDER_PROBE_MS = 2_000;
 async function stillHeld(deps: AppDeps, sessionId: string): Promise<boolean> {
   const session = await readSession(deps, sessionId);
   if (!session || isTerminal(session.status)) return false;
-  const entry = await kvTry(
-    deps.kv.get<InstanceRecord>(instanceKey(session.owner)),
-  );
-  const rec = entry.value;
-  if (!heartbeatFresh(deps, rec) || !rec.url) return false;
+  const url = await holderUrl(deps, session.owner);
+  if (!url) return false;
   try {
-    const res = await fetch(`${rec.url}/healthz`, {
+    const res = await fetch(`${url}/healthz`, {
       signal: AbortSignal.timeout(HOLDER_PROBE_MS),
       redirect: "error",
     });
