@@ -42,7 +42,8 @@ interface Px {
 
 /**
  * Fills the region between the frame polylines `up` and `lo` (sharing their corners):
- * `shade(x, y, px)` colours the point (x, y); edges are blended by vertical coverage.
+ * `shade(x, y, px)` colours the point (x, y); edges are blended by vertical coverage,
+ * and each column by `reveal(x, gap)` (0 keeps what is there).
  * Luma at every pixel, chroma at each 2×2 block's centre.
  */
 function fillLens(
@@ -52,6 +53,7 @@ function fillLens(
   up: Line,
   lo: Line,
   shade: (x: number, y: number, px: Px) => void,
+  reveal: (x: number, gap: number) => number = () => 1,
 ): void {
   const px: Px = { y: 0, u: 0, v: 0 };
   const x0 = Math.max(0, Math.floor(Math.min(up.x[0], lo.x[0])));
@@ -65,13 +67,15 @@ function fillLens(
       const xc = X + scale / 2;
       const yu = polylineY(up.x, up.y, xc), yl = polylineY(lo.x, lo.y, xc);
       if (yl - yu < 0.05) continue;
+      const k = reveal(xc, yl - yu);
+      if (k <= 0) continue;
       const r0 = Math.max(0, Math.floor(yu / scale)),
         r1 = Math.min(h / scale, Math.ceil(yl / scale));
       for (let r = r0; r < r1; r++) {
         const yc = (r + 0.5) * scale;
         const cov = Math.min(1, Math.max(0, yc - yu + 0.5 * scale) / scale) *
           Math.min(1, Math.max(0, yl - yc + 0.5 * scale) / scale) *
-          Math.min(1, (yl - yu) / scale);
+          Math.min(1, (yl - yu) / scale) * k;
         if (cov <= 0) continue;
         shade(xc, yc, px);
         if (scale === 1) {
@@ -147,8 +151,16 @@ export function drawMouth(
   const gap = lo.y[mid] - up.y[mid];
   const m = state.mouth;
   const { faceH, mouthHw, skin, lipTone: lip } = rig;
-  const openF = smoothstep(0.5, 5, gap);
-  if (gap > 0.05) {
+  // The photo's own lips may be a little apart at rest: only what opens beyond that
+  // is drawn, so a closed mouth is the photo's own.
+  const restUp = line(LIP_INNER_UPPER, rig.sx, rig.sy);
+  const restLo = line(LIP_INNER_LOWER, rig.sx, rig.sy);
+  const restGap = (x: number) =>
+    polylineY(restLo.x, restLo.y, x - pose.tx) -
+    polylineY(restUp.x, restUp.y, x - pose.tx);
+  const opened = gap - (restLo.y[mid] - restUp.y[mid]);
+  const openF = smoothstep(0.5, 5, opened);
+  if (opened > 0.3) {
     // Head-space lines (the head's motion undone): the teeth hang from the skull.
     const hUp = line(LIP_INNER_UPPER, pose.x, pose.y),
       hLo = line(LIP_INNER_LOWER, pose.x, pose.y);
@@ -159,7 +171,7 @@ export function drawMouth(
         l.x[k] = p[0], l.y[k] = p[1];
       }
     }
-    const rest = line(LIP_INNER_UPPER, rig.sx, rig.sy);
+    const rest = restUp;
     const showU = faceH * (0.008 + 0.014 * m.teeth);
     const showL = faceH * 0.022 * m.lowerTeeth;
     const lowerOn = smoothstep(0.2, 0.6, m.lowerTeeth);
@@ -210,23 +222,24 @@ export function drawMouth(
       const upperA = front * smoothstep(teethU + 0.6, teethU - 0.6, hy);
       const lowerA = front * lowerOn *
         smoothstep(teethL - 0.6, teethL + 0.6, hy);
+      let tk = 0, ta = 0;
       if (upperA > 0) {
         const edge = 1 - 0.15 * smoothstep(teethU - 2.5, teethU, hy);
-        const k = side * lipShadow * edge * toothGaps(u, mouthHw, 1);
-        cy += (16 + (teethY - 16) * k - cy) * upperA;
-        // In shade the teeth take the mouth's red, lit they keep their own ivory.
-        const lit = Math.min(1, k);
-        cu += (tu + (cu - tu) * (1 - lit) * 0.7 - cu) * upperA;
-        cv += (tv + (cv - tv) * (1 - lit) * 0.7 - cv) * upperA;
+        tk = side * lipShadow * edge * toothGaps(u, mouthHw, 1);
+        ta = upperA;
       } else if (lowerA > 0) {
-        const k = 0.62 * side * toothGaps(u, mouthHw, 0.75);
-        cy += (16 + (teethY - 16) * k - cy) * lowerA;
-        const lit = Math.min(1, k);
-        cu += (tu + (cu - tu) * (1 - lit) * 0.7 - cu) * lowerA;
-        cv += (tv + (cv - tv) * (1 - lit) * 0.7 - cv) * lowerA;
+        tk = 0.62 * side * toothGaps(u, mouthHw, 0.75);
+        ta = lowerA;
+      }
+      if (ta > 0) {
+        cy += (16 + (teethY - 16) * tk - cy) * ta;
+        // In shade the teeth take the mouth's red, lit they keep their own ivory.
+        const shade = (1 - Math.min(1, tk)) * 0.7;
+        cu += (tu + (cu - tu) * shade - cu) * ta;
+        cv += (tv + (cv - tv) * shade - cv) * ta;
       }
       px.y = cy, px.u = cu, px.v = cv;
-    });
+    }, (x, g) => smoothstep(0.3, 2.5, g - restGap(x)));
     // The lips' inner edges turn into the shadow of the opening.
     const yuAt = (x: number) => polylineY(up.x, up.y, x);
     const ylAt = (x: number) => polylineY(lo.x, lo.y, x);
@@ -292,7 +305,7 @@ function drawEye(
   const rUp = line(e.upper, rig.sx, rig.sy),
     rLo = line(e.lower, rig.sx, rig.sy);
   const r = e.irisR;
-  const ox = state.gaze.x * 0.35 * r, oy = state.gaze.y * 0.2 * r;
+  const ox = state.gaze.x * 0.55 * r, oy = state.gaze.y * 0.3 * r;
   const w = rig.width, h = rig.height, cw = w >> 1, ch = h >> 1;
   const p = scratch.p;
   const sc = e.sclera;

@@ -78,10 +78,12 @@ export function posePoints(
     0.22 * m.press;
 
   // The head: rotation about the neck, a shift, the breath under it.
-  const ang = state.head.tilt;
+  // A photographed head over a still background reads best moving a little less
+  // than the drawn one: half its sway, 40 % of its roll, most of its nod.
+  const ang = 0.4 * state.head.tilt;
   const cos = Math.cos(ang), sin = Math.sin(ang);
-  const tx = state.head.x * rig.width;
-  const ty = state.head.y * rig.height + 0.6 * breath;
+  const tx = 0.5 * state.head.x * rig.width;
+  const ty = 0.75 * state.head.y * rig.height + 0.6 * breath;
   out.cos = cos, out.sin = sin, out.tx = tx, out.ty = ty;
 
   const eyeLines = rig.eyes.map((e) => ({
@@ -103,7 +105,8 @@ export function posePoints(
     const u = (sx - mouthX) / mouthHw, v = (sy - mouthY) / mouthHw;
     let g = 1;
     if (role === LIP_NONE) {
-      const e = Math.hypot(u * 0.85, v * 1.2);
+      // Falling off faster upwards: the nose stays where it is.
+      const e = Math.hypot(u * 0.85, v * (v < 0 ? 2.2 : 1.2));
       g = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.6) ** 2));
     }
     if (g > 0.01) {
