@@ -141,6 +141,7 @@ export function drawMouth(
   rig: Rig,
   pose: Pose,
   state: FaceState,
+  src: WarpSource,
   out: Uint8Array,
   scratch: InteriorScratch,
 ): void {
@@ -219,7 +220,9 @@ export function drawMouth(
       // gaps and edges; the lower ones in the upper teeth's shadow.
       const au = Math.abs(u);
       const front = 1 - smoothstep(0.45, 0.9, au);
-      const upperA = front * smoothstep(teethU + 0.6, teethU - 0.6, hy);
+      const upperA = rig.photoTeeth
+        ? 0
+        : front * smoothstep(teethU + 0.6, teethU - 0.6, hy);
       const lowerA = front * lowerOn *
         smoothstep(teethL - 0.6, teethL + 0.6, hy);
       let tk = 0, ta = 0;
@@ -237,6 +240,23 @@ export function drawMouth(
         const shade = (1 - Math.min(1, tk)) * 0.7;
         cu += (tu + (cu - tu) * shade - cu) * ta;
         cv += (tv + (cv - tv) * shade - cv) * ta;
+      }
+      if (rig.photoTeeth) {
+        // The photo's own teeth, where the photo shows them between its lips, fixed
+        // to the skull; below them the drawn inside.
+        const rl = polylineY(restLo.x, restLo.y, hx);
+        let a = smoothstep(rl - 0.5, rl - 2, hy);
+        if (a > 0) {
+          a *= 1 - smoothstep(0.75, 1, Math.abs(u));
+          cy += (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) * lipShadow - cy) *
+            a;
+          cu +=
+            (bilinear(src.u, w >> 1, h >> 1, hx / 2 - 0.5, hy / 2 - 0.5) - cu) *
+            a;
+          cv +=
+            (bilinear(src.v, w >> 1, h >> 1, hx / 2 - 0.5, hy / 2 - 0.5) - cv) *
+            a;
+        }
       }
       px.y = cy, px.u = cu, px.v = cv;
     }, (x, g) => smoothstep(0.3, 2.5, g - restGap(x)));

@@ -133,7 +133,7 @@ export function createPhotoPainter(
         warper.triangle(d, s);
       }
       drawEyes(rig, pose, state, src, out, scratch);
-      drawMouth(rig, pose, state, out, scratch);
+      drawMouth(rig, pose, state, src, out, scratch);
     },
     paintAlpha: alphaOut
       ? (alpha: Uint8Array) => alpha.set(alphaOut)

@@ -66,6 +66,8 @@ export interface Rig {
   lipTone: Tone;
   /** −1 lit from the image's left … 1 from its right (cheek luma difference). */
   light: number;
+  /** The photo shows teeth between the lips (a smile): they are used, not drawn. */
+  photoTeeth: boolean;
 }
 
 const MESH_LANDMARKS = IRIS_START;
@@ -346,5 +348,31 @@ export function buildRig(a: PhotoAvatar): Rig {
       inLips,
     ),
     light: Math.max(-1, Math.min(1, (cb.y - ca.y) / 40)),
+    photoTeeth: showsTeeth(a, iu, il, faceH, (ca.y + cb.y) / 2),
   };
+}
+
+/**
+ * Whether the photo's lips are apart over bright teeth: a gap of at least 2.5 % of
+ * the face's height at the middle, and the gap's middle row mostly brighter than
+ * two thirds of the skin.
+ */
+function showsTeeth(
+  a: PhotoAvatar,
+  iu: { x: number[]; y: number[] },
+  il: { x: number[]; y: number[] },
+  faceH: number,
+  skinY: number,
+): boolean {
+  const mid = iu.x.length >> 1;
+  if (il.y[mid] - iu.y[mid] < 0.025 * faceH) return false;
+  let bright = 0, n = 0;
+  for (let x = Math.round(iu.x[2]); x < iu.x[iu.x.length - 3]; x++) {
+    const y = Math.round(
+      (polylineY(iu.x, iu.y, x) + polylineY(il.x, il.y, x)) / 2,
+    );
+    if (a.i420[y * a.width + x] > 16 + (skinY - 16) * 0.67) bright++;
+    n++;
+  }
+  return n > 0 && bright / n > 0.6;
 }
