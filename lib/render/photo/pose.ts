@@ -72,7 +72,7 @@ export function posePoints(
   out.theta = theta;
   out.drop = jawShift(rig, lipY, lipZ, theta);
   const openK = Math.min(1, m.open * 2.5);
-  const spread = mouthHw * (0.2 * (m.wide - 0.35) - 0.45 * m.round);
+  const spread = mouthHw * (0.2 * (m.wide - 0.35) - 0.38 * m.round);
   const lift = faceH * (0.006 + 0.012 * m.teeth) * openK;
   const thick = 0.28 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
     0.22 * m.press;
@@ -106,7 +106,7 @@ export function posePoints(
     let g = 1;
     if (role === LIP_NONE) {
       // Falling off faster upwards: the nose stays where it is.
-      const e = Math.hypot(u * 0.85, v * (v < 0 ? 2.2 : 1.2));
+      const e = Math.hypot(u * 0.85, v * (v < 0 ? 3 : 1.2));
       g = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.6) ** 2));
     }
     if (g > 0.01) {

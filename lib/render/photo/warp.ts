@@ -39,15 +39,6 @@ export function bilinear(
   return top + (bot - top) * fy;
 }
 
-/** A plane's texture sampling, fixed point. */
-interface PlaneMap {
-  /** Source coordinates of the span's first pixel and their step per pixel (×65536). */
-  u: number;
-  v: number;
-  du: number;
-  dv: number;
-}
-
 /**
  * Bilinear sample in 16.16 fixed point (weights to 8 bits) of `p` (row stride `w`) at
  * (u, v), both already inside [0, size − 1).
@@ -63,10 +54,22 @@ function sample(p: Uint8Array, w: number, u: number, v: number): number {
 const FX = 65536;
 
 /**
+ * Writes `n` pixels from frame index `i` on, sampling the photo from (u, v) in steps
+ * of (du, dv), all in 16.16 fixed point and inside the photo.
+ */
+type Run = (
+  i: number,
+  n: number,
+  u: number,
+  v: number,
+  du: number,
+  dv: number,
+) => void;
+
+/**
  * Fills the frame triangle `d` (x, y ×3) of one plane (`w`×`h`, luma scale 1 or chroma
  * scale 2) from the photo through the affine map (ax, bx, cx; ay, by, cy) (frame luma
- * coordinates → photo luma coordinates). `put(i, u, v)` writes pixel `i` from photo
- * plane coordinates (u, v) in 16.16.
+ * coordinates → photo luma coordinates), span by span through `run`.
  */
 function fill(
   d: ArrayLike<number>,
@@ -79,10 +82,7 @@ function fill(
   ay: number,
   by: number,
   cy: number,
-  maxU: number,
-  maxV: number,
-  put: (i: number, u: number, v: number) => void,
-  m: PlaneMap,
+  run: Run,
 ): void {
   const x0 = d[0] / scale,
     y0 = d[1] / scale,
@@ -91,11 +91,14 @@ function fill(
   const x2 = d[4] / scale, y2 = d[5] / scale;
   const r0 = Math.max(0, Math.ceil(Math.min(y0, y1, y2) - 0.5));
   const r1 = Math.min(h, Math.ceil(Math.max(y0, y1, y2) - 0.5));
+  const maxU = w - 1, maxV = h - 1;
   // In plane coordinates: (X, Y) plane → luma (s·X, s·Y) → photo luma → photo plane / s.
   const pcx = cx / scale - 0.5, pcy = cy / scale - 0.5;
+  const du = Math.round(ax * FX), dv = Math.round(ay * FX);
   for (let row = r0; row < r1; row++) {
     const yc = row + 0.5;
     let lo = Infinity, hi = -Infinity;
+    // Half-open in y per edge, so shared edges are filled once.
     if ((y0 <= yc) !== (y1 <= yc)) {
       const x = x0 + (x1 - x0) * (yc - y0) / (y1 - y0);
       if (x < lo) lo = x;
@@ -114,27 +117,28 @@ function fill(
     const xa = Math.max(0, Math.ceil(lo - 0.5));
     const xb = Math.min(w, Math.ceil(hi - 0.5));
     if (xb <= xa) continue;
-    let u = ax * (xa + 0.5) + bx * yc + pcx;
-    let v = ay * (xa + 0.5) + by * yc + pcy;
-    const base = row * w;
-    // Clamped per pixel only where the span's ends reach the photo's edge.
+    const u = ax * (xa + 0.5) + bx * yc + pcx;
+    const v = ay * (xa + 0.5) + by * yc + pcy;
     const ue = u + ax * (xb - xa - 1), ve = v + ay * (xb - xa - 1);
-    const safe = u >= 0 && ue >= 0 && v >= 0 && ve >= 0 && u < maxU &&
-      ue < maxU &&
-      v < maxV && ve < maxV;
-    if (safe) {
-      m.u = Math.round(u * FX), m.v = Math.round(v * FX);
-      m.du = Math.round(ax * FX), m.dv = Math.round(ay * FX);
-      let fu = m.u, fv = m.v;
-      for (let x = xa; x < xb; x++, fu += m.du, fv += m.dv) {
-        put(base + x, fu, fv);
-      }
-    } else {
-      for (let x = xa; x < xb; x++, u += ax, v += ay) {
-        const cu = Math.min(maxU - 0.01, Math.max(0, u));
-        const cv = Math.min(maxV - 0.01, Math.max(0, v));
-        put(base + x, Math.round(cu * FX), Math.round(cv * FX));
-      }
+    if (
+      u >= 0 && ue >= 0 && v >= 0 && ve >= 0 && u < maxU && ue < maxU &&
+      v < maxV && ve < maxV
+    ) {
+      run(
+        row * w + xa,
+        xb - xa,
+        Math.round(u * FX),
+        Math.round(v * FX),
+        du,
+        dv,
+      );
+      continue;
+    }
+    // The span reaches the photo's edge: clamped pixel by pixel.
+    for (let x = xa; x < xb; x++) {
+      const cu = Math.min(maxU - 0.01, Math.max(0, u + ax * (x - xa)));
+      const cv = Math.min(maxV - 0.01, Math.max(0, v + ay * (x - xa)));
+      run(row * w + x, 1, Math.round(cu * FX), Math.round(cv * FX), 0, 0);
     }
   }
 }
@@ -144,39 +148,52 @@ export class Warper {
   #src: WarpSource;
   #out: Uint8Array = new Uint8Array(0);
   #alphaOut: Uint8Array | null = null;
-  #m: PlaneMap = { u: 0, v: 0, du: 0, dv: 0 };
-  #putY: (i: number, u: number, v: number) => void;
-  #putC: (i: number, u: number, v: number) => void;
+  #runY: Run;
+  #runC: Run;
 
   constructor(src: WarpSource) {
     this.#src = src;
     const { width: w, height: h, y: py, u: pu, v: pv, alpha, bg } = src;
     const cw = w >> 1, uOff = w * h, vOff = uOff + cw * (h >> 1);
+    const lastU = (w - 1.01) * FX, lastV = (h - 1.01) * FX;
     if (alpha && bg) {
-      this.#putY = (i, u, v) => {
-        const a = sample(alpha, w, u, v);
-        this.#out[i] = (sample(py, w, u, v) * a + bg[i] * (255 - a) + 127) /
-          255;
-        if (this.#alphaOut) this.#alphaOut[i] = a;
+      this.#runY = (i, n, u, v, du, dv) => {
+        const out = this.#out, ao = this.#alphaOut;
+        for (const end = i + n; i < end; i++, u += du, v += dv) {
+          const a = sample(alpha, w, u, v);
+          out[i] = (sample(py, w, u, v) * a + bg[i] * (255 - a) + 127) / 255;
+          if (ao) ao[i] = a;
+        }
       };
-      this.#putC = (i, u, v) => {
-        // Alpha at the matching luma point (u, v are chroma-plane coordinates).
-        const a = sample(
-          alpha,
-          w,
-          Math.min(2 * u + FX / 2, (w - 1.01) * FX),
-          Math.min(2 * v + FX / 2, (h - 1.01) * FX),
-        );
-        this.#out[uOff + i] =
-          (sample(pu, cw, u, v) * a + bg[uOff + i] * (255 - a) + 127) / 255;
-        this.#out[vOff + i] =
-          (sample(pv, cw, u, v) * a + bg[vOff + i] * (255 - a) + 127) / 255;
+      this.#runC = (i, n, u, v, du, dv) => {
+        const out = this.#out;
+        for (const end = i + n; i < end; i++, u += du, v += dv) {
+          // Alpha at the matching luma point (u, v are chroma-plane coordinates).
+          const a = sample(
+            alpha,
+            w,
+            Math.min(2 * u + FX / 2, lastU),
+            Math.min(2 * v + FX / 2, lastV),
+          );
+          out[uOff + i] =
+            (sample(pu, cw, u, v) * a + bg[uOff + i] * (255 - a) + 127) / 255;
+          out[vOff + i] =
+            (sample(pv, cw, u, v) * a + bg[vOff + i] * (255 - a) + 127) / 255;
+        }
       };
     } else {
-      this.#putY = (i, u, v) => (this.#out[i] = sample(py, w, u, v));
-      this.#putC = (i, u, v) => {
-        this.#out[uOff + i] = sample(pu, cw, u, v);
-        this.#out[vOff + i] = sample(pv, cw, u, v);
+      this.#runY = (i, n, u, v, du, dv) => {
+        const out = this.#out;
+        for (const end = i + n; i < end; i++, u += du, v += dv) {
+          out[i] = sample(py, w, u, v);
+        }
+      };
+      this.#runC = (i, n, u, v, du, dv) => {
+        const out = this.#out;
+        for (const end = i + n; i < end; i++, u += du, v += dv) {
+          out[uOff + i] = sample(pu, cw, u, v);
+          out[vOff + i] = sample(pv, cw, u, v);
+        }
       };
     }
   }
@@ -203,7 +220,7 @@ export class Warper {
     const ay = sv1 * i00 + sv2 * i10, by = sv1 * i01 + sv2 * i11;
     const cx = s[0] - ax * dx0 - bx * dy0, cy = s[1] - ay * dx0 - by * dy0;
     const { width: w, height: h } = this.#src;
-    fill(d, 1, w, h, ax, bx, cx, ay, by, cy, w - 1, h - 1, this.#putY, this.#m);
+    fill(d, 1, w, h, ax, bx, cx, ay, by, cy, this.#runY);
     fill(
       d,
       2,
@@ -215,10 +232,7 @@ export class Warper {
       ay,
       by,
       cy,
-      (w >> 1) - 1,
-      (h >> 1) - 1,
-      this.#putC,
-      this.#m,
+      this.#runC,
     );
   }
 }
