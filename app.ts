@@ -1,12 +1,8 @@
 /**
  * Builds the app: the request handler over the route manifest, for `main.ts` and tests.
  */
-import {
-  type AppDeps,
-  closeDeps,
-  createDeps,
-  type DepsOptions,
-} from "./lib/deps.ts";
+import type { AppDeps, DepsOptions } from "./lib/deps.ts";
+import { closeDeps, createDeps } from "./lib/wire.ts";
 import { ApiError, errorResponse, toApiError } from "./lib/api/errors.ts";
 import {
   allowedMethods,

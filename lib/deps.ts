@@ -1,14 +1,15 @@
 /**
- * Everything the app's routes and services share, built once per app instance. `main.ts`
- * builds it from the environment; tests build it on `:memory:` KV with their own clock.
+ * The types everything shares: `AppDeps`, the object graph the app's routes and services
+ * share, built once per app instance by the composition root (lib/wire.ts). This module
+ * imports types only, so a domain module that names `AppDeps` reaches no adapter (Janus,
+ * media nodes, the renderer) through it.
  */
-import { type Config, loadConfig } from "./config.ts";
-import { createLogger, type Logger } from "./log.ts";
-import { idleRuntime, type SessionRuntime } from "./runtime.ts";
-import { openKv, openReadKv } from "./kv/store.ts";
-import { CredentialVault } from "./vault.ts";
-import { RenderSlots } from "./render/slots.ts";
-import { createJanusSfu, sfuIdentity, type SfuPort } from "./sfu/mod.ts";
+import type { Config } from "./config.ts";
+import type { Logger } from "./log.ts";
+import type { SessionRuntime } from "./runtime.ts";
+import type { CredentialVault } from "./vault.ts";
+import type { RenderSlots } from "./render/slots.ts";
+import type { SfuPort } from "./sfu/port.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
@@ -73,57 +74,4 @@ export interface DepsOptions {
   log?: Logger;
   /** Overrides the SFU built from the config. */
   sfu?: SfuPort | null;
-}
-
-/** Builds the shared dependencies; the caller owns `close()`. */
-export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
-  const config = options.config ?? loadConfig(options.env ?? {});
-  const kv = options.kv ?? await openKv(config.kvPath);
-  const readKv = options.kv ? kv : await openReadKv(config.kvPath, kv);
-  const now = options.now ?? Date.now;
-  const log = options.log ?? createLogger(undefined, now);
-  return {
-    config,
-    kv,
-    readKv,
-    now,
-    log,
-    onClose: [],
-    instanceId: crypto.randomUUID(),
-    instanceUrl: config.instanceUrl,
-    sessionHooks: { inCommit: [], afterCommit: [] },
-    runtime: idleRuntime,
-    vault: new CredentialVault(),
-    draining: false,
-    renderSlots: new RenderSlots(config.renderMaxSessions, {
-      reservationMs: config.renderReservationS * 1000,
-      now,
-    }),
-    // A control plane drives no SFU: its media nodes do (lib/nodes/).
-    sfu: options.sfu !== undefined
-      ? options.sfu
-      : config.sfu && config.role !== "control"
-      ? createJanusSfu({
-        url: config.sfu.url,
-        token: config.sfu.apiSecret,
-        adminKey: config.sfu.apiKey,
-      })
-      : null,
-    sfuId: config.sfu ? await sfuIdentity(config.sfu) : null,
-  };
-}
-
-/** Runs every close hook (newest first) and closes KV when `closeKv` is set. */
-export async function closeDeps(deps: AppDeps, closeKv = true): Promise<void> {
-  for (const hook of deps.onClose.splice(0).reverse()) {
-    try {
-      await hook();
-    } catch (err) {
-      deps.log.error("close hook failed", { err });
-    }
-  }
-  if (closeKv) {
-    if (deps.readKv !== deps.kv) deps.readKv.close();
-    deps.kv.close();
-  }
 }
