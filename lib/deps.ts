@@ -64,6 +64,45 @@ export interface AppDeps {
    * records carry it, so only instances on the same Janus touch a mountpoint.
    */
   sfuId: string | null;
+  /**
+   * The session starter chosen at wiring (lib/wire.ts): null starts a create's session on
+   * this instance; a control plane hands each to a media node (lib/nodes/handoff.ts).
+   */
+  handOff: SessionHandOff | null;
+}
+
+/**
+ * Hands a create's start work (DECISIONS 4) to the instance that will hold the session;
+ * resolves once that instance committed it, throws its refusal as an `ApiError`.
+ */
+export type SessionHandOff = (
+  deps: AppDeps,
+  start: HandOffStart,
+) => Promise<unknown>;
+
+/** What a create passes to the instance that starts its session. */
+export interface HandOffStart {
+  tenantId: string;
+  /** The create body as the customer sent it, credentials included. */
+  body: Record<string, unknown>;
+  /** The new session's id. */
+  sessionId: string;
+  /** The `Idempotency-Key` header's value, when the create had one. */
+  idempotencyKey?: string;
+  /**
+   * Its claim (lib/sessions/idempotency.ts), which the starting instance's create commit
+   * completes: what of it crosses the hand-off.
+   */
+  claim?: {
+    key: Deno.KvKey;
+    versionstamp: string;
+    record: {
+      fingerprint: string;
+      created_at: number;
+      expires_at: number;
+      pending_until: number;
+    };
+  };
 }
 
 export interface DepsOptions {

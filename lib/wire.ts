@@ -1,7 +1,7 @@
 /**
  * The composition root: builds the object graph (`AppDeps`, lib/deps.ts) from the config
- * and closes it. The one lib module that picks adapters (the Janus SFU, KV handles), so
- * the modules that use them name only their ports. `app.ts` and the scripts call it;
+ * and closes it. The one lib module that picks adapters (the Janus SFU, KV handles, where
+ * sessions start), so the modules that use them name only their ports. `app.ts` and the scripts call it;
  * tests build the same graph on `:memory:` KV with their own clock.
  */
 import type { AppDeps, DepsOptions } from "./deps.ts";
@@ -12,6 +12,7 @@ import { openKv, openReadKv } from "./kv/store.ts";
 import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render/slots.ts";
 import { createJanusSfu, sfuIdentity } from "./sfu/mod.ts";
+import { handOffCreate } from "./nodes/handoff.ts";
 
 /** Builds the shared dependencies; the caller owns `closeDeps()`. */
 export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
@@ -48,6 +49,8 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
       })
       : null,
     sfuId: config.sfu ? await sfuIdentity(config.sfu) : null,
+    // A control plane starts no session itself: each create goes to a media node.
+    handOff: config.role === "control" ? handOffCreate : null,
   };
 }
 
