@@ -4,6 +4,7 @@
  */
 
 import { z } from "zod";
+import { ConfigError } from "./config_error.ts";
 import { type NodeConfig, nodeConfig } from "./nodes/config.ts";
 
 const ICE_URL = /^(stuns?|turns?):[^\s]+$/;
@@ -91,12 +92,7 @@ export interface IceServer {
   credential?: string;
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError };
 
 export const DEFAULT_DOCS_BASE_URL = "https://docs.avatar.example.com";
 
