@@ -91,6 +91,8 @@ export interface VendorBFakeOptions {
   replyMs?: number;
   /** How much faster than real time audio is streamed. */
   speedup?: number;
+  /** False: `start` is never answered (an agent that does not come up). */
+  ack?: boolean;
 }
 
 export interface VendorBFake extends FakeWs {
@@ -210,6 +212,7 @@ export function startVendorBFake(
       c.started = true;
       c.rate = rate;
       c.stream = e.stream_id ?? crypto.randomUUID();
+      if (options.ack === false) return;
       emit(c, {
         event: "ack",
         stream_id: c.stream,

@@ -4,17 +4,25 @@
  * The customer backend mints the access token with the agent grant; the session goes
  * active on the vendor's `ack`; the user speaks, the agent answers faster than real
  * time and the avatar says it; the user talks over it and the agent's `clear` cuts the
- * avatar (`turn.interrupted`); typed text is refused without ending anything; the agent
- * hanging up ends the session as `provider_ended`.
+ * avatar (`turn.interrupted`), and so does the browser's interrupt (the rest of that answer
+ * is dropped); typed text is refused without ending anything; the agent hanging up ends
+ * the session as `provider_ended`.
  */
 import assert from "node:assert/strict";
-import { authJson, TEST_ADMIN_KEY, testApp } from "../../_helpers.ts";
+import {
+  authJson,
+  TEST_ADMIN_KEY,
+  type TestApp,
+  testApp,
+} from "../../_helpers.ts";
 import { tone } from "../../fakes/fake_ws.ts";
 import {
   CARTESIA_AGENTS_VERSION,
   startVendorBFake,
+  type VendorBFake,
+  type VendorBFakeOptions,
 } from "../../fakes/vendor_b_fake.ts";
-import { type Browser, connectActive, type LiveStack } from "./_live.ts";
+import { Browser, type LiveStack } from "./_live.ts";
 
 const API_KEY = "sk_car_live_test_5d2e";
 const AGENT = "agent_7";
@@ -30,15 +38,26 @@ async function speak(b: Browser, ms: number, voiced: boolean): Promise<void> {
   }
 }
 
-Deno.test("vendor_b: a live session starts on ack, talks, is cut by the agent's clear, ends with the call", async () => {
+/**
+ * The app on loopback with `VENDOR_B_URL` on a fresh fake, a vendor_b session created
+ * with a token the customer backend minted (docs/providers.md), and its browser socket.
+ */
+async function withSession(
+  fakeOpts: VendorBFakeOptions,
+  env: Record<string, string>,
+  fn: (
+    ctx: { fake: VendorBFake; t: TestApp; b: Browser; token: string },
+  ) => Promise<void>,
+): Promise<void> {
   const fake = startVendorBFake({
     apiKey: API_KEY,
     agents: [AGENT],
-    replyMs: 3000,
+    ...fakeOpts,
   });
   const t = await testApp({
     ALLOW_PRIVATE_NETWORK_TARGETS: "true",
     VENDOR_B_URL: fake.url,
+    ...env,
   });
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen() {} },
@@ -46,7 +65,6 @@ Deno.test("vendor_b: a live session starts on ack, talks, is cut by the agent's 
   );
   const stack = { base: `http://127.0.0.1:${server.addr.port}` } as LiveStack;
   try {
-    // The customer backend: an access token with the agent grant (docs/providers.md).
     const minted = await fetch(
       `${fake.server.origin.replace("wss:", "https:")}/access-token`,
       {
@@ -70,12 +88,27 @@ Deno.test("vendor_b: a live session starts on ack, talks, is cut by the agent's 
     });
     assert.equal(res.status, 200, await res.clone().text());
     const created = await res.json();
-    const b = await connectActive(
-      stack,
-      created.session_id,
-      created.client_token,
-      3,
+    const b = Browser.connect(stack, created.session_id, created.client_token);
+    await b.opened;
+    try {
+      await fn({ fake, t, b, token });
+    } finally {
+      b.close();
+    }
+  } finally {
+    await t.close();
+    await server.shutdown();
+    await fake.close();
+  }
+}
+
+Deno.test("vendor_b: a live session starts on ack, talks, is cut by the agent's clear, ends with the call", async () => {
+  await withSession({ replyMs: 3000 }, {}, async ({ fake, t, b, token }) => {
+    await b.message(
+      (m) => m.type === "session.state" && m.status === "active",
+      "active",
     );
+    await b.until(() => b.binary.length >= 3, "media segments");
     assert.equal(fake.peers[0].json[0].event, "start");
 
     // Typed text: refused, non-fatal; the session lives on.
@@ -117,6 +150,39 @@ Deno.test("vendor_b: a live session starts on ack, talks, is cut by the agent's 
       "turn.end",
     );
 
+    // The browser interrupts the next answer: cut locally, the rest of it dropped
+    // (the vendor has no cancel; it streams on), so no further avatar turn opens.
+    await speak(b, 300, true);
+    await speak(b, 400, false);
+    const next = await b.message(
+      (m) =>
+        m.type === "avatar.speaking" && m.speaking === true &&
+        m.turn_id !== start.turn_id,
+      "the next answer",
+    );
+    b.send({ type: "interrupt" });
+    await b.message(
+      (m) => m.type === "turn.interrupted" && m.turn_id === next.turn_id,
+      "turn.interrupted by the browser",
+    );
+    while (fake.streaming()) await delay(20);
+    await delay(300);
+    const avatarTurns = b.json.filter((m) =>
+      m.type === "turn.start" && m.role === "avatar"
+    );
+    assert.equal(avatarTurns.length, 2, JSON.stringify(avatarTurns));
+    // Once the agent has been quiet a while (1 s), its next answer is heard at once,
+    // not taken for the rest of the cut one (which would have run 3 s).
+    await delay(1000);
+    await speak(b, 300, true);
+    await speak(b, 400, false);
+    await b.message(
+      (m) =>
+        m.type === "avatar.speaking" && m.speaking === true &&
+        m.turn_id !== start.turn_id && m.turn_id !== next.turn_id,
+      "the answer after the cut",
+    );
+
     // The agent hangs up (close 1000): the session ends as provider_ended.
     fake.endCall();
     const ended = await b.message(
@@ -128,9 +194,25 @@ Deno.test("vendor_b: a live session starts on ack, talks, is cut by the agent's 
       assert.ok(!line.includes(token), line);
       assert.ok(!line.includes(API_KEY), line);
     }
-  } finally {
-    await t.close();
-    await server.shutdown();
-    await fake.close();
-  }
+  });
+});
+
+Deno.test("vendor_b: activation waits for the agent's ack, bounded by the start timeout", async () => {
+  await withSession(
+    { ack: false },
+    { START_TIMEOUT_MS: "1500" },
+    async ({ fake, b }) => {
+      const ended = await b.message(
+        (m) => m.type === "session.ended",
+        "session.ended",
+      );
+      assert.equal(ended.reason, "start_failed");
+      assert.equal(fake.peers[0].json[0].event, "start");
+      assert.ok(
+        !b.json.some((m) =>
+          m.type === "session.state" && m.status === "active"
+        ),
+      );
+    },
+  );
 });
