@@ -106,8 +106,9 @@ export function createVendorBEngine(
       deps.config.providerEndpoints.vendorBUrl,
       credentials.agent_id,
     );
-    const inputRate = pcmFormatRate(VENDOR_B_INPUT_FORMAT)!;
-    const link = new EngineLink(deps, options, "vendor_b", inputRate);
+    /** The stream's rate both ways: asked for in `start`, confirmed by `ack`. */
+    let streamRate = pcmFormatRate(VENDOR_B_INPUT_FORMAT)!;
+    const link = new EngineLink(deps, options, "vendor_b", streamRate);
     const { events } = link;
     let stream: string = crypto.randomUUID();
     let response: string | null = null;
@@ -157,7 +158,7 @@ export function createVendorBEngine(
       if (!sentSinceTick) {
         send({
           event: "media_input",
-          media: { payload: pcmToBase64(new Int16Array(inputRate / 50)) },
+          media: { payload: pcmToBase64(new Int16Array(streamRate / 50)) },
         });
       }
       sentSinceTick = false;
@@ -186,6 +187,7 @@ export function createVendorBEngine(
             ev.config?.input_format ?? VENDOR_B_INPUT_FORMAT,
           );
           if (rate === null) return unsupported();
+          streamRate = rate;
           link.markReady(rate, rate);
           link.later(keepAlive, keepAliveMs);
           return;
