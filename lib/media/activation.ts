@@ -86,6 +86,7 @@ export async function activate(
     // engine: the idle avatar's first frames reach the socket while it connects.
     host.options.render.open({
       sessionId: id,
+      tenantId: session.tenant_id,
       avatarId: session.avatar_id,
       bgId: session.bg_id,
       output: session.transport === "webrtc_sfu" ? "rtp" : "fmp4",
