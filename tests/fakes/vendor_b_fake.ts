@@ -93,6 +93,8 @@ export interface VendorBFakeOptions {
   speedup?: number;
   /** False: `start` is never answered (an agent that does not come up). */
   ack?: boolean;
+  /** The format the `ack` confirms, when not the one asked for. */
+  ackFormat?: InputFormat;
 }
 
 export interface VendorBFake extends FakeWs {
@@ -202,15 +204,15 @@ export function startVendorBFake(
         c.peer.close(1008, "first message must be start");
         return;
       }
-      const format = e.config?.input_format ?? "pcm_44100";
+      const format = options.ackFormat ?? e.config?.input_format ??
+        "pcm_44100";
       const rate = FORMATS[format];
-      if (!rate) {
-        // Unknown, or μ-law (which this fake does not speak).
+      if (rate === undefined) {
         c.peer.close(1008, "unsupported input_format");
         return;
       }
       c.started = true;
-      c.rate = rate;
+      c.rate = rate ?? 8000; // μ-law: acked (tests of the ack), but this fake speaks PCM
       c.stream = e.stream_id ?? crypto.randomUUID();
       if (options.ack === false) return;
       emit(c, {

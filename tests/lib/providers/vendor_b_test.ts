@@ -268,6 +268,52 @@ Deno.test("vendor_b: the vendor closing normally (1000) is reported as such", as
   }
 });
 
+Deno.test("vendor_b: the format the ack confirms is the stream's, both ways", async (t) => {
+  await t.step(
+    "pcm_24000 → agent audio at 24 kHz, user audio resampled to it",
+    async () => {
+      const s = setup({ ackFormat: "pcm_24000" });
+      const events = recordEvents();
+      const conn = await ready(s, events);
+      try {
+        assert.deepEqual(events.ready, [24000]);
+        sendOneSecond(conn, 16000);
+        await s.fake.waiter.until(
+          () => s.fake.userSamples() >= 23_990,
+          "24000 samples at the vendor",
+        );
+        assert.ok(Math.abs(s.fake.userSamples() - 24000) <= 2);
+        s.fake.say(100);
+        await events.waiter.until(
+          () => events.audioSamples() === 2400,
+          "audio",
+        );
+        assert.ok(events.audio.every((a) => a.rate === 24000));
+      } finally {
+        conn.close();
+        await s.fake.close();
+      }
+    },
+  );
+  await t.step("mulaw_8000 → fatal tts_failed", async () => {
+    const s = setup({ ackFormat: "mulaw_8000" });
+    const events = recordEvents();
+    const conn = await startEngine(s.factory, creds, { events });
+    try {
+      await events.waiter.until(() => events.closes.length > 0, "close");
+      assert.deepEqual(events.ready, []);
+      assert.deepEqual(events.errors, [{
+        code: "tts_failed",
+        fatal: true,
+        message: "agent audio format is not PCM",
+      }]);
+    } finally {
+      conn.close();
+      await s.fake.close();
+    }
+  });
+});
+
 Deno.test("vendor_b: the vendor closes a connection whose first message is not start", async () => {
   const s = setup();
   try {
