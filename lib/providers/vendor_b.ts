@@ -16,7 +16,7 @@
  * - No cancel or truncate: a browser interrupt cuts the avatar locally and drops the
  *   rest of that answer (audio until `responseIdleMs` of quiet, or the agent's `clear`).
  * - The vendor closes a connection idle for 30 s (code 1000, which would read as the
- *   agent ending the call): whenever nothing went up for `keepAliveMs`, 20 ms of
+ *   agent ending the call): whenever nothing went up for `keepAliveMs`, a chunk of
  *   silence does. Deno's client cannot send ping frames, which the vendor also accepts.
  */
 import { z } from "zod";
@@ -40,6 +40,9 @@ export const VENDOR_B_INPUT_FORMAT = "pcm_16000";
  * KiB stall Deno's client ~44 ms each on Nagle, DECISIONS 9).
  */
 export const VENDOR_B_CHUNK_SAMPLES = 320;
+
+/** The keep-alive: one chunk of silence (20 ms at 16 kHz, less at higher rates). */
+const SILENCE = pcmToBase64(new Int16Array(VENDOR_B_CHUNK_SAMPLES));
 
 const streamId = () => engineId().optional();
 
@@ -106,9 +109,12 @@ export function createVendorBEngine(
       deps.config.providerEndpoints.vendorBUrl,
       credentials.agent_id,
     );
-    /** The stream's rate both ways: asked for in `start`, confirmed by `ack`. */
-    let streamRate = pcmFormatRate(VENDOR_B_INPUT_FORMAT)!;
-    const link = new EngineLink(deps, options, "vendor_b", streamRate);
+    const link = new EngineLink(
+      deps,
+      options,
+      "vendor_b",
+      pcmFormatRate(VENDOR_B_INPUT_FORMAT)!,
+    );
     const { events } = link;
     let stream: string = crypto.randomUUID();
     let response: string | null = null;
@@ -158,7 +164,7 @@ export function createVendorBEngine(
       if (!sentSinceTick) {
         send({
           event: "media_input",
-          media: { payload: pcmToBase64(new Int16Array(streamRate / 50)) },
+          media: { payload: SILENCE },
         });
       }
       sentSinceTick = false;
@@ -187,7 +193,6 @@ export function createVendorBEngine(
             ev.config?.input_format ?? VENDOR_B_INPUT_FORMAT,
           );
           if (rate === null) return unsupported();
-          streamRate = rate;
           link.markReady(rate, rate);
           link.later(keepAlive, keepAliveMs);
           return;
