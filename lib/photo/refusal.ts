@@ -11,6 +11,8 @@ export type PhotoRefusalCause =
   | "face too small"
   | "face not frontal"
   | "consent not given"
+  | "name must be 1 to 80 printable characters"
+  | "tenant id is not valid"
   | "photo avatar limit reached"
   | "busy preparing other photos, try again";
 

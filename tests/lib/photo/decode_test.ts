@@ -8,7 +8,7 @@ import {
 } from "../../../lib/photo/decode.ts";
 import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
 import { resample } from "../../../lib/photo/resample.ts";
-import { fixture, fixtureBytes } from "./_images.ts";
+import { fixture, fixtureBytes } from "./_helpers.ts";
 
 function cause(fn: () => unknown): string {
   try {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LANDMARK_COUNT, PHOTO_SIZE } from "../../../lib/render/photo/types.ts";
-import { PhotoRefusal, preparePhoto } from "../../../lib/photo/mod.ts";
+import { preparePhoto } from "../../../lib/photo/mod.ts";
 import { rgbToI420 } from "../../../lib/photo/prepare.ts";
 import { withPhotoModels } from "../../../lib/photo/models.ts";
 import { toYuv } from "../../../lib/render/raster.ts";
@@ -9,9 +9,10 @@ import {
   fixture,
   fixtureBytes,
   png,
+  refusal,
   rotate,
   sideBySide,
-} from "./_images.ts";
+} from "./_helpers.ts";
 
 const meta = {
   avatarId: "ph_01JAAAAAAAAAAAAAAAAAAAAAAA",
@@ -19,17 +20,6 @@ const meta = {
   name: "Grace",
   createdAt: 1,
 };
-
-/** The refusal `p` rejects with (fails when it resolves or throws something else). */
-export async function refusal(p: Promise<unknown>): Promise<PhotoRefusal> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof PhotoRefusal, `a PhotoRefusal, not ${e}`);
-    return e;
-  }
-  assert.fail("resolved instead of refusing");
-}
 
 function point(l: Float32Array, i: number) {
   return { x: l[i * 3], y: l[i * 3 + 1], z: l[i * 3 + 2] };

@@ -1,6 +1,8 @@
 /** Test images made from the fixtures: decoded, composed, rotated, encoded again. */
 import { encode as encodePng } from "fast-png";
+import assert from "node:assert/strict";
 import { decodePhoto, type RgbImage } from "../../../lib/photo/decode.ts";
+import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
 
 export const FIXTURES = new URL("../../fixtures/photo/", import.meta.url);
 
@@ -72,4 +74,15 @@ export function crop(
     data.set(image.data.subarray(s, s + w * 3), r * w * 3);
   }
   return { width: w, height: h, data };
+}
+
+/** The refusal `p` rejects with (fails when it resolves or throws something else). */
+export async function refusal(p: Promise<unknown>): Promise<PhotoRefusal> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof PhotoRefusal, `a PhotoRefusal, not ${e}`);
+    return e;
+  }
+  assert.fail("resolved instead of refusing");
 }
