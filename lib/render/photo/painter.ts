@@ -6,7 +6,7 @@
  * warped person alpha (DECISIONS 6).
  */
 import type { BackgroundDef } from "../../avatars.ts";
-import { findBackground } from "../../avatars.ts";
+import { findBackground, PHOTO_OWN_BG } from "../../avatars.ts";
 import type { FaceState } from "../face.ts";
 import type { Painter, PainterSource } from "../painter.ts";
 import { RenderStartError } from "../port.ts";
@@ -28,20 +28,25 @@ export interface PhotoPainterOptions {
 /** A vertex that moved less than this (px) since rest leaves its triangles alone. */
 const STILL = 0.02;
 
-/** The rigs, one per avatar id (an avatar's photo never changes under its id). */
+/**
+ * The rigs, one per avatar (its id with its tenant and creation time: a photo never
+ * changes under them), the most recently used last.
+ */
 const rigs = new Map<string, Rig>();
 const RIG_CACHE_MAX = 64;
 
-/** The rig of `avatar`, built once per id and kept (most recently used last). */
+/** The rig of `avatar`, built once and kept. */
 export function rigOf(avatar: PhotoAvatar): Rig {
-  const hit = rigs.get(avatar.avatarId);
+  const key =
+    `${avatar.tenantId}\u0000${avatar.avatarId}\u0000${avatar.createdAt}`;
+  const hit = rigs.get(key);
   if (hit) {
-    rigs.delete(avatar.avatarId);
-    rigs.set(avatar.avatarId, hit);
+    rigs.delete(key);
+    rigs.set(key, hit);
     return hit;
   }
   const rig = buildRig(avatar);
-  rigs.set(avatar.avatarId, rig);
+  rigs.set(key, rig);
   if (rigs.size > RIG_CACHE_MAX) rigs.delete(rigs.keys().next().value!);
   return rig;
 }
@@ -103,18 +108,23 @@ export function createPhotoPainter(
   const d = [0, 0, 0, 0, 0, 0], s = [0, 0, 0, 0, 0, 0];
   const phase = ((opts.seed ?? 0) * 0.6180339887) % 1 * Math.PI * 2;
   const moved = new Uint8Array(rig.n);
+  let live = 0;
 
   return {
     width: w,
     height: h,
-    paint(f: Frame, state: FaceState): void {
+    paint(f: Frame, state: FaceState, weights: Float64Array): void {
       if (f.width !== w || f.height !== h) throw new RangeError("frame size");
       const out = f.data;
       out.set(rest);
       if (alphaOut) alphaOut.set(avatar.alpha);
       // Breathing: ~15 breaths a minute, a pixel and a half at the shoulders.
       const breath = 1.5 * Math.sin(state.t * Math.PI * 2 / 4.2 + phase);
-      posePoints(rig, state, breath, pose);
+      // Speech under way (the viseme weights away from silence), slow to rise and
+      // slower to fall, so the sway grows and settles over a second or two.
+      const speaking = 1 - weights[0];
+      live += (speaking - live) * (speaking > live ? 0.08 : 0.03);
+      posePoints(rig, state, breath, live, pose);
       for (let i = 0; i < rig.n; i++) {
         moved[i] = Math.abs(pose.x[i] - rig.sx[i]) > STILL ||
             Math.abs(pose.y[i] - rig.sy[i]) > STILL
@@ -162,12 +172,12 @@ export function photoPainters(
     if (!avatar) {
       throw new RenderStartError("misconfigured", "unknown photo avatar");
     }
-    // No background named: the photo's own stays.
+    // No background named (or the photo's own by name): the photo's own stays.
     const bg = o.bgId === "transparent"
       ? "transparent"
-      : o.bgId
-      ? findBackground(o.bgId)
-      : null;
+      : o.bgId === "" || o.bgId === PHOTO_OWN_BG
+      ? null
+      : findBackground(o.bgId);
     if (bg === undefined) {
       throw new RenderStartError("misconfigured", "unknown background");
     }

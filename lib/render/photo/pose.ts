@@ -54,12 +54,14 @@ export function jawShift(
 
 /**
  * Poses `rig` for `state` into `out`. `breath` is the breathing phase's offset in
- * pixels (shoulders up, head riding on them).
+ * pixels (shoulders up, head riding on them); `live` (0..1) scales the head's sway:
+ * small between turns, so the idle face stays the photo, fuller while speaking.
  */
 export function posePoints(
   rig: Rig,
   state: FaceState,
   breath: number,
+  live: number,
   out: Pose,
 ): void {
   const m = state.mouth;
@@ -78,12 +80,14 @@ export function posePoints(
     0.22 * m.press;
 
   // The head: rotation about the neck, a shift, the breath under it.
-  // A photographed head over a still background reads best moving a little less
-  // than the drawn one: half its sway, 40 % of its roll, most of its nod.
-  const ang = 0.4 * state.head.tilt;
+  // A photographed head over a still background reads best moving less than the
+  // drawn one: half its sway and 30 % of its roll while speaking, a third of that
+  // between turns; most of its nod.
+  const sway = 0.3 + 0.7 * live;
+  const ang = 0.3 * sway * state.head.tilt;
   const cos = Math.cos(ang), sin = Math.sin(ang);
-  const tx = 0.5 * state.head.x * rig.width;
-  const ty = 0.75 * state.head.y * rig.height + 0.6 * breath;
+  const tx = 0.5 * sway * state.head.x * rig.width;
+  const ty = 0.75 * sway * state.head.y * rig.height + 0.4 * breath;
   out.cos = cos, out.sin = sin, out.tx = tx, out.ty = ty;
 
   const eyeLines = rig.eyes.map((e) => ({

@@ -1,8 +1,11 @@
 /**
- * The photo avatar the photo-painter tests paint (prepared once per test process) and
+ * The photo avatars the photo-painter tests paint (prepared once per test process) and
  * measurements of its frames: the mouth's dark inside, the eyes' regions.
  */
+import { preparePhoto } from "../../../../lib/photo/mod.ts";
+import { resample } from "../../../../lib/photo/resample.ts";
 import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
+import { fixture, fixtureBytes, png } from "../../photo/_helpers.ts";
 import { createFrame, type Frame } from "../../../../lib/render/raster.ts";
 import { type FaceState, restingFace } from "../../../../lib/render/face.ts";
 import { blendShape } from "../../../../lib/render/mouth.ts";
@@ -10,26 +13,56 @@ import { VISEME_COUNT } from "../../../../lib/render/visemes.ts";
 import type { Painter } from "../../../../lib/render/painter.ts";
 
 export const AVATAR_ID = "ph_0123456789ABCDEFGHIJKLMNOP";
-let prepared: Promise<PhotoAvatar> | null = null;
+const prepared = new Map<string, Promise<PhotoAvatar>>();
 
-/** The test portrait (tests/fixtures/photo/grace_hopper.jpg), prepared. */
-export function testAvatar(): Promise<PhotoAvatar> {
-  prepared ??= (async () => {
-    const buf = await Deno.readFile("/tmp/phs/avatar.bin");
-    const n = 512 * 512;
-    return {
-      avatarId: AVATAR_ID,
+function prepareOnce(
+  key: string,
+  avatarId: string,
+  bytes: () => Uint8Array,
+  name: string,
+) {
+  let p = prepared.get(key);
+  if (!p) {
+    p = preparePhoto(bytes(), {
+      avatarId,
       tenantId: "acme",
-      name: "Grace",
-      createdAt: 0,
-      width: 512,
-      height: 512,
-      i420: buf.slice(0, n * 1.5),
-      alpha: buf.slice(n * 1.5, n * 2.5),
-      landmarks: new Float32Array(buf.slice(n * 2.5).buffer),
-    };
-  })();
-  return prepared;
+      name,
+      createdAt: 1,
+    });
+    prepared.set(key, p);
+  }
+  return p;
+}
+
+/** The test portrait (tests/fixtures/photo/grace_hopper.jpg), prepared once. */
+export function testAvatar(): Promise<PhotoAvatar> {
+  return prepareOnce(
+    "hopper",
+    AVATAR_ID,
+    () => fixtureBytes("grace_hopper.jpg"),
+    "Grace",
+  );
+}
+
+/**
+ * A smile that shows the teeth: the astronaut portrait (tests/fixtures/photo/), her
+ * head and shoulders cut out and doubled (her face is too small as it is).
+ */
+export function smileAvatar(): Promise<PhotoAvatar> {
+  return prepareOnce("astronaut", "ph_SMILE000000000000000000000", () => {
+    const a = fixture("astronaut.png");
+    const side = 256, rect = { x: 100, y: 0, w: side, h: side };
+    const data = resample(
+      a.data,
+      a.width,
+      a.height,
+      3,
+      rect,
+      2 * side,
+      2 * side,
+    );
+    return png({ width: 2 * side, height: 2 * side, data });
+  }, "Eileen");
 }
 
 /** Landmark `i` of `a` as [x, y]. */

@@ -16,8 +16,11 @@ import {
   mouthGap,
   paintOnce,
   point,
+  smileAvatar,
   testAvatar,
 } from "./_avatar.ts";
+import { buildRig } from "../../../../lib/render/photo/rig.ts";
+import { rigOf } from "../../../../lib/render/photo/painter.ts";
 import { ssim } from "./_ssim.ts";
 
 const avatar = await testAvatar();
@@ -98,6 +101,42 @@ Deno.test("photo painter", async (t) => {
     const faceH = point(avatar, 152)[1] - point(avatar, 10)[1];
     assert.ok(counts[4] > 0.05 * faceH, `aa: ${counts[4]} px`);
   });
+
+  await t.step(
+    "a smile's own teeth stay in the opened mouth, fixed to the skull",
+    async () => {
+      const smile = await smileAvatar();
+      assert.equal(
+        buildRig(avatar).photoTeeth,
+        false,
+        "Hopper's lips are closed",
+      );
+      assert.equal(buildRig(smile).photoTeeth, true, "the astronaut smiles");
+      const p = createPhotoPainter(smile, { bg: null, seed: 1 });
+      const { state, weights } = faceWith({ [AA]: 1 });
+      const f = paintOnce(p, state, weights).data;
+      // The teeth rows of the photo (between its inner lips, the middle) at the mouth's
+      // middle: still the photo's teeth, give or take the head's breath.
+      const [x13, y13] = point(smile, 13), [, y14] = point(smile, 14);
+      let near = 0, n = 0;
+      for (let x = Math.round(x13) - 10; x <= Math.round(x13) + 10; x++) {
+        for (
+          let y = Math.round(y13 + 0.3 * (y14 - y13));
+          y < y13 + 0.7 * (y14 - y13);
+          y++
+        ) {
+          n++;
+          if (Math.abs(f[y * W + x] - smile.i420[y * W + x]) < 30) near++;
+        }
+      }
+      assert.ok(n > 20 && near / n > 0.8, `teeth kept: ${near}/${n}`);
+      // And the opened mouth is wider than the photo's: a dark inside below them.
+      assert.ok(
+        mouthGap(smile, f) > mouthGap(smile, smile.i420) + 4,
+        "opened below the teeth",
+      );
+    },
+  );
 
   await t.step(
     "the jaw turns: the chin follows the lower lip down, a little less",
@@ -270,7 +309,7 @@ Deno.test("photo painter", async (t) => {
       }
       assert.ok(black / bgN > 0.97, `black: ${black}/${bgN}`);
       assert.ok(diff / N < 1, `at rest the alpha is the mask (${diff / N})`);
-      const moved = faceWith({}, { head: { x: 0.02, y: 0, tilt: 0 } });
+      const moved = faceWith({}, { head: { x: 0.06, y: 0, tilt: 0 } });
       paintOnce(p, moved.state, moved.weights);
       p.paintAlpha(alpha);
       // The head's edge moved right by a few pixels: on the head's row, the alpha's left edge.
@@ -304,6 +343,18 @@ Deno.test("photo painter", async (t) => {
       assert.notEqual(run(1), run(2));
     },
   );
+});
+
+Deno.test("rigOf() builds a rig once per avatar, not per id alone", async () => {
+  const smile = await smileAvatar();
+  assert.equal(rigOf(avatar), rigOf(avatar));
+  const twin = { ...smile, avatarId: avatar.avatarId, tenantId: "other" };
+  assert.notEqual(
+    rigOf(twin),
+    rigOf(avatar),
+    "another tenant's avatar, same id",
+  );
+  assert.equal(rigOf(twin).photoTeeth, true);
 });
 
 Deno.test("photoPainters()", async (t) => {
@@ -353,13 +404,15 @@ Deno.test("photoPainters()", async (t) => {
         bgId: "transparent",
       });
       assert.ok(p && p.width === 512 && p.height === 512 && p.paintAlpha);
-      const q = await source({
-        sessionId: "s",
-        tenantId: "acme",
-        avatarId: AVATAR_ID,
-        bgId: "",
-      });
-      assert.ok(q && !q.paintAlpha);
+      for (const own of ["", "photo"]) {
+        const q = await source({
+          sessionId: "s",
+          tenantId: "acme",
+          avatarId: AVATAR_ID,
+          bgId: own,
+        });
+        assert.ok(q && !q.paintAlpha, `bgId "${own}": the photo's own`);
+      }
       await assert.rejects(
         source({
           sessionId: "s",
