@@ -118,8 +118,10 @@ export function createPhotoPainter(
       const out = f.data;
       out.set(rest);
       if (alphaOut) alphaOut.set(avatar.alpha);
-      // Breathing: ~15 breaths a minute, a pixel and a half at the shoulders.
-      const breath = 1.5 * Math.sin(state.t * Math.PI * 2 / 4.2 + phase);
+      // Breathing: ~15 breaths a minute, a pixel or two at the shoulders (whole pixels).
+      const breath = Math.round(
+        1.5 * Math.sin(state.t * Math.PI * 2 / 4.2 + phase),
+      );
       // Speech under way (the viseme weights away from silence), slow to rise and
       // slower to fall, so the sway grows and settles over a second or two.
       const speaking = 1 - weights[0];

@@ -84,10 +84,15 @@ export function posePoints(
   // drawn one: half its sway and 30 % of its roll while speaking, a third of that
   // between turns; most of its nod.
   const sway = 0.3 + 0.7 * live;
-  const ang = 0.3 * sway * state.head.tilt;
+  // Whole pixels and roll steps of 1/512 rad, as the cartoon does: between steps the
+  // head stands still (the encoder skips its blocks, and the photo's texture is not
+  // resampled at a new sub-pixel offset every frame, which would shimmer).
+  const ang = Math.round(0.3 * sway * state.head.tilt * 512) / 512;
   const cos = Math.cos(ang), sin = Math.sin(ang);
-  const tx = 0.5 * sway * state.head.x * rig.width;
-  const ty = 0.75 * sway * state.head.y * rig.height + 0.4 * breath;
+  const tx = Math.round(0.5 * sway * state.head.x * rig.width);
+  const ty = Math.round(
+    0.75 * sway * state.head.y * rig.height + 0.4 * breath,
+  );
   out.cos = cos, out.sin = sin, out.tx = tx, out.ty = ty;
 
   const eyeLines = rig.eyes.map((e) => ({
