@@ -69,13 +69,16 @@ function fillLens(
       if (yl - yu < 0.05) continue;
       const k = reveal(xc, yl - yu);
       if (k <= 0) continue;
-      const r0 = Math.max(0, Math.floor(yu / scale)),
-        r1 = Math.min(h / scale, Math.ceil(yl / scale));
+      const r0 = Math.max(0, Math.floor(yu / scale - 0.5)),
+        r1 = Math.min(h / scale, Math.ceil(yl / scale + 0.5));
       for (let r = r0; r < r1; r++) {
         const yc = (r + 0.5) * scale;
-        const cov = Math.min(1, Math.max(0, yc - yu + 0.5 * scale) / scale) *
-          Math.min(1, Math.max(0, yl - yc + 0.5 * scale) / scale) *
-          Math.min(1, (yl - yu) / scale) * k;
+        // Pixels centred inside are the mesh's hole (no triangle wrote them): filled
+        // whole; those centred just outside belong to the lips: blended by how much
+        // of them the opening covers.
+        const top = yc >= yu ? 1 : Math.max(0, 0.5 - (yu - yc) / scale);
+        const bottom = yc < yl ? 1 : Math.max(0, 0.5 - (yc - yl) / scale);
+        const cov = top * bottom * Math.min(1, (yl - yu) / scale) * k;
         if (cov <= 0) continue;
         shade(xc, yc, px);
         if (scale === 1) {
@@ -121,14 +124,30 @@ function darken(
   }
 }
 
-const TOOTH_EDGES = [0, 0.2, 0.36, 0.5, 0.62];
+const TOOTH_EDGES = [0, 0.2, 0.36, 0.5, 0.62, 0.72];
 
-/** The darkening of the gaps between teeth at mouth position `u` (−1..1). */
-function toothGaps(u: number, hw: number, spacing: number): number {
+/**
+ * A tooth's shading at mouth position `u` (−1..1), teeth `spacing` wide (1 upper,
+ * narrower lower): each tooth rounded (lit in its middle, darker towards its sides),
+ * the gaps between them dark over a pixel or so; and how much its biting edge rises
+ * near its sides (0..1), so the row's lower edge is scalloped, not ruled.
+ */
+function toothShade(
+  u: number,
+  hw: number,
+  spacing: number,
+): { k: number; lift: number } {
   const a = Math.abs(u) / spacing;
-  let d = Infinity;
-  for (const e of TOOTH_EDGES) d = Math.min(d, Math.abs(a - e));
-  return 1 - 0.13 * Math.max(0, 1 - d * spacing * hw / 0.7);
+  let i = 0;
+  while (i < TOOTH_EDGES.length - 1 && a > TOOTH_EDGES[i + 1]) i++;
+  const lo = TOOTH_EDGES[i],
+    hi = TOOTH_EDGES[Math.min(i + 1, TOOTH_EDGES.length - 1)];
+  const width = Math.max(1e-3, hi - lo);
+  const f = Math.min(1, Math.max(0, (a - lo) / width));
+  const gapPx = Math.min(f, 1 - f) * width * spacing * hw;
+  const k = (0.9 + 0.1 * Math.sin(Math.PI * f)) *
+    (1 - 0.22 * Math.max(0, 1 - gapPx / 0.8));
+  return { k, lift: 1 - Math.sin(Math.PI * f) };
 }
 
 /** Scratch per painter, so frames allocate nothing. */
@@ -174,10 +193,12 @@ export function drawMouth(
     }
     const rest = restUp;
     const showU = faceH * (0.008 + 0.014 * m.teeth);
-    const showL = faceH * 0.022 * m.lowerTeeth;
-    const lowerOn = smoothstep(0.2, 0.6, m.lowerTeeth);
+    const showL = faceH * (0.012 + 0.016 * m.lowerTeeth);
+    // Lower teeth once the lips are well apart (a sliver would read as a line).
+    const lowerOn = smoothstep(0.2, 0.6, m.lowerTeeth) *
+      smoothstep(0.03 * faceH, 0.06 * faceH, opened);
     const teethY = Math.min(225, 16 + (skin.y - 16) * 1.12 + 10);
-    const tu = 128 + (skin.u - 128) * 0.55, tv = 128 + (skin.v - 128) * 0.45;
+    const tu = 128 + (skin.u - 128) * 0.7, tv = 128 + (skin.v - 128) * 0.55;
     const lightK = rig.light * 0.15;
     // A narrow opening lets little light in: everything inside is dimmer.
     const dim = 0.6 + 0.4 * smoothstep(2, 0.07 * faceH, gap);
@@ -209,9 +230,11 @@ export function drawMouth(
         Math.max(0, 1 - u * u);
       if (tongueA > 0) {
         const under = 1 - 0.45 * Math.exp(-(yl - hy) / (0.06 * gh + 0.8));
+        // A shallow groove down its middle.
+        const groove = 1 - 0.12 * Math.max(0, 1 - Math.abs(u) * mouthHw / 2);
         const k =
           (0.45 + 0.35 * smoothstep(tongueTop, tongueTop + 0.4 * gh, hy)) *
-          side * lipShadow * under;
+          side * lipShadow * under * groove;
         cy += (16 + (lip.y - 16) * k - cy) * tongueA;
         cu += (128 + (lip.u - 128) * 0.9 - cu) * tongueA;
         cv += (128 + (lip.v - 128) * 1.05 + 3 - cv) * tongueA;
@@ -220,18 +243,21 @@ export function drawMouth(
       // gaps and edges; the lower ones in the upper teeth's shadow.
       const au = Math.abs(u);
       const front = 1 - smoothstep(0.45, 0.9, au);
+      const up = toothShade(u, mouthHw, 1), low = toothShade(u, mouthHw, 0.75);
+      // Each tooth's biting edge a little higher at its sides: a scalloped row.
+      const edgeU = teethU - 0.12 * showU * up.lift;
+      const edgeL = teethL + 0.12 * showL * low.lift;
       const upperA = rig.photoTeeth
         ? 0
-        : front * smoothstep(teethU + 0.6, teethU - 0.6, hy);
-      const lowerA = front * lowerOn *
-        smoothstep(teethL - 0.6, teethL + 0.6, hy);
+        : front * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+      const lowerA = front * lowerOn * smoothstep(edgeL - 0.6, edgeL + 0.6, hy);
       let tk = 0, ta = 0;
       if (upperA > 0) {
-        const edge = 1 - 0.15 * smoothstep(teethU - 2.5, teethU, hy);
-        tk = side * lipShadow * edge * toothGaps(u, mouthHw, 1);
+        const edge = 1 - 0.15 * smoothstep(edgeU - 2.5, edgeU, hy);
+        tk = side * lipShadow * edge * up.k;
         ta = upperA;
       } else if (lowerA > 0) {
-        tk = 0.62 * side * toothGaps(u, mouthHw, 0.75);
+        tk = 0.6 * side * low.k * (1 - 0.25 * smoothstep(edgeL, edgeL + 3, hy));
         ta = lowerA;
       }
       if (ta > 0) {
