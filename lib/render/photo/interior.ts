@@ -359,19 +359,24 @@ function drawEye(
     unhead(pose, rig, X, Y, p);
     let hx = p[0], hy = p[1];
     const yu = polylineY(up.x, up.y, X);
-    const lid = 1 - 0.3 * Math.exp(-(Y - yu) / (0.15 * e.gap + 0.5));
+    // A lowering lid shades the eye under it (the photo has its own shade at rest).
+    const lid = 1 -
+      0.3 * state.blink * Math.exp(-(Y - yu) / (0.15 * e.gap + 0.5));
+    const moved = ox !== 0 || oy !== 0;
     const dIris = Math.hypot(hx - e.irisX - ox, hy - e.irisY - oy);
-    if (dIris < r) {
-      hx -= ox, hy -= oy;
-    } else if (Math.hypot(hx - e.irisX, hy - e.irisY) < r * 1.05) {
+    if (moved && dIris < r) {
+      // The iris, moved: its texture from where it was, inside the photo's own eye
+      // opening (what the lids hid is not in the photo).
+      hx -= ox;
+      hy = Math.min(
+        polylineY(rLo.x, rLo.y, hx) - 0.5,
+        Math.max(polylineY(rUp.x, rUp.y, hx) + 0.5, hy - oy),
+      );
+    } else if (moved && Math.hypot(hx - e.irisX, hy - e.irisY) < r * 1.05) {
+      // Where the iris was: the white of the eye.
       px.y = 16 + (sc.y - 16) * lid, px.u = sc.u, px.v = sc.v;
       return;
     }
-    // Stay inside the photo's own eye opening (what the lids hid is not in it).
-    hy = Math.min(
-      polylineY(rLo.x, rLo.y, hx) - 0.5,
-      Math.max(polylineY(rUp.x, rUp.y, hx) + 0.5, hy),
-    );
     px.y = 16 + (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) - 16) * lid;
     px.u = bilinear(src.u, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
     px.v = bilinear(src.v, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);

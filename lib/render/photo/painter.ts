@@ -122,10 +122,10 @@ export function createPhotoPainter(
       const breath = Math.round(
         1.5 * Math.sin(state.t * Math.PI * 2 / 4.2 + phase),
       );
-      // Speech under way (the viseme weights away from silence), slow to rise and
-      // slower to fall, so the sway grows and settles over a second or two.
+      // Speech under way (the viseme weights away from silence), slow to rise and to
+      // fall, so the sway grows and settles over about a second.
       const speaking = 1 - weights[0];
-      live += (speaking - live) * (speaking > live ? 0.08 : 0.03);
+      live += (speaking - live) * (speaking > live ? 0.08 : 0.06);
       posePoints(rig, state, breath, live, pose);
       for (let i = 0; i < rig.n; i++) {
         moved[i] = Math.abs(pose.x[i] - rig.sx[i]) > STILL ||

@@ -69,7 +69,10 @@ export function posePoints(
   // Jaw: the angle whose rotation drops the lower lip's centre by the asked opening.
   const lipY = rig.sy[14], lipZ = rig.z[14];
   const reach = Math.hypot(lipY - rig.pivotY, lipZ - rig.pivotZ);
-  const drop = MAX_DROP * faceH * m.open;
+  // The lips part a little as soon as a sound starts (before the jaw has dropped
+  // much), then the jaw does the rest.
+  const drop = faceH *
+    (MAX_DROP * m.open + 0.012 * smoothstep(0.02, 0.12, m.open));
   const theta = Math.asin(Math.min(0.9, drop / Math.max(1, reach)));
   out.theta = theta;
   out.drop = jawShift(rig, lipY, lipZ, theta);

@@ -21,7 +21,7 @@ import {
 } from "./_avatar.ts";
 import { buildRig } from "../../../../lib/render/photo/rig.ts";
 import { rigOf } from "../../../../lib/render/photo/painter.ts";
-import { ssim } from "./_ssim.ts";
+import { ssim } from "../../../../bench/_ssim.ts";
 
 const avatar = await testAvatar();
 const W = avatar.width, N = W * avatar.height;
@@ -87,6 +87,16 @@ function stats(luma: Uint8Array, b: ReturnType<typeof eyeBox>) {
 }
 
 Deno.test("photo painter", async (t) => {
+  await t.step("a still face is the photo itself, pixel for pixel", () => {
+    // Seed 0 and t = 0: no breath, no sway; nothing may be drawn over the photo.
+    const p = createPhotoPainter(avatar, { bg: null, seed: 0 });
+    const { state, weights } = faceWith({}, { t: 0 });
+    const f = paintOnce(p, state, weights).data;
+    let differ = 0;
+    for (let i = 0; i < f.length; i++) if (f[i] !== avatar.i420[i]) differ++;
+    assert.equal(differ, 0);
+  });
+
   await t.step("the mouth opens with the jaw viseme's weight", () => {
     const counts = [0, 0.25, 0.5, 0.75, 1].map((k) => {
       const { state, weights } = faceWith({ [AA]: k });
