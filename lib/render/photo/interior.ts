@@ -146,7 +146,7 @@ function toothShade(
   const f = Math.min(1, Math.max(0, (a - lo) / width));
   const gapPx = Math.min(f, 1 - f) * width * spacing * hw;
   const k = (0.9 + 0.1 * Math.sin(Math.PI * f)) *
-    (1 - 0.22 * Math.max(0, 1 - gapPx / 0.8));
+    (1 - 0.15 * Math.max(0, 1 - gapPx / 0.7));
   return { k, lift: 1 - Math.sin(Math.PI * f) };
 }
 

@@ -77,7 +77,10 @@ export function posePoints(
   out.theta = theta;
   out.drop = jawShift(rig, lipY, lipZ, theta);
   const openK = Math.min(1, m.open * 2.5);
-  const spread = mouthHw * (0.2 * (m.wide - 0.35) - 0.38 * m.round);
+  // Spreading (EE) pulls the cheeks along; rounding (OO) is the lips' own ring
+  // muscle: it gathers the lips and barely moves the cheeks.
+  const spread = mouthHw * 0.2 * (m.wide - 0.35);
+  const gather = -mouthHw * 0.38 * m.round;
   const lift = faceH * (0.006 + 0.012 * m.teeth) * openK;
   const thick = 0.28 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
     0.22 * m.press;
@@ -115,15 +118,16 @@ export function posePoints(
     if (rig.jawW[i] > 0) y += rig.jawW[i] * jawShift(rig, sy, rig.z[i], theta);
     // Mouth area: corners spread or round, with the cheeks around them following.
     const u = (sx - mouthX) / mouthHw, v = (sy - mouthY) / mouthHw;
-    let g = 1;
+    let g = 1, gl = 1;
     if (role === LIP_NONE) {
       // Falling off faster upwards: the nose stays where it is.
       const e = Math.hypot(u * 0.85, v * (v < 0 ? 3 : 1.2));
       g = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.6) ** 2));
+      gl = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.5) ** 2));
     }
     if (g > 0.01) {
       const uc = Math.max(-1.1, Math.min(1.1, u));
-      x += spread * uc * g;
+      x += (spread * g + gather * gl) * uc;
       y -= 0.08 * mouthHw * Math.max(0, m.wide - 0.35) * g * uc * uc;
     }
     if (role !== LIP_NONE) {
