@@ -91,5 +91,39 @@ export function eyeRig(
       Math.hypot(x - irisX, y - irisY) > r * 1.15 &&
       y > polylineY(ux, uy, x) + 1 && y < polylineY(lx, ly, x) - 1,
   );
-  return { upper, lower, irisX, irisY, irisR: Math.max(1, r), sclera, gap };
+  return {
+    upper,
+    lower,
+    irisX,
+    irisY,
+    irisR: irisEdge(a, irisX, irisY, Math.max(1, r), sclera.y),
+    sclera,
+    gap,
+  };
+}
+
+/**
+ * The iris's radius as the photo shows it: from the mesh's radius `r` outwards along
+ * the row through its centre, where the luma first passes halfway from the iris's
+ * to the white's (the mesh's iris is often smaller than the dark disc; a moved iris
+ * would leave a ghost of the rest behind).
+ */
+function irisEdge(
+  a: PhotoAvatar,
+  cx: number,
+  cy: number,
+  r: number,
+  white: number,
+): number {
+  const w = a.width;
+  const at = (x: number, y: number) =>
+    a.i420[Math.round(y) * w + Math.min(w - 1, Math.max(0, Math.round(x)))];
+  const dark = (at(cx, cy) + at(cx - 0.3 * r, cy) + at(cx + 0.3 * r, cy)) / 3;
+  const half = (dark + white) / 2;
+  for (let k = 0.8; k <= 1.8; k += 0.05) {
+    if ((at(cx - k * r, cy) + at(cx + k * r, cy)) / 2 > half) {
+      return Math.max(r, k * r);
+    }
+  }
+  return 1.8 * r;
 }

@@ -226,23 +226,36 @@ Deno.test("photo painter", async (t) => {
     }
   });
 
-  await t.step("the irises follow the gaze", () => {
-    const look = (x: number) => {
-      const { state, weights } = faceWith({}, { gaze: { x, y: 0 } });
-      const f = paintOnce(own, state, weights).data;
-      // Centroid of the iris's dark pixels in the eye's box.
-      const b = EYES[0];
+  await t.step("the irises follow the gaze, leaving no ghost behind", () => {
+    const rig = buildRig(avatar);
+    EYES.forEach((b, k) => {
       const dark = 16 + 0.45 * (stats(avatar.i420, b).mean - 16);
-      let sx = 0, n = 0;
-      for (let y = b.y0; y < b.y1; y++) {
-        for (let xx = b.x0; xx < b.x1; xx++) {
-          if (f[y * W + xx] < dark) (sx += xx, n++);
+      const eye = rig.eyes[k];
+      const look = (x: number) => {
+        const { state, weights } = faceWith({}, { gaze: { x, y: 0 } });
+        const f = paintOnce(own, state, weights).data;
+        // Centroid of the iris's dark pixels in the eye's box...
+        let sx = 0, n = 0;
+        for (let y = b.y0; y < b.y1; y++) {
+          for (let xx = b.x0; xx < b.x1; xx++) {
+            if (f[y * W + xx] < dark) (sx += xx, n++);
+          }
         }
-      }
-      return sx / n;
-    };
-    const r = look(0.8), l = look(-0.8);
-    assert.ok(r > l + 1.5, `right gaze ${r} vs left gaze ${l}`);
+        // ...and the dark runs (2 px or more) across the eye on the iris's row: one
+        // iris, not the moved one beside what is left of the old.
+        const row = Math.round(eye.irisY) * W;
+        let runs = 0, len = 0;
+        const x0 = Math.round(eye.irisX - 3 * eye.irisR);
+        for (let xx = x0; xx <= eye.irisX + 3 * eye.irisR; xx++) {
+          len = f[row + xx] < dark ? len + 1 : 0;
+          if (len === 2) runs++;
+        }
+        return { at: sx / n, runs };
+      };
+      const r = look(0.8), l = look(-0.8);
+      assert.ok(r.at > l.at + 1.5, `right gaze ${r.at} vs left gaze ${l.at}`);
+      assert.ok(r.runs <= 1 && l.runs <= 1, `iris runs ${r.runs}, ${l.runs}`);
+    });
   });
 
   await t.step(
