@@ -197,8 +197,12 @@ export function drawMouth(
     // Lower teeth once the lips are well apart (a sliver would read as a line).
     const lowerOn = smoothstep(0.2, 0.6, m.lowerTeeth) *
       smoothstep(0.03 * faceH, 0.06 * faceH, opened);
-    const teethY = Math.min(225, 16 + (skin.y - 16) * 1.12 + 10);
-    const tu = 128 + (skin.u - 128) * 0.7, tv = 128 + (skin.v - 128) * 0.55;
+    // Drawn teeth in the photo's own teeth's tone when it shows them, else a warm
+    // ivory a little brighter than the skin.
+    const own = rig.photoTeeth;
+    const teethY = own ? own.y : Math.min(225, 16 + (skin.y - 16) * 1.12 + 10);
+    const tu = own ? own.u : 128 + (skin.u - 128) * 0.7;
+    const tv = own ? own.v : 128 + (skin.v - 128) * 0.55;
     const lightK = rig.light * 0.15;
     // A narrow opening lets little light in: everything inside is dimmer.
     const dim = 0.6 + 0.4 * smoothstep(2, 0.07 * faceH, gap);
@@ -231,7 +235,7 @@ export function drawMouth(
       if (tongueA > 0) {
         const under = 1 - 0.45 * Math.exp(-(yl - hy) / (0.06 * gh + 0.8));
         // A shallow groove down its middle.
-        const groove = 1 - 0.12 * Math.max(0, 1 - Math.abs(u) * mouthHw / 2);
+        const groove = 1 - 0.07 * Math.max(0, 1 - Math.abs(u) * mouthHw / 4);
         const k =
           (0.45 + 0.35 * smoothstep(tongueTop, tongueTop + 0.4 * gh, hy)) *
           side * lipShadow * under * groove;
@@ -247,9 +251,7 @@ export function drawMouth(
       // Each tooth's biting edge a little higher at its sides: a scalloped row.
       const edgeU = teethU - 0.12 * showU * up.lift;
       const edgeL = teethL + 0.12 * showL * low.lift;
-      const upperA = rig.photoTeeth
-        ? 0
-        : front * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+      const upperA = own ? 0 : front * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
       const lowerA = front * lowerOn * smoothstep(edgeL - 0.6, edgeL + 0.6, hy);
       let tk = 0, ta = 0;
       if (upperA > 0) {
@@ -257,7 +259,8 @@ export function drawMouth(
         tk = side * lipShadow * edge * up.k;
         ta = upperA;
       } else if (lowerA > 0) {
-        tk = 0.6 * side * low.k * (1 - 0.25 * smoothstep(edgeL, edgeL + 3, hy));
+        tk = 0.75 * side * low.k *
+          (1 - 0.25 * smoothstep(edgeL, edgeL + 3, hy));
         ta = lowerA;
       }
       if (ta > 0) {
@@ -267,7 +270,7 @@ export function drawMouth(
         cu += (tu + (cu - tu) * shade - cu) * ta;
         cv += (tv + (cv - tv) * shade - cv) * ta;
       }
-      if (rig.photoTeeth) {
+      if (own) {
         // The photo's own teeth, where the photo shows them between its lips, fixed
         // to the skull; below them the drawn inside.
         const rl = polylineY(restLo.x, restLo.y, hx);
@@ -290,6 +293,8 @@ export function drawMouth(
     const yuAt = (x: number) => polylineY(up.x, up.y, x);
     const ylAt = (x: number) => polylineY(lo.x, lo.y, x);
     const x0 = up.x[0], x1 = up.x[up.x.length - 1];
+    // Only where the lips are apart there (not along a shut corner).
+    const apart = (x: number) => smoothstep(0.3, 2, ylAt(x) - yuAt(x));
     darken(
       out,
       w,
@@ -298,9 +303,18 @@ export function drawMouth(
       x1,
       (x) => yuAt(x) - 2.5,
       2.5,
-      (_x, t) => 1 - 0.22 * openF * t,
+      (x, t) => 1 - 0.22 * openF * t * apart(x),
     );
-    darken(out, w, h, x0, x1, ylAt, 2.5, (_x, t) => 1 - 0.18 * openF * (1 - t));
+    darken(
+      out,
+      w,
+      h,
+      x0,
+      x1,
+      ylAt,
+      2.5,
+      (x, t) => 1 - 0.18 * openF * (1 - t) * apart(x),
+    );
   }
   // Under the lower lip and on the chin, the shade deepens as the jaw drops.
   const jaw = Math.min(1, m.open * 1.6);

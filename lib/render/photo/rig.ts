@@ -66,8 +66,11 @@ export interface Rig {
   lipTone: Tone;
   /** −1 lit from the image's left … 1 from its right (cheek luma difference). */
   light: number;
-  /** The photo shows teeth between the lips (a smile): they are used, not drawn. */
-  photoTeeth: boolean;
+  /**
+   * The photo's teeth between its lips (a smile), by their mean tone: they are used,
+   * not drawn, and drawn ones (the lower row) take their tone. Null: none show.
+   */
+  photoTeeth: Tone | null;
 }
 
 const MESH_LANDMARKS = IRIS_START;
@@ -363,16 +366,22 @@ function showsTeeth(
   il: { x: number[]; y: number[] },
   faceH: number,
   skinY: number,
-): boolean {
+): Tone | null {
   const mid = iu.x.length >> 1;
-  if (il.y[mid] - iu.y[mid] < 0.025 * faceH) return false;
-  let bright = 0, n = 0;
+  if (il.y[mid] - iu.y[mid] < 0.025 * faceH) return null;
+  const w = a.width, n0 = w * a.height;
+  let bright = 0, n = 0, ty = 0, tu = 0, tv = 0;
   for (let x = Math.round(iu.x[2]); x < iu.x[iu.x.length - 3]; x++) {
     const y = Math.round(
       (polylineY(iu.x, iu.y, x) + polylineY(il.x, il.y, x)) / 2,
     );
-    if (a.i420[y * a.width + x] > 16 + (skinY - 16) * 0.67) bright++;
+    const l = a.i420[y * w + x];
     n++;
+    if (l <= 16 + (skinY - 16) * 0.67) continue;
+    const c = (y >> 1) * (w >> 1) + (x >> 1);
+    bright++, ty += l, tu += a.i420[n0 + c], tv += a.i420[n0 * 5 / 4 + c];
   }
-  return n > 0 && bright / n > 0.6;
+  return n > 0 && bright / n > 0.6
+    ? { y: ty / bright, u: tu / bright, v: tv / bright }
+    : null;
 }
