@@ -243,6 +243,16 @@ export function buildRig(a: PhotoAvatar): Rig {
   for (let k = 0; k < lidBands.length; k += 2) {
     oy[lidBands[k]] += lidBands[k + 1] > 0 ? 0.03 * faceH : -0.03 * faceH;
   }
+  // A point lying on a contour (whole-pixel landmarks do) would keep that contour
+  // edge out of the mesh: it steps off, away from the hole.
+  const sides: Array<[number[], number]> = [
+    [LIP_INNER_UPPER, -1],
+    [LIP_INNER_LOWER, 1],
+    ...eyeSets.flatMap(([up, lo]) =>
+      [[up, -1], [lo, 1]] as Array<[number[], number]>
+    ),
+  ];
+  stepOffContours(ox, oy, sides);
   // Coincident points (rounded landmarks) are meshed once.
   const keep: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -384,4 +394,32 @@ function showsTeeth(
   return n > 0 && bright / n > 0.6
     ? { y: ty / bright, u: tu / bright, v: tv / bright }
     : null;
+}
+
+/**
+ * Moves every point that lies on a segment of a contour (within 0.3 px, between its
+ * ends) 0.6 px off it towards `side` (−1 up, 1 down), in the posed-open geometry the
+ * triangulation is computed in.
+ */
+function stepOffContours(
+  xs: Float64Array,
+  ys: Float64Array,
+  contours: Array<[number[], number]>,
+): void {
+  for (const [c, side] of contours) {
+    const on = new Set(c);
+    for (let k = 1; k < c.length; k++) {
+      const a = c[k - 1], b = c[k];
+      const dx = xs[b] - xs[a], dy = ys[b] - ys[a];
+      const len2 = dx * dx + dy * dy;
+      if (len2 < 1e-9) continue;
+      for (let i = 0; i < xs.length; i++) {
+        if (on.has(i)) continue;
+        const t = ((xs[i] - xs[a]) * dx + (ys[i] - ys[a]) * dy) / len2;
+        if (t <= 0.01 || t >= 0.99) continue;
+        const px = xs[a] + t * dx, py = ys[a] + t * dy;
+        if (Math.hypot(xs[i] - px, ys[i] - py) < 0.3) ys[i] = py + 0.6 * side;
+      }
+    }
+  }
 }
