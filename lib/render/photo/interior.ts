@@ -337,6 +337,20 @@ export function drawMouth(
             Math.max(0, 1 - u * u);
       },
     );
+    // The chin below, turned down with the jaw, catches a little less light.
+    darken(
+      out,
+      w,
+      h,
+      cx - 1.4 * hw,
+      cx + 1.4 * hw,
+      (x) => polylineY(ol.x, ol.y, x) + 0.05 * faceH,
+      0.16 * faceH,
+      (x, t) => {
+        const u = (x - cx) / (1.4 * hw);
+        return 1 - 0.06 * jaw * Math.sin(Math.PI * t) * Math.max(0, 1 - u * u);
+      },
+    );
   }
 }
 

@@ -218,7 +218,7 @@ export function buildRig(a: PhotoAvatar): Rig {
     // Below the jaw the skin of the throat follows it part of the way, so the chin
     // slides over it instead of folding it.
     if (i >= MESH_LANDMARKS) {
-      jawW[i] *= 0.6 * (1 - smoothstep(1, 1.6, ovalR(sx[i], sy[i])));
+      jawW[i] *= 0.85 * (1 - smoothstep(1, 2, ovalR(sx[i], sy[i])));
     }
   }
   for (const c of [61, 291, 78, 308]) jawW[c] = 0.5;
