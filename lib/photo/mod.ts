@@ -15,7 +15,9 @@ export {
   PHOTO_NAME_MAX,
   type PhotoAvatarEntry,
   type PhotoManifest,
+  readPhotoAvatar,
   removePhotoAvatar,
 } from "./store.ts";
+export { photoPreviewPng } from "./preview.ts";
 export { loadPhotoAvatar } from "./cache.ts";
 export type { PhotoAvatar } from "../render/photo/types.ts";

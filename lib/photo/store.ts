@@ -89,7 +89,6 @@ export async function addPhotoAvatar(
   input: AddPhotoInput,
 ): Promise<PhotoAvatar> {
   const { tenantId } = input;
-  if (!input.consentBy) throw new PhotoRefusal("consent not given");
   if (!TENANT_ID_PATTERN.test(tenantId)) {
     throw new PhotoRefusal("tenant id is not valid");
   }
@@ -99,6 +98,7 @@ export async function addPhotoAvatar(
       "Photo avatars of another tenant cannot be added",
     );
   }
+  if (!input.consentBy) throw new PhotoRefusal("consent not given");
   const name = input.name.trim();
   if (name.length < 1 || name.length > PHOTO_NAME_MAX || /\p{Cc}/u.test(name)) {
     throw new PhotoRefusal("name must be 1 to 80 printable characters");

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { LANDMARK_COUNT, PHOTO_SIZE } from "../../../lib/render/photo/types.ts";
 import { preparePhoto } from "../../../lib/photo/mod.ts";
 import { rgbToI420 } from "../../../lib/photo/prepare.ts";
+import { i420ToRgb } from "../../../lib/photo/preview.ts";
 import { withPhotoModels } from "../../../lib/photo/models.ts";
 import { toYuv } from "../../../lib/render/raster.ts";
 import {
@@ -153,4 +154,16 @@ Deno.test("rgbToI420() converts as raster.ts's toYuv, chroma averaged per 2×2 b
   const mean = toYuv([105, 125, 65]);
   assert.deepEqual([out[8], out[10]], [Math.round(mean.u), Math.round(mean.v)]);
   assert.deepEqual([out[9], out[11]], [128, 128]);
+});
+
+Deno.test("i420ToRgb() inverts rgbToI420 within rounding on flat colours", () => {
+  for (
+    const c of [[200, 30, 40], [10, 220, 90], [128, 128, 128], [250, 240, 230]]
+  ) {
+    const rgb = new Uint8Array(4 * 4 * 3).map((_, i) => c[i % 3]);
+    const back = i420ToRgb(rgbToI420(rgb, 4, 4), 4, 4);
+    for (let i = 0; i < back.length; i++) {
+      assert.ok(Math.abs(back[i] - rgb[i]) <= 2, `${c} → ${back.slice(0, 3)}`);
+    }
+  }
 });
