@@ -255,3 +255,12 @@ Deno.test("resample() averages areas when shrinking and repeats the edge outside
   );
   assert.ok(flat.every((v) => v === 77));
 });
+
+Deno.test("decodePhoto() decodes a JPEG of the largest accepted size, 4096×4096", () => {
+  const side = 4096;
+  const rgba = new Uint8Array(side * side * 4).fill(180);
+  const bytes = jpeg.encode({ width: side, height: side, data: rgba }, 50).data;
+  const out = decodePhoto(bytes);
+  assert.deepEqual([out.width, out.height], [side, side]);
+  assert.ok(Math.abs(out.data[out.data.length - 1] - 180) <= 2);
+});
