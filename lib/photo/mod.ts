@@ -9,6 +9,7 @@ export { MIN_FACE_WIDTH, type PhotoMeta, preparePhoto } from "./prepare.ts";
 export {
   addPhotoAvatar,
   type AddPhotoInput,
+  administeredPhotoManifest,
   getPhotoManifest,
   listPhotoAvatars,
   PHOTO_AVATAR_ID,
@@ -18,6 +19,6 @@ export {
   readPhotoAvatar,
   removePhotoAvatar,
 } from "./store.ts";
-export { photoPreviewPng } from "./preview.ts";
+export { photoPreview } from "./preview.ts";
 export { loadPhotoAvatar } from "./cache.ts";
 export type { PhotoAvatar } from "../render/photo/types.ts";

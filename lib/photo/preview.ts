@@ -1,6 +1,8 @@
 /** A prepared avatar as a PNG, for the console's preview (BT.601 limited range back to RGB). */
 import { encode as encodePng } from "fast-png";
+import { administers, type Administrator } from "../auth/principal.ts";
 import type { PhotoAvatar } from "../render/photo/types.ts";
+import { readPhotoAvatar } from "./store.ts";
 
 /** The avatar's 512×512 crop (`i420`) as RGB, inverting lib/render/raster.ts's `toYuv`. */
 export function i420ToRgb(
@@ -26,6 +28,21 @@ export function i420ToRgb(
     }
   }
   return rgb;
+}
+
+/**
+ * `tenantId`'s avatar `avatarId` as a PNG, as `by` may see it: null when there is none,
+ * or it is another tenant's for a tenant administrator.
+ */
+export async function photoPreview(
+  kv: Deno.Kv,
+  by: Administrator,
+  tenantId: string,
+  avatarId: string,
+): Promise<Uint8Array | null> {
+  if (!administers(by, tenantId)) return null;
+  const avatar = await readPhotoAvatar(kv, tenantId, avatarId);
+  return avatar ? photoPreviewPng(avatar) : null;
 }
 
 /** The avatar's crop as a PNG image. */

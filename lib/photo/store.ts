@@ -194,6 +194,18 @@ export async function getPhotoManifest(
   )).value;
 }
 
+/** The manifest as `by` may see it: null for another tenant's, for a tenant administrator. */
+export async function administeredPhotoManifest(
+  kv: Deno.Kv,
+  by: Administrator,
+  tenantId: string,
+  avatarId: string,
+): Promise<PhotoManifest | null> {
+  return administers(by, tenantId)
+    ? await getPhotoManifest(kv, tenantId, avatarId)
+    : null;
+}
+
 /**
  * Removes `tenantId`'s avatar `avatarId` on behalf of `by`: the manifest, every chunk and
  * one from the count, in one commit. False when there is none (or it is another

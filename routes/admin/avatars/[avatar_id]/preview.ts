@@ -4,9 +4,9 @@
  * avatar is not found, as an unknown one is.
  */
 import type { Ctx } from "../../../../lib/api/http.ts";
-import { administers, isOperator } from "../../../../lib/auth/principal.ts";
+import { isOperator } from "../../../../lib/auth/principal.ts";
 import { errorPage, requireAdmin } from "../../../../lib/console/render.tsx";
-import { photoPreviewPng, readPhotoAvatar } from "../../../../lib/photo/mod.ts";
+import { photoPreview } from "../../../../lib/photo/mod.ts";
 
 export const handler = {
   async GET(ctx: Ctx): Promise<Response> {
@@ -14,10 +14,13 @@ export const handler = {
     const tenant = isOperator(admin)
       ? ctx.url.searchParams.get("tenant") ?? ""
       : admin.tenantId;
-    const avatar = administers(admin, tenant)
-      ? await readPhotoAvatar(ctx.deps.kv, tenant, ctx.params.avatar_id)
-      : null;
-    if (!avatar) {
+    const png = await photoPreview(
+      ctx.deps.kv,
+      admin,
+      tenant,
+      ctx.params.avatar_id,
+    );
+    if (!png) {
       return errorPage(
         ctx,
         404,
@@ -26,7 +29,7 @@ export const handler = {
       );
     }
     // The console's headers add `cache-control: no-store`: a tenant's portrait is never cached.
-    return new Response(photoPreviewPng(avatar) as Uint8Array<ArrayBuffer>, {
+    return new Response(png as Uint8Array<ArrayBuffer>, {
       headers: { "content-type": "image/png" },
     });
   },

@@ -6,7 +6,7 @@
 import { ConfirmForm } from "../../../../components/ConfirmAction.tsx";
 import { Notice, PageHeader } from "../../../../components/ui.tsx";
 import type { Ctx } from "../../../../lib/api/http.ts";
-import { administers, isOperator } from "../../../../lib/auth/principal.ts";
+import { isOperator } from "../../../../lib/auth/principal.ts";
 import { redirect } from "../../../../lib/console/http.ts";
 import {
   consoleState,
@@ -16,7 +16,7 @@ import {
   requireAdmin,
 } from "../../../../lib/console/render.tsx";
 import {
-  getPhotoManifest,
+  administeredPhotoManifest,
   type PhotoManifest,
   removePhotoAvatar,
 } from "../../../../lib/photo/mod.ts";
@@ -29,9 +29,12 @@ export const handler = {
       ? form.get("tenant_id") ?? ""
       : admin.tenantId;
     const avatarId = ctx.params.avatar_id;
-    const manifest = administers(admin, tenant)
-      ? await getPhotoManifest(ctx.deps.kv, tenant, avatarId)
-      : null;
+    const manifest = await administeredPhotoManifest(
+      ctx.deps.kv,
+      admin,
+      tenant,
+      avatarId,
+    );
     if (!manifest) {
       return errorPage(
         ctx,
