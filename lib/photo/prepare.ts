@@ -72,9 +72,9 @@ async function prepare(
   if (faces.length === 0) throw new PhotoRefusal("no face found");
   if (faces.length > 1) throw new PhotoRefusal("more than one face");
   const face = faces[0];
-  checkFace(face, image.width / small.width);
-  const mask = await models.segment(small);
   const toOriginal = image.width / small.width;
+  checkFace(face, toOriginal);
+  const mask = await models.segment(small);
   const rect = cropRect(face.mesh, toOriginal, image.width, image.height);
   const rgb = resample(
     image.data,
