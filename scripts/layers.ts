@@ -25,7 +25,8 @@
  * - console: the console's server components, islands and their helpers;
  * - topology: where a session runs (control plane, media nodes, hand-off, drain);
  * - media plane: the live side of a session, which drives engines, renderer and SFU;
- * - sessions: the session domain (create, end, records, usage), its webhooks, tenants;
+ * - sessions: the session domain (create, end, records, usage), its webhooks, tenants
+ *   and their photo avatars;
  * - adapters: what the media plane and the session domain drive: engine adapters, the
  *   renderer, the SFU, the avatar catalog;
  * - request edge: the HTTP layer (router, schemas, rate limits) and authentication,
@@ -51,6 +52,7 @@ export const FLOORS: readonly { name: string; rooms: readonly string[] }[] = [
       "lib/sessions.ts",
       "lib/webhooks",
       "lib/tenants.ts",
+      "lib/photo",
     ],
   },
   {
