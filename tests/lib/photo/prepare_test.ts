@@ -3,6 +3,7 @@ import { LANDMARK_COUNT, PHOTO_SIZE } from "../../../lib/render/photo/types.ts";
 import { preparePhoto } from "../../../lib/photo/mod.ts";
 import { checkFace, rgbToI420 } from "../../../lib/photo/prepare.ts";
 import { i420ToRgb } from "../../../lib/photo/preview.ts";
+import { resample } from "../../../lib/photo/resample.ts";
 import { withPhotoModels } from "../../../lib/photo/models.ts";
 import { toYuv } from "../../../lib/render/raster.ts";
 import {
@@ -216,4 +217,31 @@ Deno.test("checkFace() takes the face's width in original pixels and bounds yaw,
       assert.equal(cause(() => checkFace(f, toOriginal)), expected);
     });
   }
+});
+
+Deno.test("preparePhoto() takes the astronaut PNG once her face is 200 px wide (×2)", async () => {
+  const a = fixture("astronaut.png");
+  const whole = { x: 0, y: 0, w: a.width, h: a.height };
+  const twice = {
+    width: a.width * 2,
+    height: a.height * 2,
+    data: resample(
+      a.data,
+      a.width,
+      a.height,
+      3,
+      whole,
+      a.width * 2,
+      a.height * 2,
+    ),
+  };
+  const avatar = await preparePhoto(png(twice), meta);
+  const l = avatar.landmarks;
+  const nose = point(l, 1);
+  assert.ok(Math.abs(nose.x - PHOTO_SIZE / 2) < 30, `nose at ${nose.x}`);
+  assert.ok(point(l, 33).x < point(l, 263).x && point(l, 13).y > point(l, 1).y);
+  assert.ok(
+    avatar.alpha[Math.round(nose.y) * PHOTO_SIZE + Math.round(nose.x)] > 200,
+  );
+  assert.ok(avatar.alpha[5 * PHOTO_SIZE + 5] < 30);
 });
