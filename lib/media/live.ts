@@ -8,7 +8,7 @@ import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink, SpeechEvent } from "../render/port.ts";
 import { Turns } from "./turns.ts";
 import { liveEngineEvents } from "./engine_events.ts";
-import type { SfuLink } from "../sfu/mod.ts";
+import { rejectsVideo, type SfuLink } from "../sfu/mod.ts";
 import {
   bindSocket,
   contain,
@@ -18,10 +18,12 @@ import {
 } from "./contain.ts";
 import { Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
+import { stopPipeline } from "./teardown.ts";
 import {
   type ClientMessage,
   CLOSE_TAKEN_OVER,
   CLOSE_TOO_BIG,
+  CLOSE_UNSUPPORTED_MEDIA,
   DEFAULT_BROWSER_SAMPLE_RATE,
   pcmFromBytes,
   type ServerMessage,
@@ -49,6 +51,11 @@ export class LiveSession {
   render: RenderSession | null = null;
   /** A webrtc_sfu session's SFU side: media goes out as RTP, sockets get WebRTC offers. */
   sfu: SfuLink | null = null;
+  /**
+   * Created `auto` (webrtc_sfu sessions): a socket whose browser cannot play WebRTC is
+   * served fMP4 from the same renderer; else it gets the fatal `unsupported_media`.
+   */
+  fmp4Fallback = false;
   readonly stats: LiveStats = {
     segmentsSent: 0,
     segmentsDropped: 0,
@@ -74,6 +81,8 @@ export class LiveSession {
   closed = false;
 
   private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
+  /** On a webrtc_sfu session: the socket served fMP4 instead (`webrtc.unsupported`). */
+  private fmp4Socket: WebSocket | null = null;
   /** The socket whose stream has its init segment (speech events can reach it). */
   private streamingTo: WebSocket | null = null;
   /** The last `session.state` sent through `sendState`. */
@@ -195,8 +204,9 @@ export class LiveSession {
       close: () => {
         if (this.socket === ws) {
           this.socket = null;
-          if (this.sfu) this.sfu.detach(ws);
-          else this.render?.detach();
+          this.sfu?.detach(ws);
+          if (!this.sfu || this.fmp4Socket === ws) this.render?.detach();
+          this.fmp4Socket = null;
           this.onDetached?.();
         }
       },
@@ -205,6 +215,9 @@ export class LiveSession {
     });
     sendJson(ws, { type: "session.state", status });
     if (this.sfu) {
+      // The older socket may have been served fMP4: its stream stops (the run pauses).
+      if (this.fmp4Socket) this.render?.detach();
+      this.fmp4Socket = null;
       this.sfu.attach(ws);
       this.turns.replaySpeaking();
     } else if (this.render) this.render.attach(this.sinkFor(ws));
@@ -218,13 +231,16 @@ export class LiveSession {
     this.render = render;
     if (this.sfu) {
       const log = this.deps.log;
-      const speech = (e: SpeechEvent) => this.turns.speech(e);
+      // Speech on the sender's clock means nothing to a socket played over MSE.
+      const speech = (e: SpeechEvent) => {
+        if (!this.fmp4Socket) this.turns.speech(e);
+      };
       this.sfu.publish(
         render,
         (why) => this.onFailed?.(why, "render", "render_failed"),
         contain(log, "render", "rtp speech", this.contained, speech),
       );
-      return;
+      if (!this.fmp4Socket) return;
     }
     if (this.socket) render.attach(this.sinkFor(this.socket));
   }
@@ -288,15 +304,51 @@ export class LiveSession {
       }
       case "interrupt":
         return this.turns.interrupt();
+      case "webrtc.unsupported":
+        this.webrtcUnsupported();
+        break;
       case "webrtc.answer":
       case "webrtc.candidate":
-        if (this.sfu && this.socket) void this.sfu.handle(this.socket, msg);
-        else {
+        if (
+          this.sfu && msg.type === "webrtc.answer" && rejectsVideo(msg.sdp)
+        ) {
+          this.webrtcUnsupported();
+        } else if (this.sfu && this.socket) {
+          void this.sfu.handle(this.socket, msg);
+        } else {
           this.stats.invalidMessages++;
           this.sendError("invalid_message", false);
         }
         break;
     }
+  }
+
+  /**
+   * The current socket's browser cannot play WebRTC (it said so, or its answer rejected
+   * the video): created `auto`, the socket is served fMP4 from the same renderer
+   * instead; created `webrtc_sfu`, it gets the fatal `unsupported_media` and closes.
+   */
+  private webrtcUnsupported(): void {
+    const ws = this.socket;
+    if (!ws || this.fmp4Socket === ws) return;
+    if (!this.sfu) {
+      this.stats.invalidMessages++;
+      this.sendError("invalid_message", false);
+      return;
+    }
+    if (!this.fmp4Fallback) {
+      this.sendError("unsupported_media", true);
+      try {
+        ws.close(CLOSE_UNSUPPORTED_MEDIA, "this browser cannot play WebRTC");
+      } catch { /* already closing */ }
+      return;
+    }
+    this.deps.log.info("browser cannot play WebRTC: serving websocket_fmp4", {
+      session_id: this.sessionId,
+    });
+    this.sfu.detach(ws);
+    this.fmp4Socket = ws;
+    this.render?.attach(this.sinkFor(ws));
   }
 
   send(msg: ServerMessage): void {
@@ -314,39 +366,11 @@ export class LiveSession {
   async teardown(force: boolean, timeoutMs: number): Promise<string[]> {
     this.closed = true;
     this.turns.close();
-    const problems: string[] = [];
-    const engine = this.engine;
-    const render = this.render;
-    const engineDone = (async () => {
-      if (!engine) return;
-      if (force) {
-        engine.close();
-        return;
-      }
-      const ok = await engine.end(timeoutMs).catch(() => false);
-      if (!ok) {
-        problems.push(
-          `conversation engine did not close within ${
-            Math.round(timeoutMs / 1000)
-          } s`,
-        );
-        engine.close();
-      }
-    })();
-    const renderDone = (async () => {
-      if (!render) return;
-      const { clean } = await render.stop({ graceful: !force, timeoutMs })
-        .catch(() => ({
-          clean: false,
-        }));
-      if (!clean && !force) {
-        problems.push(
-          `renderer did not stop within ${Math.round(timeoutMs / 1000)} s`,
-        );
-      }
-    })();
-    await Promise.all([engineDone, renderDone, this.sfu?.close()]);
-    return problems;
+    return await stopPipeline(
+      { engine: this.engine, render: this.render, sfu: this.sfu },
+      force,
+      timeoutMs,
+    );
   }
 
   /** `session.state` for a move the socket has not seen yet (e.g. `ending`), once. */
