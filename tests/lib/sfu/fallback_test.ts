@@ -79,6 +79,29 @@ Deno.test("auto falls back to websocket_fmp4 per socket; webrtc_sfu gets the fat
             "microphone audio at the engine",
           );
 
+          // Speech on the fMP4 timeline (presentation time), not the sender's clock.
+          const from = b.json.length;
+          b.send({ type: "text", text: "speak" });
+          const speaking = (on: boolean) =>
+            b.until(
+              () =>
+                b.json.slice(from).find((m) =>
+                  m.type === "avatar.speaking" && m.speaking === on
+                ),
+              `avatar.speaking ${on}`,
+            );
+          const on = await speaking(true);
+          const off = await speaking(false);
+          const [t0, t1] = [on.media_time_ms, off.media_time_ms] as number[];
+          assert.ok(t0 > 0 && t0 < 60_000, `media_time_ms ${t0}`);
+          // The tone is 0.6 s long (one 40-ms frame of slack either way).
+          assert.ok(Math.abs(t1 - t0 - 600) <= 40, `${t0} → ${t1}`);
+          assert.equal(
+            b.json.filter((m) => m.type === "avatar.speaking").length,
+            2,
+            "no second report of the speech on the sender's clock",
+          );
+
           // A takeover is offered WebRTC again; the next one falls back again.
           const b2 = await offered(s, c.session_id, c.client_token);
           assert.equal(await b.closed(), 4000);
