@@ -30,6 +30,11 @@ export interface MatrixOptions {
   open: (pulseServer: string, origin: string) => Promise<PageDriver>;
   /** How the `auto` session plays in this browser: WebRTC, or fMP4 over MSE. */
   autoPlays: "rtc" | "mse";
+  /**
+   * The browser answers an H.264 offer with the video rejected: also run `auto` with
+   * `RTCRtpReceiver.getCapabilities` hidden, so the client finds out from its answer.
+   */
+  rejectsVideo?: boolean;
   /** Opens the browser once more, refusing autoplay with sound. */
   openMutedOnly?: (pulseServer: string) => Promise<PageDriver>;
 }
@@ -103,8 +108,8 @@ async function session(
   page: PageDriver,
   pageBase: string,
   ctx: { pulse: Pulse; mic: { loud: number }; client: AvatarClient },
+  transport: "auto" | "websocket_fmp4",
   plays: "rtc" | "mse",
-  fellBack: boolean,
 ): Promise<{ firstPlayMs: number; peakRms: number }> {
   await page.goto(pageBase);
   await page.eval(COLLECT);
@@ -122,6 +127,7 @@ async function session(
     "the video playing",
   );
   assert.equal(await page.eval(PLAYS), plays);
+  const fellBack = transport === "auto" && plays === "mse";
   // A browser that fell back was told why, as a typed notice (not an exception).
   assert.equal(
     await page.eval(
@@ -172,8 +178,43 @@ async function session(
   assert.equal(shown, "ended requested");
   const s = await ctx.client.getSession(id);
   assert.equal(s.status, "ended");
+  // REST reports the transport chosen at create, whatever the socket played.
+  assert.equal(s.transport, transport === "auto" ? "webrtc_sfu" : transport);
   assert.deepEqual(await page.eval(`globalThis.__problems`), []);
   return { firstPlayMs, peakRms };
+}
+
+/**
+ * An `auto` session where the client cannot read the receiver's capabilities: its
+ * answer rejects the video, so it sends `webrtc.unsupported` instead, never the answer.
+ */
+async function answerRejected(page: PageDriver, pageBase: string) {
+  await page.goto(pageBase);
+  await page.eval(COLLECT);
+  await page.eval(`(() => {
+    RTCRtpReceiver.getCapabilities = undefined;
+    globalThis.__sent = [];
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (d) {
+      if (typeof d === "string") __sent.push(JSON.parse(d).type);
+      return send.call(this, d);
+    };
+    document.getElementById("start").click();
+    return true;
+  })()`);
+  await until(
+    page,
+    `(() => { const v = document.querySelector("video");
+      return !v.paused && v.videoWidth > 0 && v.currentTime > 1; })()`,
+    "the video playing",
+  );
+  assert.equal(await page.eval(PLAYS), "mse");
+  const sent = await page.eval<string[]>(`globalThis.__sent`);
+  assert.ok(sent.includes("webrtc.unsupported"), sent.join());
+  assert.ok(!sent.includes("webrtc.answer"), sent.join());
+  await page.eval(`(document.getElementById("end").click(), true)`);
+  assert.equal(await until(page, ENDED, "the end"), "ended requested");
+  assert.deepEqual(await page.eval(`globalThis.__problems`), []);
 }
 
 /** A session in a browser that refuses sound without a gesture: it plays muted. */
@@ -254,12 +295,20 @@ export async function runMatrix(
         async () => {
           current = run;
           const plays = run === "auto" ? options.autoPlays : "mse";
-          const fellBack = run === "auto" && plays === "mse";
-          const r = await session(page!, pageBase, ctx, plays, fellBack);
+          const r = await session(page!, pageBase, ctx, run, plays);
           console.log(
             `${name} ${run} (${plays}): playing ${r.firstPlayMs} ms after ` +
               `Start; sound at RMS ${r.peakRms}`,
           );
+        },
+      );
+    }
+    if (options.rejectsVideo) {
+      await t.step(
+        "auto, capabilities hidden: the answer rejects the video, the client falls back",
+        async () => {
+          current = "auto";
+          await answerRejected(page!, pageBase);
         },
       );
     }

@@ -9,5 +9,6 @@ Deno.test("browser matrix: Firefox ESR (no H.264 in WebRTC) plays auto and webso
   await runMatrix(t, "firefox", {
     open: (pulse) => openFirefox(pulse),
     autoPlays: "mse",
+    rejectsVideo: true,
   });
 });
