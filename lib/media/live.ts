@@ -215,11 +215,13 @@ export class LiveSession {
     });
     sendJson(ws, { type: "session.state", status });
     if (this.sfu) {
-      // The older socket may have been served fMP4: its stream stops (the run pauses).
-      if (this.fmp4Socket) this.render?.detach();
+      // The older socket may have been served fMP4: its stream stops (the run pauses),
+      // and its speech, on that stream's timeline, is not replayed.
+      const fromFmp4 = this.fmp4Socket !== null;
+      if (fromFmp4) this.render?.detach();
       this.fmp4Socket = null;
       this.sfu.attach(ws);
-      this.turns.replaySpeaking();
+      if (!fromFmp4) this.turns.replaySpeaking();
     } else if (this.render) this.render.attach(this.sinkFor(ws));
   }
 

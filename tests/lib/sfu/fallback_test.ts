@@ -102,10 +102,30 @@ Deno.test("auto falls back to websocket_fmp4 per socket; webrtc_sfu gets the fat
             "no second report of the speech on the sender's clock",
           );
 
-          // A takeover is offered WebRTC again; the next one falls back again.
+          // A takeover mid-speech is offered WebRTC again, and hears nothing of the
+          // speech on the fMP4 timeline; its cut is on the sender's clock.
+          const from2 = b.json.length;
+          b.send({ type: "text", text: "speak long" });
+          await b.until(
+            () =>
+              b.json.slice(from2).find((m) =>
+                m.type === "avatar.speaking" && m.speaking
+              ),
+            "avatar.speaking (long)",
+          );
           const b2 = await offered(s, c.session_id, c.client_token);
           assert.equal(await b.closed(), 4000);
           assert.ok(!b2.json.some((m) => m.type === "media.init"));
+          await new Promise((r) => setTimeout(r, 300));
+          b2.send({ type: "interrupt" });
+          await b2.message((m) => m.type === "turn.interrupted", "the cut");
+          const said = b2.json.filter((m) => m.type === "avatar.speaking");
+          assert.ok(
+            said.every((m) => (m.media_time_ms as number) > 1e12),
+            JSON.stringify(said),
+          );
+
+          // The next takeover falls back again.
           const b3 = await offered(s, c.session_id, c.client_token);
           assert.equal(await b2.closed(), 4000);
           b3.send({ type: "webrtc.unsupported" });
