@@ -16,7 +16,7 @@ import {
   CONTAINED,
   type FailureSource,
 } from "./contain.ts";
-import { Downlink, sendJson } from "./downlink.ts";
+import { closeSocket, Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
 import { stopPipeline } from "./teardown.ts";
 import {
@@ -193,9 +193,7 @@ export class LiveSession {
         code: "session_already_active",
         fatal: false,
       });
-      try {
-        old.close(CLOSE_TAKEN_OVER, "taken over by a newer connection");
-      } catch { /* already closing */ }
+      closeSocket(old, CLOSE_TAKEN_OVER, "taken over by a newer connection");
     }
     ws.binaryType = "arraybuffer";
     const gate = new FrameGate(() => this.deps.now());
@@ -285,9 +283,7 @@ export class LiveSession {
         this.deps.log.warn("media socket closed for oversize frames", {
           session_id: this.sessionId,
         });
-        try {
-          ws.close(CLOSE_TOO_BIG, "frame too big");
-        } catch { /* already closing */ }
+        closeSocket(ws, CLOSE_TOO_BIG, "frame too big");
     }
   }
 
@@ -302,8 +298,7 @@ export class LiveSession {
       case "text": {
         if (this.engine?.textTurns === false) {
           // The engine has no typed turns (vendor_b): refused, the session goes on.
-          this.stats.invalidMessages++;
-          this.sendError("invalid_message", false);
+          this.invalidMessage();
           break;
         }
         this.turns.userTranscript(msg.text, true);
@@ -323,10 +318,7 @@ export class LiveSession {
           this.webrtcUnsupported();
         } else if (this.sfu && this.socket) {
           void this.sfu.handle(this.socket, msg);
-        } else {
-          this.stats.invalidMessages++;
-          this.sendError("invalid_message", false);
-        }
+        } else this.invalidMessage();
         break;
     }
   }
@@ -339,17 +331,10 @@ export class LiveSession {
   private webrtcUnsupported(): void {
     const ws = this.socket;
     if (!ws || this.fmp4Socket === ws) return;
-    if (!this.sfu) {
-      this.stats.invalidMessages++;
-      this.sendError("invalid_message", false);
-      return;
-    }
+    if (!this.sfu) return this.invalidMessage();
     if (!this.fmp4Fallback) {
       this.sendError("unsupported_media", true);
-      try {
-        ws.close(CLOSE_UNSUPPORTED_MEDIA, "this browser cannot play WebRTC");
-      } catch { /* already closing */ }
-      return;
+      return closeSocket(ws, CLOSE_UNSUPPORTED_MEDIA, "cannot play WebRTC");
     }
     this.deps.log.info("browser cannot play WebRTC: serving websocket_fmp4", {
       session_id: this.sessionId,
@@ -357,6 +342,12 @@ export class LiveSession {
     this.sfu.detach(ws);
     this.fmp4Socket = ws;
     this.render?.attach(this.sinkFor(ws));
+  }
+
+  /** A message the socket may not send on this session: refused, nothing else. */
+  private invalidMessage(): void {
+    this.stats.invalidMessages++;
+    this.sendError("invalid_message", false);
   }
 
   send(msg: ServerMessage): void {
@@ -392,17 +383,14 @@ export class LiveSession {
   finish(status: string, reason?: EndReason): void {
     const ws = this.socket;
     this.socket = null;
-    if (ws) {
-      sendJson(
-        ws,
-        reason
-          ? { type: "session.ended", status, reason }
-          : { type: "session.ended", status },
-      );
-      try {
-        ws.close(1000, "session ended");
-      } catch { /* already closing */ }
-    }
+    if (!ws) return;
+    sendJson(
+      ws,
+      reason
+        ? { type: "session.ended", status, reason }
+        : { type: "session.ended", status },
+    );
+    closeSocket(ws, 1000, "session ended");
   }
 
   /**
@@ -412,9 +400,7 @@ export class LiveSession {
   goAway(): void {
     const ws = this.socket;
     this.socket = null;
-    try {
-      ws?.close(1001, "service shutting down");
-    } catch { /* already closing */ }
+    if (ws) closeSocket(ws, 1001, "service shutting down");
   }
 
   /** Drops everything at once (failure paths, shutdown). */
