@@ -23,7 +23,7 @@ const WAIT_MS = 60_000;
 const AUDIBLE_RMS = 1000;
 
 /** The backends of the page's origin: a transport each, and one the engine refuses. */
-type Backend = "auto" | "websocket_fmp4" | "refused";
+type Backend = "auto" | "websocket_fmp4" | "webrtc_sfu" | "refused";
 
 export interface MatrixOptions {
   /** Opens the browser, its sound going to `pulseServer`, allowed the mic on `origin`. */
@@ -260,7 +260,7 @@ export async function runMatrix(
   });
   const bundle = await bundleBrowserClient();
   const backendFor = (
-    transport: "auto" | "websocket_fmp4",
+    transport: "auto" | "websocket_fmp4" | "webrtc_sfu",
     token: string,
   ) =>
     createBackend({
@@ -276,6 +276,7 @@ export async function runMatrix(
   const backends: Record<Backend, (req: Request) => Promise<Response>> = {
     auto: backendFor("auto", engineToken),
     websocket_fmp4: backendFor("websocket_fmp4", engineToken),
+    webrtc_sfu: backendFor("webrtc_sfu", engineToken),
     refused: backendFor("auto", "not-the-engine-token"),
   };
   // One origin (one microphone grant); the test picks the backend of each run.
@@ -300,6 +301,33 @@ export async function runMatrix(
             `${name} ${run} (${plays}): playing ${r.firstPlayMs} ms after ` +
               `Start; sound at RMS ${r.peakRms}`,
           );
+        },
+      );
+    }
+    if (options.autoPlays === "mse") {
+      await t.step(
+        "webrtc_sfu: the fatal unsupported_media at once, no reconnect",
+        async () => {
+          current = "webrtc_sfu";
+          await page!.goto(pageBase);
+          await page!.eval(COLLECT);
+          const started = Date.now();
+          await page!.eval(`(document.getElementById("start").click(), true)`);
+          await until(
+            page!,
+            `globalThis.avatarPlayer?.state === "closed" &&
+              document.getElementById("log").textContent
+                .includes("Error: unsupported_media")`,
+            "the fatal unsupported_media",
+          );
+          // Told at once, not after the 15-s start timeout.
+          assert.ok(Date.now() - started < 10_000);
+          await new Promise((r) => setTimeout(r, 500));
+          assert.equal(
+            await page!.eval(`globalThis.avatarPlayer.stats.reconnects`),
+            0,
+          );
+          assert.deepEqual(await page!.eval(`globalThis.__problems`), []);
         },
       );
     }
