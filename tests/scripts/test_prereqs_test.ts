@@ -75,7 +75,6 @@ done
   };
 }
 
-const [CHROMIUM, JANUS, ESPEAK] = PREREQS;
 /** The browser matrix's packages (Firefox, WebKitGTK, Xvfb, PulseAudio, GStreamer). */
 const MATRIX = PREREQS.slice(3);
 const ALL = PREREQS.map((p) => p.pkg).join(" ");
