@@ -117,11 +117,6 @@ export class Playback {
     return this.#buffer.stats;
   }
 
-  /** `rtc` while the video plays WebRTC, `mse` while it plays the socket's fMP4. */
-  get mode(): "rtc" | "mse" {
-    return this.#mode;
-  }
-
   get rtcStats(): RtcStats {
     return this.#rtc?.stats ?? {
       peerConnections: 0,
@@ -206,9 +201,17 @@ export class Playback {
     const playable = this.#mode === "rtc"
       ? v.srcObject !== null
       : this.#buffer.latencyS > 0;
-    if (!v.paused || this.#autoplayBlocked || !open || !playable) return;
+    if (!v.paused || !open || !playable) return;
+    // Autoplay refused: wait for `play()`, unless muted here (then it restarts muted,
+    // e.g. on a takeover's new stream).
+    if (this.#autoplayBlocked && !this.#mutedByUs) return;
     v.play().catch((err) => {
       if (!(err instanceof DOMException) || err.name !== "NotAllowedError") {
+        return;
+      }
+      if (this.#mutedByUs) {
+        this.#mutedByUs = false;
+        v.muted = false;
         return;
       }
       if (this.#autoplayBlocked) return;
@@ -217,7 +220,7 @@ export class Playback {
       if (v.muted) return;
       this.#mutedByUs = true;
       v.muted = true;
-      v.play().catch(() => {});
+      this.#startIfPlayable(open);
     });
   }
 

@@ -140,8 +140,13 @@ async function session(
   );
 
   // Moving video: the picture changes (the idle avatar blinks, looks around).
-  const first = await page.eval<{ h: number; lit: number }>(FRAME);
-  assert.ok(first.lit > 10, `the picture is black: ${JSON.stringify(first)}`);
+  // WebKitGTK under load can draw a black frame to the canvas at first: wait for a
+  // lit picture (a black stream never gets one).
+  const first = await until<{ h: number; lit: number }>(
+    page,
+    `(() => { const f = ${FRAME}; return f.lit > 10 && f; })()`,
+    "a lit picture",
+  );
   await until(page, `${FRAME}.h !== ${first.h}`, "the picture to move");
 
   // The microphone reaches the engine.
@@ -232,6 +237,16 @@ async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
     await page.eval(
       `document.getElementById("log").textContent.includes("Notice: autoplay_blocked")`,
     ),
+  );
+  // A takeover's new stream starts again, muted, with no gesture.
+  const before = await page.eval<number>(`avatarPlayer.stats.streams`);
+  await page.eval(`(avatarPlayer._ws.close(), true)`);
+  await until(
+    page,
+    `(() => { const v = document.querySelector("video");
+      return avatarPlayer.stats.streams > ${before} && !v.paused && v.muted &&
+        v.currentTime > 0.5; })()`,
+    "the new stream playing muted",
   );
   await page.eval(`(document.getElementById("end").click(), true)`);
   assert.equal(await until(page, ENDED, "the end"), "ended requested");
