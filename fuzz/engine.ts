@@ -21,14 +21,16 @@ import {
   addFinding,
   emptyReport,
   type FuzzReport,
-  mediaUrl,
-  mintKey,
   printReport,
   Rng,
+} from "./_lib.ts";
+import {
+  mediaUrl,
+  mintKey,
   type ServiceUnderTest,
   startService,
   withBystander,
-} from "./_lib.ts";
+} from "./_service.ts";
 import { CaseSource } from "./engine_cases.ts";
 
 /** Bound on every answer the fuzzer waits for (REST, pong, activation). */

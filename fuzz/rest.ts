@@ -9,16 +9,18 @@
  */
 import {
   addFinding,
-  createSession,
   emptyReport,
   type FuzzReport,
-  mintKey,
   printReport,
   Rng,
+} from "./_lib.ts";
+import {
+  createSession,
+  mintKey,
   type ServiceUnderTest,
   startService,
   withBystander,
-} from "./_lib.ts";
+} from "./_service.ts";
 import {
   bodyCase,
   type CaseContext,

@@ -11,20 +11,22 @@
  */
 import {
   addFinding,
-  createSession,
-  ecepCreateBody,
   emptyReport,
-  FUZZ_ENGINE_KEY,
   type FuzzReport,
   garbageValue,
-  mediaUrl,
-  mintKey,
   printReport,
   Rng,
+} from "./_lib.ts";
+import {
+  createSession,
+  ecepCreateBody,
+  FUZZ_ENGINE_KEY,
+  mediaUrl,
+  mintKey,
   type ServiceUnderTest,
   startService,
   withBystander,
-} from "./_lib.ts";
+} from "./_service.ts";
 import { startEcepFake } from "../tests/fakes/ecep_engine_fake.ts";
 
 export interface SocketFuzzOptions {

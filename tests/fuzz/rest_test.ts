@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { emptyReport, type ServiceUnderTest } from "../../fuzz/_lib.ts";
+import { emptyReport } from "../../fuzz/_lib.ts";
+import { type ServiceUnderTest } from "../../fuzz/_service.ts";
 import { type RestFuzzReport, runCase, runRestFuzz } from "../../fuzz/rest.ts";
 import type { CaseContext, RestCase } from "../../fuzz/rest_cases.ts";
 
