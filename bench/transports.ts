@@ -19,7 +19,7 @@
  */
 import { chromium } from "playwright-core";
 import { bundleBrowserClient } from "../examples/backend.ts";
-import { FUZZ_ADMIN_KEY, startService } from "../fuzz/_service.ts";
+import { FUZZ_ADMIN_KEY, startService } from "../fuzz/_lib.ts";
 import { startExampleEngine } from "../scripts/example_engine.ts";
 import { startJanus } from "../lib/sfu/mod.ts";
 

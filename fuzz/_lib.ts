@@ -1,7 +1,8 @@
 /**
  * The fuzzers' shared harness: a seeded random source, garbage generators and the report
- * each fuzzer fills. The service they attack and the bystander: ./_service.ts.
+ * each fuzzer fills; and, from ./_service.ts, the service they attack and the bystander.
  */
+export * from "./_service.ts";
 
 /** A small deterministic PRNG (mulberry32): the same seed gives the same cases. */
 export class Rng {

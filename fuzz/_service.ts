@@ -7,7 +7,6 @@
 import { startEcepFake } from "../tests/fakes/ecep_engine_fake.ts";
 import type { FakeWs } from "../tests/fakes/fake_ws.ts";
 import { startInstance } from "../tests/lib/media/_instance.ts";
-import type { FuzzReport } from "./_lib.ts";
 
 export const FUZZ_ADMIN_KEY = "fuzz-admin-key-0123456789abcdefghijklmnop";
 export const FUZZ_TOKEN_SECRET = "fuzz-token-secret-0123456789abcdefghijklmno";
@@ -262,7 +261,7 @@ export async function startBystander(
  */
 export async function withBystander(
   svc: ServiceUnderTest,
-  report: FuzzReport,
+  report: { bystanderStreamed: boolean; deaths: number },
   fn: () => Promise<void>,
 ): Promise<void> {
   const deathsBefore = svc.deaths;

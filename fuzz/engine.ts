@@ -21,16 +21,14 @@ import {
   addFinding,
   emptyReport,
   type FuzzReport,
-  printReport,
-  Rng,
-} from "./_lib.ts";
-import {
   mediaUrl,
   mintKey,
+  printReport,
+  Rng,
   type ServiceUnderTest,
   startService,
   withBystander,
-} from "./_service.ts";
+} from "./_lib.ts";
 import { CaseSource } from "./engine_cases.ts";
 
 /** Bound on every answer the fuzzer waits for (REST, pong, activation). */

@@ -9,18 +9,16 @@
  */
 import {
   addFinding,
+  createSession,
   emptyReport,
   type FuzzReport,
+  mintKey,
   printReport,
   Rng,
-} from "./_lib.ts";
-import {
-  createSession,
-  mintKey,
   type ServiceUnderTest,
   startService,
   withBystander,
-} from "./_service.ts";
+} from "./_lib.ts";
 import {
   bodyCase,
   type CaseContext,

@@ -11,22 +11,20 @@
  */
 import {
   addFinding,
-  emptyReport,
-  type FuzzReport,
-  garbageValue,
-  printReport,
-  Rng,
-} from "./_lib.ts";
-import {
   createSession,
   ecepCreateBody,
+  emptyReport,
   FUZZ_ENGINE_KEY,
+  type FuzzReport,
+  garbageValue,
   mediaUrl,
   mintKey,
+  printReport,
+  Rng,
   type ServiceUnderTest,
   startService,
   withBystander,
-} from "./_service.ts";
+} from "./_lib.ts";
 import { startEcepFake } from "../tests/fakes/ecep_engine_fake.ts";
 
 export interface SocketFuzzOptions {

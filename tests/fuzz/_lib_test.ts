@@ -4,8 +4,9 @@ import {
   emptyReport,
   garbageValue,
   Rng,
+  startService,
+  withBystander,
 } from "../../fuzz/_lib.ts";
-import { startService, withBystander } from "../../fuzz/_service.ts";
 
 Deno.test("Rng gives the same sequence for the same seed, another for another", () => {
   const a = new Rng(42), b = new Rng(42), c = new Rng(43);

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { emptyReport } from "../../fuzz/_lib.ts";
-import { type ServiceUnderTest } from "../../fuzz/_service.ts";
+import { emptyReport, type ServiceUnderTest } from "../../fuzz/_lib.ts";
 import { type RestFuzzReport, runCase, runRestFuzz } from "../../fuzz/rest.ts";
 import type { CaseContext, RestCase } from "../../fuzz/rest_cases.ts";
 
