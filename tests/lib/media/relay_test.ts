@@ -31,12 +31,17 @@ function slowHolder(delayMs: number) {
 
 /** A front instance that relays every socket to `upstream`. */
 function front(upstream: string) {
-  const deps = { log: memoryLogger(), onClose: [] } as unknown as AppDeps;
+  const deps = {
+    log: memoryLogger(),
+    onClose: [],
+    now: Date.now,
+    config: { nodeSecret: new TextEncoder().encode("n".repeat(32)) },
+  } as unknown as AppDeps;
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen() {} },
     (req) => {
       const { socket, response } = Deno.upgradeWebSocket(req);
-      relaySocket(deps, socket, upstream, "session:relay");
+      relaySocket(deps, socket, upstream, "session:relay", "holder");
       return response;
     },
   );
