@@ -188,7 +188,8 @@ export function signRelayMark(
 
 /**
  * Whether a socket came through a relay: `absent` (no header), `valid` (a fresh mark
- * for this node and session under one of `secrets`), or `invalid` (anything else).
+ * for `node`, the session's holder, and the session under one of `secrets`), or
+ * `invalid` (anything else).
  */
 export function checkRelayMark(
   secrets: readonly Uint8Array[],

@@ -99,3 +99,23 @@ Deno.test("relay refuses frames over 64 KiB before passing them on; the third cl
     assert.deepEqual(holder.sizes, [10], "nothing oversize went through");
   });
 });
+
+Deno.test("relay applies the socket's rate gates: a flood of 60-KiB frames reaches the holder only as fast as the holder's own gate would take it", async () => {
+  await withRelay(0, async (b, holder) => {
+    for (let i = 0; i < 200; i++) {
+      b.send(new Uint8Array(60 * 1024));
+      b.send("x".repeat(60 * 1024));
+    }
+    b.send(new Uint8Array(2));
+    await new Promise((r) => setTimeout(r, 500));
+    const big = holder.sizes.filter((n) => n === 60 * 1024);
+    // Text: the burst (60) and what refills in the test; binary: the microphone's
+    // 4-s burst at 24 kHz (about 3 frames of 1.28 s) and its refill.
+    assert.ok(big.length <= 2 * 60 + 10, `${big.length} frames`);
+    const total = holder.sizes.reduce((a, n) => a + n, 0);
+    assert.ok(total < 5 * 1024 * 1024, `${total} bytes passed on`);
+    // The browser heard why (rate-limited invalid_message), and is still open.
+    assert.ok(b.json.some((m) => m.code === "invalid_message"));
+    assert.equal(b.closeCode, null);
+  });
+});

@@ -45,10 +45,11 @@ export const handler = {
     if (!session) {
       throw new ApiError("AVTR_SESSION_NOT_FOUND", "Session not found");
     }
+    // A mark names the holder the relay meant to reach, whoever this instance is.
     const mark = checkRelayMark(
       relaySecrets(ctx.deps.config),
       ctx.req.headers.get(RELAY_HEADER),
-      ctx.deps.instanceId,
+      session.owner,
       sessionId,
       ctx.deps.now(),
     );
