@@ -13,6 +13,7 @@
 import type { AppDeps } from "../deps.ts";
 import type { Config } from "../config.ts";
 import { kvTry } from "../kv/store.ts";
+import { handoffUrlAllowed } from "../nodes/registry.ts";
 import { RELAY_HEADER, signRelayMark } from "../nodes/signing.ts";
 import { isTerminal, readSession } from "../sessions/store.ts";
 import { bindSocket } from "./contain.ts";
@@ -33,15 +34,23 @@ export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 export const RELAY_MAX_PENDING_BYTES = 256 * 1024;
 
 /**
- * Where other instances reach `owner`, or null when it has no fresh heartbeat, or when
- * it is this instance (by id, or by URL: a restarted process at the same address finds
- * its dead predecessor's record still fresh).
+ * Where other instances reach `owner`, or null when it has no fresh heartbeat, when a
+ * control plane would reach it without TLS (as for handoffs, lib/nodes/registry.ts),
+ * or when it is this instance (by id, or by URL: a restarted process at the same
+ * address finds its dead predecessor's record still fresh).
  */
 async function holderUrl(deps: AppDeps, owner: string): Promise<string | null> {
   if (owner === deps.instanceId) return null;
   const entry = await kvTry(deps.kv.get<InstanceRecord>(instanceKey(owner)));
   const rec = entry.value;
   if (!heartbeatFresh(deps, rec) || !rec.url) return null;
+  if (deps.config.role === "control" && !handoffUrlAllowed(deps, rec.url)) {
+    // The socket's token would cross the network in the clear, as a handoff would.
+    deps.log.warn("relay refused: the holder's URL is not https", {
+      node: owner,
+    });
+    return null;
+  }
   return rec.url === deps.instanceUrl ? null : rec.url;
 }
 

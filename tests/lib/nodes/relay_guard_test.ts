@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import { instanceKey } from "../../../lib/media/presence.ts";
 import { RELAY_HEADER } from "../../../lib/nodes/signing.ts";
 import { Browser, type LiveStack } from "../media/_live.ts";
-import { startTopology } from "./_topology.ts";
+import { NODE_SECRET, startTopology } from "./_topology.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
+import { holderSocketUrl } from "../../../lib/media/relay.ts";
 
 /** Moves `sessionId` to a dead instance whose fresh record names `url`. */
 async function orphan(
@@ -105,5 +107,38 @@ Deno.test("a relay mark a client makes up is refused before the upgrade", async 
     assert.equal((await res.json()).code, "AVTR_REQUEST_INVALID");
   } finally {
     await topo.close();
+  }
+});
+
+Deno.test("a control plane relays to https node URLs only (http only with ALLOW_PRIVATE_NETWORK_TARGETS), as it hands off", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const control = await createDeps({
+    kv,
+    env: { KV_PATH: ":memory:", NODE_SECRET, SERVICE_ROLE: "control" },
+  });
+  try {
+    for (
+      const [id, url] of [["plain", "http://10.0.0.5:8000"], [
+        "tls",
+        "https://node.example",
+      ]]
+    ) {
+      await kv.set(instanceKey(id), {
+        started_at: Date.now(),
+        heartbeat_at: Date.now(),
+        url,
+        role: "media",
+      });
+    }
+    assert.equal(
+      await holderSocketUrl(control, "plain", "session:x", "t"),
+      null,
+    );
+    assert.equal(
+      await holderSocketUrl(control, "tls", "session:x", "t"),
+      "wss://node.example/v1/sessions/session%3Ax/ws?token=t",
+    );
+  } finally {
+    await closeDeps(control); // closes `kv` too
   }
 });
