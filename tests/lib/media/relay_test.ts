@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import type { AppDeps } from "../../../lib/deps.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import {
@@ -118,4 +119,59 @@ Deno.test("relay applies the socket's rate gates: a flood of 60-KiB frames reach
     assert.ok(b.json.some((m) => m.code === "invalid_message"));
     assert.equal(b.closeCode, null);
   });
+});
+
+/** A holder that completes the WebSocket handshake and then never reads. */
+function deafHolder() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns: Deno.Conn[] = [];
+  void (async () => {
+    for await (const c of listener) {
+      conns.push(c);
+      const buf = new Uint8Array(8192);
+      const n = await c.read(buf);
+      const req = new TextDecoder().decode(buf.subarray(0, n ?? 0));
+      const key = /sec-websocket-key: *(\S+)/i.exec(req)?.[1] ?? "";
+      const accept = createHash("sha1")
+        .update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+      await c.write(new TextEncoder().encode(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" +
+          `Connection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+      ));
+    }
+  })().catch(() => {});
+  return {
+    url: `ws://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/`,
+    close() {
+      for (const c of conns) c.close();
+      listener.close();
+    },
+  };
+}
+
+Deno.test("relay closes 1013 when the holder stops reading and its queue passes the bound (the browser cannot grow the relay's memory)", async () => {
+  const holder = deafHolder();
+  const f = front(holder.url);
+  const b = new Browser(new WebSocket(`${f.base.replace("http", "ws")}/`));
+  try {
+    await b.opened;
+    // The largest frames the gate passes on, as fast as it passes them.
+    const answer = JSON.stringify({
+      type: "webrtc.answer",
+      sdp: "x".repeat(32_000),
+    });
+    b.send(JSON.stringify({ type: "audio.config", sample_rate: 48000 }));
+    const deadline = Date.now() + 30_000;
+    while (b.closeCode === null && Date.now() < deadline) {
+      b.send(answer);
+      b.send(new Uint8Array(9600));
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(b.closeCode, 1013);
+  } finally {
+    b.close();
+    for (const hook of f.deps.onClose) await hook();
+    await f.server.shutdown();
+    holder.close();
+  }
 });
