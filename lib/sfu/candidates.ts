@@ -49,8 +49,9 @@ export function candidateAllowed(line: string, p: CandidatePolicy): boolean {
   const text = line.trim().replace(/^a=/, "");
   if (text === "") return true;
   // candidate:<foundation> <component> <transport> <priority> <address> <port> typ …
+  // (the foundation as long as Janus reads it, so both see the same address)
   const f =
-    /^candidate:\S{1,32} \d{1,3} [a-z]{3} \d{1,10} (\S{1,255}) (\d{1,5}) typ [a-z]{1,8}( .*)?$/i
+    /^candidate:\S{1,31} \d{1,3} [a-z]{3} \d{1,10} (\S{1,255}) (\d{1,5}) typ [a-z]{1,8}( .*)?$/i
       .exec(text);
   if (!f) return false;
   const address = f[1];
@@ -74,9 +75,13 @@ export function screenCandidate(
   return c === null || candidateAllowed(c.candidate, p);
 }
 
-/** The browser's SDP answer without the candidate lines the policy drops. */
+/**
+ * The browser's SDP answer without the candidate lines the policy drops (any line that
+ * looks like one, however spaced or cased: only the canonical form may pass).
+ */
 export function screenAnswerSdp(sdp: string, p: CandidatePolicy): string {
   return sdp.split(/\r?\n/).filter((line) =>
-    !/^a=candidate:/i.test(line) || candidateAllowed(line, p)
+    !/^\s*a\s*=\s*candidate/i.test(line) ||
+    (line.startsWith("a=candidate:") && candidateAllowed(line, p))
   ).join("\r\n");
 }

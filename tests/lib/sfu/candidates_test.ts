@@ -69,6 +69,8 @@ Deno.test("candidateAllowed(): public addresses and mDNS names pass; loopback, p
       "hello",
       line("8.8.8.8", 0),
       line("8.8.8.8", 70000),
+      // A foundation longer than Janus reads would shift its fields against ours.
+      line("8.8.8.8").replace("842163049", "f".repeat(32)),
       `${line("8.8.8.8")}\r\na=candidate:1 1 udp 1 127.0.0.1 9 typ host`,
     ]
   ) {
@@ -93,6 +95,8 @@ Deno.test("screenAnswerSdp() drops the answer's hostile candidate lines and keep
     `a=${line("127.0.0.1")}`,
     `a=${line("abc.local")}`,
     `a=${line("169.254.169.254")}`,
+    ` a=${line("10.9.9.9")}`,
+    `A=CANDIDATE:${line("10.9.9.8").slice(10)}`,
     "a=end-of-candidates",
     "",
   ].join("\r\n");
@@ -101,6 +105,7 @@ Deno.test("screenAnswerSdp() drops the answer's hostile candidate lines and keep
   assert.ok(out.includes("abc.local"));
   assert.ok(!out.includes("127.0.0.1"));
   assert.ok(!out.includes("169.254"));
+  assert.ok(!out.includes("10.9.9."));
   assert.ok(out.includes("a=end-of-candidates"));
 });
 
