@@ -11,10 +11,7 @@
  * relays it again: a restarted instance at the same URL answers its old sessions itself.
  */
 import type { AppDeps } from "../deps.ts";
-import type { Config } from "../config.ts";
 import { kvTry } from "../kv/store.ts";
-import { handoffUrlAllowed } from "../nodes/registry.ts";
-import { RELAY_HEADER, signRelayMark } from "../nodes/signing.ts";
 import { isTerminal, readSession } from "../sessions/store.ts";
 import { bindSocket } from "./contain.ts";
 import { FrameGate } from "./gate.ts";
@@ -23,7 +20,9 @@ import {
   heartbeatFresh,
   instanceKey,
   type InstanceRecord,
+  instanceUrlAllowed,
 } from "./presence.ts";
+import { RELAY_HEADER, relaySecrets, signRelayMark } from "./relay_mark.ts";
 
 /** Bytes either side may have queued before the relay gives up on it (1013). */
 export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
@@ -35,7 +34,7 @@ export const RELAY_MAX_PENDING_BYTES = 256 * 1024;
 
 /**
  * Where other instances reach `owner`, or null when it has no fresh heartbeat, when a
- * control plane would reach it without TLS (as for handoffs, lib/nodes/registry.ts),
+ * control plane would reach it without TLS (as it never hands off to such a node),
  * or when it is this instance (by id, or by URL: a restarted process at the same
  * address finds its dead predecessor's record still fresh).
  */
@@ -44,7 +43,7 @@ async function holderUrl(deps: AppDeps, owner: string): Promise<string | null> {
   const entry = await kvTry(deps.kv.get<InstanceRecord>(instanceKey(owner)));
   const rec = entry.value;
   if (!heartbeatFresh(deps, rec) || !rec.url) return null;
-  if (deps.config.role === "control" && !handoffUrlAllowed(deps, rec.url)) {
+  if (deps.config.role === "control" && !instanceUrlAllowed(deps, rec.url)) {
     // The socket's token would cross the network in the clear, as a handoff would.
     deps.log.warn("relay refused: the holder's URL is not https", {
       node: owner,
@@ -52,16 +51,6 @@ async function holderUrl(deps: AppDeps, owner: string): Promise<string | null> {
     return null;
   }
   return rec.url === deps.instanceUrl ? null : rec.url;
-}
-
-/** The keys of the relay mark: `NODE_SECRET` (and its previous one), else `TOKEN_SECRET`. */
-export function relaySecrets(config: Config): Uint8Array[] {
-  if (config.nodeSecret) {
-    return config.nodeSecretPrevious
-      ? [config.nodeSecret, config.nodeSecretPrevious]
-      : [config.nodeSecret];
-  }
-  return config.tokenSecret ? [config.tokenSecret] : [];
 }
 
 /** The holder's media socket URL for `sessionId`, or null when it is not reachable. */

@@ -6,7 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { instanceKey } from "../../../lib/media/presence.ts";
-import { RELAY_HEADER } from "../../../lib/nodes/signing.ts";
+import {
+  checkRelayMark,
+  RELAY_HEADER,
+  RELAY_MARK_MAX_SKEW_MS,
+  signRelayMark,
+} from "../../../lib/media/relay_mark.ts";
 import { Browser, type LiveStack } from "../media/_live.ts";
 import { NODE_SECRET, startTopology } from "./_topology.ts";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
@@ -141,4 +146,36 @@ Deno.test("a control plane relays to https node URLs only (http only with ALLOW_
   } finally {
     await closeDeps(control); // closes `kv` too
   }
+});
+
+const MARK_SECRET = new TextEncoder().encode(NODE_SECRET);
+
+Deno.test("relay marks: valid for their node and session only, fresh, under the shared secret", () => {
+  const now = Date.now();
+  const mark = signRelayMark(MARK_SECRET, "node-a", "session:x", now);
+  const check = (
+    h: string | null,
+    node = "node-a",
+    sid = "session:x",
+    at = now,
+  ) => checkRelayMark([MARK_SECRET], h, node, sid, at);
+  assert.equal(check(mark), "valid");
+  assert.equal(check(null), "absent");
+  assert.equal(check(mark, "node-b"), "invalid");
+  assert.equal(check(mark, "node-a", "session:y"), "invalid");
+  assert.equal(
+    check(mark, "node-a", "session:x", now + RELAY_MARK_MAX_SKEW_MS + 1),
+    "invalid",
+  );
+  assert.equal(check("t=1,v1=zz"), "invalid");
+  assert.equal(
+    checkRelayMark(
+      [new TextEncoder().encode("z".repeat(40))],
+      mark,
+      "node-a",
+      "session:x",
+      now,
+    ),
+    "invalid",
+  );
 });

@@ -5,12 +5,10 @@
  */
 import assert from "node:assert/strict";
 import {
-  checkRelayMark,
   MAX_SKEW_MS,
   parseSignature,
   SIGNATURE_HEADER,
   signCall,
-  signRelayMark,
   verifyBody,
   verifyHead,
 } from "../../../lib/nodes/signing.ts";
@@ -76,36 +74,6 @@ Deno.test("verifyHead()/verifyBody() take their own signature, and refuse any ch
   assert.equal(verifyHead(rotating, byPrevious, TARGET, now), null);
   assert.equal(verifyBody(rotating, byPrevious, TARGET, body), true);
   assert.equal(verifyHead(rotating, sig, TARGET, now), "bad_mac");
-});
-
-Deno.test("relay marks: valid for their node and session only, fresh, under the shared secret", () => {
-  const now = Date.now();
-  const mark = signRelayMark(SECRET, "node-a", "session:x", now);
-  const check = (
-    h: string | null,
-    node = "node-a",
-    sid = "session:x",
-    at = now,
-  ) => checkRelayMark([SECRET], h, node, sid, at);
-  assert.equal(check(mark), "valid");
-  assert.equal(check(null), "absent");
-  assert.equal(check(mark, "node-b"), "invalid");
-  assert.equal(check(mark, "node-a", "session:y"), "invalid");
-  assert.equal(
-    check(mark, "node-a", "session:x", now + MAX_SKEW_MS + 1),
-    "invalid",
-  );
-  assert.equal(check("t=1,v1=zz"), "invalid");
-  assert.equal(
-    checkRelayMark(
-      [enc.encode("z".repeat(40))],
-      mark,
-      "node-a",
-      "session:x",
-      now,
-    ),
-    "invalid",
-  );
 });
 
 Deno.test("POST /internal/v1/sessions: 404 off a media node; 401 unsigned, mis-signed or replayed; 400 malformed; 201 once", async () => {

@@ -1,11 +1,11 @@
 import { ApiError } from "../../../../lib/api/errors.ts";
 import { type Ctx, upgradeWebSocket } from "../../../../lib/api/http.ts";
+import { holderSocketUrl, relaySocket } from "../../../../lib/media/relay.ts";
 import {
-  holderSocketUrl,
+  checkRelayMark,
+  RELAY_HEADER,
   relaySecrets,
-  relaySocket,
-} from "../../../../lib/media/relay.ts";
-import { checkRelayMark, RELAY_HEADER } from "../../../../lib/nodes/signing.ts";
+} from "../../../../lib/media/relay_mark.ts";
 import { mediaHubOf } from "../../../../lib/media/service.ts";
 import { isTerminal, readSession } from "../../../../lib/sessions.ts";
 import { verifyMediaToken } from "../../../../lib/auth/tokens.ts";
