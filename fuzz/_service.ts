@@ -31,11 +31,13 @@ export interface ServiceUnderTest {
 }
 
 /**
- * Starts `main.ts` on a free loopback port with a temp KV file, the fuzz admin key and
- * token secret, private targets allowed and the test CA trusted; `env` adds or overrides.
+ * Starts `main.ts` on a free loopback port with a temp KV file (or `kvPath`, shared
+ * with other processes), the fuzz admin key and token secret, private targets allowed
+ * and the test CA trusted; `env` adds or overrides.
  */
 export async function startService(
   env: Record<string, string> = {},
+  kvPath?: string,
 ): Promise<ServiceUnderTest> {
   const dir = await Deno.makeTempDir({ prefix: "avatar-fuzz-" });
   let child: Deno.ChildProcess | null = null;
@@ -89,7 +91,7 @@ export async function startService(
     },
   };
   const spawn = async () => {
-    const instance = await startInstance(`${dir}/fuzz.sqlite`, {
+    const instance = await startInstance(kvPath ?? `${dir}/fuzz.sqlite`, {
       // The same port after a restart, so sockets and clients keep their base.
       PORT: String(port),
       TOKEN_SECRET: FUZZ_TOKEN_SECRET,

@@ -105,7 +105,12 @@ export interface RenderSession {
    * it out.
    */
   publishRtp?(
-    target: { host: string; videoPort: number; audioPort: number },
+    target: {
+      host: string;
+      videoPort: number;
+      audioPort: number;
+      srtp?: string;
+    },
     sink: RtpSink,
   ): void;
 }
