@@ -113,7 +113,9 @@ function capturingRender(): RenderSession & { sink(): RenderSink } {
   return {
     attach: (s) => sink = s,
     detach: () => sink = null,
-    pushAudio: () => {},
+    pushAudio: () => true,
+    endAudio: () => true,
+    markText: () => {},
     interrupt: () => null,
     segmentsRendered: 0,
     stop: () => Promise.resolve({ clean: true }),
