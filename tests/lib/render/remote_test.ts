@@ -113,6 +113,40 @@ Deno.test("remote renderer against a real worker", async (t) => {
       },
     );
 
+    await t.step(
+      "a 5-s answer pushed at once goes whole; its caption mark and end come back",
+      async () => {
+        const session = await backend.open(OPEN);
+        const events: SpeechEvent[] = [];
+        const sink = Object.assign(new RecordingSink(), {
+          onSpeech: (e: SpeechEvent) => events.push(e),
+        });
+        session.attach(sink);
+        await sink.until(() => sink.segments.length >= 3);
+        session.markText("turn_1", 1);
+        for (let i = 0; i < 50; i++) {
+          assert.equal(
+            session.pushAudio(tone(0.1, 16000), 16000, "turn_1"),
+            true,
+          );
+          if (i === 24) session.markText("turn_1", 2);
+        }
+        assert.equal(await session.endAudio("turn_1"), false);
+        await sink.until(() => events.some((e) => e.ended), 15_000);
+        const on = events.find((e) => e.speaking && e.mark === undefined)!;
+        const marks = events.filter((e) => e.mark !== undefined);
+        assert.deepEqual(marks.map((e) => e.mark), [1, 2]);
+        assert.equal(marks[1].mediaTimeMs - on.mediaTimeMs, 2500);
+        const off = events.find((e) => !e.speaking && e.mark === undefined)!;
+        assert.ok(
+          Math.abs(off.mediaTimeMs - on.mediaTimeMs - 5000) <= 40,
+          `${off.mediaTimeMs - on.mediaTimeMs}`,
+        );
+        assert.equal(session.stats().droppedAudioSamples, 0);
+        await session.stop({ graceful: false, timeoutMs: 0 });
+      },
+    );
+
     await t.step("open() maps refusals to RenderStartError kinds", async () => {
       await assert.rejects(
         backend.open({ ...OPEN, avatarId: "nobody" }),
