@@ -65,6 +65,8 @@ export class Turns {
   /** Where (performance.now()) the audio pushed so far ends if played at real time. */
   #playsUntil = 0;
   #overflowed = false;
+  /** The avatar turn that last got text (a correction replaces its text). */
+  #lastSpoken: string | null = null;
   readonly #captions: Captions;
 
   constructor(private readonly host: TurnsHost) {
@@ -177,19 +179,39 @@ export class Turns {
     const current = this.#current;
     if (current && this.#cutResponses.has(current.responseId)) {
       // Text of a cut response still in flight: its audio is dropped, never heard.
+      this.#lastSpoken = current.turnId;
       this.#captions.unheard(current.turnId, text, final);
       return;
     }
     if (current) {
+      this.#lastSpoken = current.turnId;
       this.#captions.add(current.turnId, text, final, audioMs);
       return;
     }
     // Text outside any response (e.g. after it ended): a turn of its own, placed after
     // the audio queued before it.
     const turnId = this.#nextTurn();
+    this.#lastSpoken = turnId;
     this.host.send({ type: "turn.start", turn_id: turnId, role: "avatar" });
     this.#captions.add(turnId, text, final);
     this.#endTurn(turnId, turnId);
+  }
+
+  /**
+   * The engine corrected the text of its latest turn to what was said before it was
+   * interrupted: a final transcript of that turn replaces its text (not a caption: it
+   * carries no media time).
+   */
+  correction(text: string): void {
+    const turnId = this.#lastSpoken;
+    if (!turnId) return;
+    this.host.send({
+      type: "transcript",
+      turn_id: turnId,
+      role: "avatar",
+      text,
+      final: true,
+    });
   }
 
   /** The user's words (typed, or recognized by the engine). */

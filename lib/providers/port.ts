@@ -54,6 +54,11 @@ export interface EngineEvents {
       text: string;
       final: boolean;
       audioMs?: number;
+      /**
+       * The agent's text of its latest turn, corrected to what was actually said
+       * before an interruption: it replaces that turn's text.
+       */
+      correction?: boolean;
     },
   ): void;
   /** A per-turn failure (fatal false) or an engine failure that ends the session (fatal true). */
