@@ -62,6 +62,21 @@ export class Captions {
     this.#send(turnId, { id: 0, text, final }, undefined, false);
   }
 
+  /**
+   * The engine corrected the text of turn `turnId` to what was said before it was
+   * interrupted: a final transcript of that turn replaces its text (a record, not a
+   * caption: no media time).
+   */
+  replace(turnId: string, text: string): void {
+    this.host.send({
+      type: "transcript",
+      turn_id: turnId,
+      role: "avatar",
+      text,
+      final: true,
+    });
+  }
+
   /** The stream reached mark `id` of `turnId` at `mediaTimeMs`. */
   placed(turnId: string, id: number, mediaTimeMs: number): void {
     const held = this.#held.get(turnId)?.find((h) => h.id === id);

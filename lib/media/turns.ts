@@ -197,21 +197,9 @@ export class Turns {
     this.#endTurn(turnId, turnId);
   }
 
-  /**
-   * The engine corrected the text of its latest turn to what was said before it was
-   * interrupted: a final transcript of that turn replaces its text (not a caption: it
-   * carries no media time).
-   */
+  /** The engine corrected its latest turn's text (see `Captions.replace`). */
   correction(text: string): void {
-    const turnId = this.#lastSpoken;
-    if (!turnId) return;
-    this.host.send({
-      type: "transcript",
-      turn_id: turnId,
-      role: "avatar",
-      text,
-      final: true,
-    });
+    if (this.#lastSpoken) this.#captions.replace(this.#lastSpoken, text);
   }
 
   /** The user's words (typed, or recognized by the engine). */
