@@ -12,7 +12,7 @@
  *   (`expectedDisplayTime`) minus the wall clock the renderer drew into it as a barcode
  *   (lib/render/clock_stamp.ts): render → encode → transport → decode → display, on one
  *   machine and one clock. (Engine audio reaches a drawn frame within one frame, 40 ms,
- *   more: docs/performance.md has the renderer's own audio latency.)
+ *   more: docs/notes/performance-history.md has the renderer's own audio latency.)
  *
  * Prints a table and one `RESULT {…}` JSON line. Options: `--sessions <n>` per transport
  * (default 3), `--window <s>` of playback per session (default 8).

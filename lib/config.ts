@@ -4,6 +4,7 @@
  */
 
 import { z } from "zod";
+import { ConfigError } from "./config_error.ts";
 import { type NodeConfig, nodeConfig } from "./nodes/config.ts";
 
 const ICE_URL = /^(stuns?|turns?):[^\s]+$/;
@@ -25,6 +26,8 @@ export interface Config extends NodeConfig {
   requestBodyTimeoutMs: number;
   maxConcurrentSessions: number;
   renderMaxSessions: number;
+  /** Photo avatars a tenant may keep (`AVATAR_STORE_MAX_PER_TENANT`, DECISIONS 12). */
+  avatarStoreMaxPerTenant: number;
   /** Seconds a render slot reserved at create waits for the session's media socket. */
   renderReservationS: number;
   startTimeoutMs: number;
@@ -91,12 +94,7 @@ export interface IceServer {
   credential?: string;
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError };
 
 export const DEFAULT_DOCS_BASE_URL = "https://docs.avatar.example.com";
 
@@ -303,6 +301,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     maxConcurrentSessions: int(env, "MAX_CONCURRENT_SESSIONS", 20, 1),
     renderMaxSessions: int(env, "RENDER_MAX_SESSIONS", defaultRenderSlots(), 0),
     renderReservationS: int(env, "RENDER_RESERVATION_S", 30, 1),
+    avatarStoreMaxPerTenant: int(env, "AVATAR_STORE_MAX_PER_TENANT", 20, 0),
     startTimeoutMs: int(env, "START_TIMEOUT_MS", 15000, 1),
     endCleanupTimeoutMs: int(env, "END_CLEANUP_TIMEOUT_MS", 10000, 1),
     sessionConnectTimeoutS: int(env, "SESSION_CONNECT_TIMEOUT_S", 900, 1),
@@ -332,7 +331,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       // The vendors' real endpoints (DECISIONS 7b); tests point them at fakes.
       vendorARealtimeUrl: env.VENDOR_A_REALTIME_URL ||
         "wss://api.openai.com/v1/realtime",
-      vendorBUrl: env.VENDOR_B_URL || "wss://agents.vendor-b.example/v1/agent",
+      vendorBUrl: env.VENDOR_B_URL || "wss://api.cartesia.ai/agents/stream",
       vendorCUrl: env.VENDOR_C_URL ||
         "wss://api.elevenlabs.io/v1/convai/conversation",
       vendorCApiUrl: env.VENDOR_C_API_URL || "https://api.elevenlabs.io",

@@ -12,6 +12,7 @@ import type { Logger } from "../log.ts";
 import { BuiltinSession } from "./builtin_session.ts";
 import { ffmpegPath } from "./ffmpeg.ts";
 import { realClock, type RenderClock } from "./pacing.ts";
+import { cartoonPainter, type Painter, type PainterSource } from "./painter.ts";
 import {
   type RenderBackend,
   type RenderOpenOptions,
@@ -21,7 +22,12 @@ import {
 export { planTicks, realClock, type RenderClock } from "./pacing.ts";
 
 export interface BuiltinOptions {
-  /** Frame size for every session; by default each avatar's own (`AvatarDef.size`). */
+  /**
+   * Painters of avatars the catalog does not hold (tenants' photo avatars), asked
+   * first; set at wiring.
+   */
+  painters?: PainterSource;
+  /** Frame size of every cartoon session; by default each avatar's own (`AvatarDef.size`). */
   width?: number;
   height?: number;
   fps?: number;
@@ -64,16 +70,28 @@ export function createBuiltinRenderer(
     );
   };
   deps.onClose.push(close);
+  const openPainter = async (o: RenderOpenOptions): Promise<Painter> => {
+    const photo = await options.painters?.(o);
+    if (photo) return photo;
+    const avatar = findAvatar(o.avatarId);
+    const bg = findBackground(o.bgId);
+    if (!avatar || !bg) {
+      throw new RenderStartError(
+        "misconfigured",
+        "unknown avatar or background",
+      );
+    }
+    const size = avatar.size;
+    return cartoonPainter(
+      avatar,
+      bg,
+      options.width ?? size,
+      options.height ?? size,
+    );
+  };
   return {
     async open(o: RenderOpenOptions): Promise<RenderSession> {
-      const avatar = findAvatar(o.avatarId);
-      const bg = findBackground(o.bgId);
-      if (!avatar || !bg) {
-        throw new RenderStartError(
-          "misconfigured",
-          "unknown avatar or background",
-        );
-      }
+      const painter = await openPainter(o);
       let ffmpeg = options.ffmpeg;
       if (!ffmpeg) {
         try {
@@ -84,14 +102,9 @@ export function createBuiltinRenderer(
         }
       }
       const session: BuiltinSession = new BuiltinSession(
-        avatar,
-        bg,
+        painter,
         ffmpeg,
-        {
-          ...opts,
-          width: options.width ?? avatar.size,
-          height: options.height ?? avatar.size,
-        },
+        opts,
         deps.log,
         () => open.delete(session),
         o.output !== "rtp",

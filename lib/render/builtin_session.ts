@@ -3,9 +3,9 @@
  * tick, drawn and paced by the clock), its fMP4 encoder run kept across attaches, the
  * RTP output of a webrtc_sfu session, and the speech events each viewer hears of.
  */
-import type { AvatarDef, BackgroundDef } from "../avatars.ts";
 import type { Logger } from "../log.ts";
-import { drawAvatar, type Frame } from "./draw.ts";
+import type { Frame } from "./draw.ts";
+import type { Painter } from "./painter.ts";
 import { stampClock } from "./clock_stamp.ts";
 import { planTicks, type RenderClock } from "./pacing.ts";
 import type {
@@ -22,10 +22,8 @@ import { FaceDriver } from "./face.ts";
 import { RtpOutput, type RtpTarget } from "./rtp.ts";
 import { AudioQueue, Resampler, STREAM_RATE } from "./voice.ts";
 
-/** How a session draws and paces: the backend's options resolved for one avatar. */
+/** How a session paces: the backend's options (frame size: the painter's). */
 export interface BuiltinSessionOptions {
-  width: number;
-  height: number;
   fps: number;
   clock: RenderClock;
   maxCatchUpFrames: number;
@@ -66,8 +64,7 @@ export class BuiltinSession implements RenderSession {
   #skipped = 0;
 
   constructor(
-    private readonly avatar: AvatarDef,
-    private readonly bg: BackgroundDef,
+    private readonly painter: Painter,
     private readonly ffmpeg: string,
     private readonly opts: BuiltinSessionOptions,
     private readonly log: Logger,
@@ -78,8 +75,8 @@ export class BuiltinSession implements RenderSession {
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
     this.#frame = {
-      width: opts.width,
-      height: opts.height,
+      width: painter.width,
+      height: painter.height,
       data: new Uint8Array(0),
     };
     // Each session moves on its own seeded rhythm (gaze, blinks, idle motion).
@@ -132,8 +129,8 @@ export class BuiltinSession implements RenderSession {
       const out = new RtpOutput(
         this.ffmpeg,
         {
-          width: this.opts.width,
-          height: this.opts.height,
+          width: this.painter.width,
+          height: this.painter.height,
           fps: this.opts.fps,
           sampleRate: STREAM_RATE,
         },
@@ -185,8 +182,8 @@ export class BuiltinSession implements RenderSession {
     try {
       this.#run = new EncoderStream({
         ffmpeg: this.ffmpeg,
-        width: this.opts.width,
-        height: this.opts.height,
+        width: this.painter.width,
+        height: this.painter.height,
         fps: this.opts.fps,
         sampleRate: STREAM_RATE,
         log: this.log,
@@ -333,9 +330,9 @@ export class BuiltinSession implements RenderSession {
     if (!run && !rtp) return;
     if (draw || this.#last === null) {
       this.#frame.data = new Uint8Array(
-        this.opts.width * this.opts.height * 3 / 2,
+        this.painter.width * this.painter.height * 3 / 2,
       );
-      drawAvatar(this.#frame, this.avatar, this.bg, face);
+      this.painter.paint(this.#frame, face, this.#face.weights);
       if (this.opts.clockStamp) stampClock(this.#frame, Date.now());
       this.#last = this.#frame.data;
     } else {

@@ -140,6 +140,11 @@ export interface RenderSession {
 
 export interface RenderOpenOptions {
   sessionId: string;
+  /**
+   * The session's tenant: a photo avatar is looked up under it (DECISIONS 12). Without
+   * it only the catalog's avatars open.
+   */
+  tenantId?: string;
   avatarId: string;
   bgId: string;
   /**

@@ -1,6 +1,6 @@
 /**
  * A `RenderBackend` that renders on a render worker (./worker.ts) over HTTP control calls
- * and one WebSocket per stream, authenticated with a bearer token (docs/rendering.md).
+ * and one WebSocket per stream, authenticated with a bearer token (docs/render-worker.md).
  * Agent audio, caption marks and turn ends are posted in order, one request in flight;
  * audio is never dropped to make room: past `MAX_AGENT_AUDIO_AHEAD_MS` waiting here, or
  * once the worker refused a push for its own bound, `pushAudio` answers false.

@@ -10,6 +10,7 @@ import {
   DEFAULT_BG_ID,
   findAvatar,
   findBackground,
+  PHOTO_OWN_BG,
 } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
@@ -33,6 +34,7 @@ import {
   type SessionResponse,
 } from "../api/schemas.ts";
 import { kvTry } from "../kv/store.ts";
+import { getPhotoManifest } from "../photo/mod.ts";
 import {
   concurrencyLimit,
   type TenantSettings,
@@ -46,7 +48,6 @@ import {
   tenantOpenSessionsKey,
 } from "./store.ts";
 import { concurrencyError, insertSession } from "./insert.ts";
-import { handOffCreate } from "../nodes/handoff.ts";
 import { toSessionResponse } from "./views.ts";
 import { closeMountpoint } from "../sfu/mod.ts";
 import { openSessionMountpoint, resolveTransport } from "./transport.ts";
@@ -65,19 +66,33 @@ export interface CreateSessionResult {
   replayed: boolean;
 }
 
-/** The catalog entries named by `avatar_config` (defaults when omitted), else 400. */
-export function resolveAvatar(
+/**
+ * The avatar and background named by `avatar_config` (catalog defaults when omitted),
+ * else 400 `AVTR_RENDER_MISCONFIGURED`. A photo avatar (`ph_…`, DECISIONS 12) must be
+ * stored under `tenantId` (another tenant's reads as unknown); without `bg_id` it keeps
+ * its own background (`PHOTO_OWN_BG`).
+ */
+export async function resolveAvatar(
+  deps: AppDeps,
+  tenantId: string,
   config: CreateSessionInput["avatar_config"],
-): { avatarId: string; bgId: string } {
+): Promise<{ avatarId: string; bgId: string }> {
   const avatarId = config?.avatar_id ?? DEFAULT_AVATAR_ID;
-  const bgId = config?.bg_id ?? DEFAULT_BG_ID;
-  if (!findAvatar(avatarId)) {
+  const photo = avatarId.startsWith("ph_");
+  const known = photo
+    ? await getPhotoManifest(deps.readKv, tenantId, avatarId) !== null
+    : findAvatar(avatarId) !== undefined;
+  if (!known) {
     throw new ApiError(
       "AVTR_RENDER_MISCONFIGURED",
-      "avatar_config.avatar_id names no avatar of the catalog",
+      "avatar_config.avatar_id names no avatar of the catalog or of your tenant",
       { param: "avatar_config.avatar_id" },
     );
   }
+  if (photo && config?.bg_id === undefined) {
+    return { avatarId, bgId: PHOTO_OWN_BG };
+  }
+  const bgId = config?.bg_id ?? DEFAULT_BG_ID;
   if (!findBackground(bgId)) {
     throw new ApiError(
       "AVTR_RENDER_MISCONFIGURED",
@@ -152,9 +167,9 @@ async function withStartTimeout<T>(
  * DECISIONS 3/4/11: 400s for the body (and a `vendor_c.signed_url` off `VENDOR_C_URL`,
  * and `webrtc_sfu` without an SFU), 422 for an idempotency mismatch, 429 over the
  * tenant's limit, 502/503/504 from the provider pre-flight and the SFU's mountpoint,
- * 503 without render capacity, token secret or store. On a control plane
- * (`SERVICE_ROLE=control`) the start work is handed to a media node
- * (lib/nodes/handoff.ts), whose refusals are these same errors.
+ * 503 without render capacity, token secret or store. When the wiring chose a hand-off
+ * (`deps.handOff`: a control plane hands the start work to a media node), the other
+ * instance's refusals are these same errors.
  */
 export async function createSession(
   deps: AppDeps,
@@ -163,9 +178,9 @@ export async function createSession(
   // What the body and the catalog can tell is answered before anything is claimed;
   // the rest depends on the config of the instance that starts the session.
   const input = parseCreateSession(request.body);
-  const here = deps.config.role !== "control";
-  if (here) checkProviderTargets(deps, input);
-  resolveAvatar(input.avatar_config);
+  const handOff = deps.handOff;
+  if (!handOff) checkProviderTargets(deps, input);
+  await resolveAvatar(deps, request.tenantId, input.avatar_config);
   requireTokenSecret(deps);
 
   let claim: IdempotencyClaim | undefined;
@@ -193,7 +208,7 @@ export async function createSession(
   let done = false;
   try {
     let record: SessionRecord | null;
-    if (here) {
+    if (!handOff) {
       record = await startSession(deps, {
         tenantId: request.tenantId,
         input,
@@ -201,7 +216,7 @@ export async function createSession(
         claim,
       });
     } else {
-      await handOffCreate(deps, {
+      await handOff(deps, {
         tenantId: request.tenantId,
         body: request.body,
         sessionId,
@@ -255,7 +270,11 @@ export async function startSession(
   }
   checkProviderTargets(deps, input);
   let transport = await resolveTransport(deps, input.transport);
-  const { avatarId, bgId } = resolveAvatar(input.avatar_config);
+  const { avatarId, bgId } = await resolveAvatar(
+    deps,
+    request.tenantId,
+    input.avatar_config,
+  );
   requireTokenSecret(deps);
   let committed = false;
   try {

@@ -1,0 +1,36 @@
+/**
+ * A prepared photo avatar (DECISIONS 12), as the photo painter reads it: the portrait
+ * cropped to head and shoulders at 512×512, the face mesh found at upload, and the
+ * person mask. `lib/photo/` prepares and stores it under its tenant; a media node loads
+ * it once per session (cached per instance) and paints it.
+ */
+
+/** Side of the prepared portrait, in pixels. */
+export const PHOTO_SIZE = 512;
+
+/** Face-mesh landmarks: MediaPipe's 468 points and its 10 iris points. */
+export const LANDMARK_COUNT = 478;
+
+export interface PhotoAvatar {
+  /** `ph_` + 26 characters of `[0-9A-Z]`. */
+  avatarId: string;
+  tenantId: string;
+  name: string;
+  /** Epoch ms. */
+  createdAt: number;
+  /** `PHOTO_SIZE`. */
+  width: number;
+  height: number;
+  /**
+   * The crop as one I420 frame (Y, then U, then V at half size each), BT.601 limited
+   * range like lib/render/raster.ts.
+   */
+  i420: Uint8Array;
+  /** Person segmentation of the crop, `width`×`height`: 0 background … 255 person. */
+  alpha: Uint8Array;
+  /**
+   * `LANDMARK_COUNT` × (x, y, z) in crop pixels, MediaPipe's order and orientation
+   * (z: depth relative to the face's centre, same scale as x, smaller towards the camera).
+   */
+  landmarks: Float32Array;
+}
