@@ -38,7 +38,8 @@ export interface TurnsHost {
 
 /** An avatar turn whose response ended while its audio is still being streamed. */
 interface Ending {
-  responseId: string;
+  /** The engine's response; null for text outside any response (a turn of its own). */
+  responseId: string | null;
   turnId: string;
   timer?: ReturnType<typeof setTimeout>;
 }
@@ -132,7 +133,7 @@ export class Turns {
   }
 
   /** Ends `turnId` once the renderer streamed all its audio (or at a bound past it). */
-  #endTurn(responseId: string, turnId: string): void {
+  #endTurn(responseId: string | null, turnId: string): void {
     if (this.#ending.has(turnId)) return;
     const render = this.host.render();
     const entry: Ending = { responseId, turnId };
@@ -194,7 +195,7 @@ export class Turns {
     this.#lastSpoken = turnId;
     this.host.send({ type: "turn.start", turn_id: turnId, role: "avatar" });
     this.#captions.add(turnId, text, final);
-    this.#endTurn(turnId, turnId);
+    this.#endTurn(null, turnId);
   }
 
   /** The engine corrected its latest turn's text (see `Captions.replace`). */
@@ -285,10 +286,13 @@ export class Turns {
   #heard(): { responseId: string; turnId: string } | null {
     const live = this.#live();
     if (live) return live;
-    const ending = [...this.#ending.values()].filter((e) =>
-      !this.#cuts.has(e.turnId) && e.responseId !== e.turnId
-    );
-    return ending.at(-1) ?? null;
+    let heard: { responseId: string; turnId: string } | null = null;
+    for (const e of this.#ending.values()) {
+      if (e.responseId !== null && !this.#cuts.has(e.turnId)) {
+        heard = { responseId: e.responseId, turnId: e.turnId };
+      }
+    }
+    return heard;
   }
 
   /** The browser's `interrupt`: everything queued goes, the current turn is cut. */
