@@ -63,6 +63,11 @@ export class SpeechTimeline {
   /** Tags whose audio is complete (`end`), until all of it went into the stream. */
   #ending = new Set<string>();
 
+  /** The tag speaking now (undefined: untagged speech), or null when silent. */
+  get speakingTag(): string | undefined | null {
+    return this.#speaking ? this.#speaking.tag : null;
+  }
+
   /** Whether events wait for a segment to cover them. */
   get hasPending(): boolean {
     return this.#pending.length > 0;
