@@ -231,9 +231,10 @@ export function createRenderWorker(options: WorkerOptions): {
       }
       case "POST /mark": {
         const tag = url.searchParams.get("tag") ?? "";
-        const id = Number(url.searchParams.get("id"));
+        const rawId = url.searchParams.get("id");
+        const id = rawId === null || rawId === "" ? NaN : Number(rawId);
         const raw = url.searchParams.get("offset_ms");
-        const offset = raw === null ? undefined : Number(raw);
+        const offset = raw === null ? undefined : Number(raw || NaN);
         if (
           !SPEECH_TAG.test(tag) || !Number.isSafeInteger(id) ||
           (offset !== undefined && !(offset >= 0 && offset <= 3_600_000))

@@ -8,6 +8,7 @@ import {
   type SpeechEvent,
 } from "../../../lib/render/port.ts";
 import { createRemoteRenderer } from "../../../lib/render/remote.ts";
+import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";
 import {
   assertNoEncoders,
   RecordingSink,
@@ -213,6 +214,31 @@ Deno.test("remote renderer against a real worker", async (t) => {
           status: 200,
           body: { played_ms: 0, was_speaking: false },
         });
+        assert.equal(
+          (await call("GET", path)).body.stats.queuedAudioSamples,
+          0,
+        );
+        // A turn's end and a caption mark: nothing of "t1" is queued or awaited.
+        assert.deepEqual(await call("POST", `${path}/end?tag=t1`), {
+          status: 200,
+          body: { ended: true },
+        });
+        assert.equal((await call("POST", `${path}/end?tag=a%20b`)).status, 400);
+        assert.equal(
+          (await call("POST", `${path}/mark?tag=t1&id=3&offset_ms=250`)).status,
+          204,
+        );
+        assert.equal((await call("POST", `${path}/mark?tag=t1`)).status, 400);
+        // Audio past the session's bound is refused whole, never dropped from the queue.
+        const minutes = new Int16Array(
+          (MAX_AGENT_AUDIO_AHEAD_MS / 1000) * 8000 + 8000,
+        );
+        const full = await call(
+          "POST",
+          `${path}/audio?sample_rate=8000`,
+          new Uint8Array(minutes.buffer),
+        );
+        assert.equal(full.status, 507);
         assert.equal(
           (await call("GET", path)).body.stats.queuedAudioSamples,
           0,
