@@ -3,6 +3,10 @@
  * MSE (client/mse.ts) for `websocket_fmp4` sessions, WebRTC from the SFU
  * (client/webrtc.ts) for `webrtc_sfu` ones; the `avatar.speaking` schedule on the
  * video's clock (client/speaking.ts); starting playback when autoplay allows it.
+ *
+ * Which one plays follows the socket, not the session's transport: a `webrtc.offer`
+ * plays over WebRTC, a `media.init` over MSE (a browser that cannot play WebRTC is sent
+ * the fMP4 stream on a session created `auto`, DECISIONS 11).
  */
 import { LiveBuffer } from "./mse.ts";
 import { SpeakingSchedule } from "./speaking.ts";
@@ -31,18 +35,24 @@ export interface PlaybackOptions {
   onSpeaking: (detail: SpeakingDetail) => void;
 }
 
-/** The video side of one player: one of the two transports, for the player's life. */
+/** The video side of one player: MSE or WebRTC, as the current socket streams. */
 export class Playback {
   readonly #video: HTMLVideoElement;
   readonly #buffer: LiveBuffer;
-  /** Set for a `webrtc_sfu` session: media comes over WebRTC, not the socket. */
-  readonly #rtc: RtcPlayback | null;
-  readonly #speech: SpeakingSchedule;
+  /** Made at the first `webrtc.offer`: media comes over WebRTC, not the socket. */
+  #rtc: RtcPlayback | null = null;
+  /** What the video plays now: WebRTC after an offer, MSE after a `media.init`. */
+  #mode: "rtc" | "mse";
+  #speech: SpeakingSchedule;
+  readonly #o: PlaybackOptions;
   readonly #onAutoplayBlocked: () => void;
   readonly #onPlaying: () => void;
   #autoplayBlocked = false;
+  /** The video was muted here so that it could start without a gesture. */
+  #mutedByUs = false;
 
   constructor(o: PlaybackOptions) {
+    this.#o = o;
     this.#video = o.video;
     this.#onAutoplayBlocked = o.onAutoplayBlocked;
     this.#onPlaying = o.onPlaying;
@@ -53,28 +63,49 @@ export class Playback {
       // the next tick (throttled to about 1 s in a background tab).
       onAppended: () => this.#startIfPlayable(true),
     });
-    const rtc = o.transport === "webrtc_sfu"
-      ? new RtcPlayback(o.video, {
-        iceServers: o.iceServers ?? [],
-        send: o.send,
-        onError: o.onError,
+    this.#mode = o.transport === "webrtc_sfu" ? "rtc" : "mse";
+    this.#speech = this.#schedule();
+  }
+
+  /**
+   * The speaking schedule of the current mode. WebRTC: `media_time_ms` is the sender's
+   * wall clock when the audio went out; it plays once the receiver's jitter buffer lets
+   * it (docs/media-protocol.md). MSE: the video's presentation time.
+   */
+  #schedule(): SpeakingSchedule {
+    const rtc = this.#mode === "rtc" ? this.#rtc : null;
+    return new SpeakingSchedule(
+      this.#video,
+      this.#o.onSpeaking,
+      rtc ? () => Date.now() - rtc.playoutDelayMs : undefined,
+    );
+  }
+
+  /** Switches what the video plays, releasing the other; a new speaking clock. */
+  #switchTo(mode: "rtc" | "mse"): void {
+    if (this.#mode === mode && (mode === "mse" || this.#rtc)) return;
+    this.#mode = mode;
+    if (mode === "mse") this.#rtc?.close();
+    else {
+      this.#buffer.close();
+      this.#rtc ??= new RtcPlayback(this.#video, {
+        iceServers: this.#o.iceServers ?? [],
+        send: this.#o.send,
+        onError: this.#o.onError,
+        // `webrtc.unsupported` went out: the server streams fMP4 instead (a session
+        // created `auto`) or refuses with the fatal `unsupported_media`.
+        onUnsupported: (why) => this.#o.onError("unsupported_media", why),
         // A track arrived (an offer came over the open socket): start the video now
         // rather than at the next tick, up to 250 ms later.
         onPlaying: () => {
-          o.onPlaying();
+          this.#o.onPlaying();
           this.#startIfPlayable(true);
         },
-        onFailed: o.onFailed,
-      })
-      : null;
-    this.#rtc = rtc;
-    // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
-    // plays once the receiver's jitter buffer lets it (docs/media-protocol.md).
-    this.#speech = new SpeakingSchedule(
-      o.video,
-      o.onSpeaking,
-      rtc ? () => Date.now() - rtc.playoutDelayMs : undefined,
-    );
+        onFailed: this.#o.onFailed,
+      });
+    }
+    this.#speech.reset();
+    this.#speech = this.#schedule();
   }
 
   /** Whether the avatar is audibly speaking at the video's current time. */
@@ -118,11 +149,12 @@ export class Playback {
 
   /** A binary socket frame: fMP4 media (ignored on WebRTC). */
   segment(data: ArrayBuffer): void {
-    if (!this.#rtc) this.#buffer.append(data);
+    if (this.#mode === "mse") this.#buffer.append(data);
   }
 
   /** `media.init`: a new fMP4 stream (a stream is flowing: the connection is healthy). */
   mediaInit(mime: string): void {
+    this.#switchTo("mse");
     this.#onPlaying();
     this.#buffer.reset(mime);
     this.#speech.reset();
@@ -133,12 +165,13 @@ export class Playback {
    * sender's wall clock, which no new viewer restarts.
    */
   offer(sdp: string): void {
+    this.#switchTo("rtc");
     void this.#rtc?.offer(sdp);
   }
 
   /** `webrtc.candidate` from the SFU. */
   candidate(candidate: SocketCandidate | null): void {
-    void this.#rtc?.candidate(candidate);
+    if (this.#mode === "rtc") void this.#rtc?.candidate(candidate);
   }
 
   /** `avatar.speaking`: scheduled for when playback reaches it. */
@@ -152,32 +185,66 @@ export class Playback {
    */
   tick(open: boolean): void {
     this.#speech.check();
-    if (this.#rtc) void this.#rtc.refreshStats().catch(() => {});
-    else this.#buffer.tick();
+    if (this.#mode === "rtc") {
+      void this.#rtc?.refreshStats().catch(() => {});
+    } else this.#buffer.tick();
     this.#startIfPlayable(open);
   }
 
-  /** Starts a paused video that has something to play, while the socket is `open`. */
+  /**
+   * Starts a paused video that has something to play, while the socket is `open`.
+   * Sound that may not start (autoplay refused) never holds the picture back: the video
+   * plays muted, and `play()` after a user gesture turns the sound on.
+   */
   #startIfPlayable(open: boolean): void {
     const v = this.#video;
-    const playable = this.#rtc
+    const playable = this.#mode === "rtc"
       ? v.srcObject !== null
       : this.#buffer.latencyS > 0;
-    if (v.paused && !this.#autoplayBlocked && open && playable) {
-      v.play().catch((err) => {
-        if (err instanceof DOMException && err.name === "NotAllowedError") {
-          if (this.#autoplayBlocked) return;
-          this.#autoplayBlocked = true;
-          this.#onAutoplayBlocked();
-        }
-      });
-    }
+    if (!v.paused || !open || !playable) return;
+    // Autoplay refused: wait for `play()`, unless muted here (then it restarts muted,
+    // e.g. on a takeover's new stream).
+    if (this.#autoplayBlocked && !this.#mutedByUs) return;
+    v.play().catch((err) => {
+      if (!(err instanceof DOMException) || err.name !== "NotAllowedError") {
+        return;
+      }
+      if (this.#mutedByUs) {
+        this.#mutedByUs = false;
+        v.muted = false;
+        return;
+      }
+      if (this.#autoplayBlocked) return;
+      this.#autoplayBlocked = true;
+      this.#onAutoplayBlocked();
+      if (v.muted) return;
+      this.#mutedByUs = true;
+      v.muted = true;
+      this.#startIfPlayable(open);
+    });
   }
 
-  /** Starts playback after a user gesture when autoplay was blocked. */
-  play(): Promise<void> {
+  /**
+   * Starts playback (with sound) after a user gesture when autoplay was blocked. When
+   * the browser still refuses the sound, the video goes on muted (and this rejects).
+   */
+  async play(): Promise<void> {
+    const v = this.#video;
     this.#autoplayBlocked = false;
-    return this.#video.play();
+    const mutedByUs = this.#mutedByUs;
+    this.#mutedByUs = false;
+    if (mutedByUs) v.muted = false;
+    try {
+      await v.play();
+    } catch (err) {
+      if (mutedByUs) {
+        this.#mutedByUs = true;
+        this.#autoplayBlocked = true;
+        v.muted = true;
+        void v.play().catch(() => {});
+      }
+      throw err;
+    }
   }
 
   /** Releases the video (MediaSource or PeerConnection). */

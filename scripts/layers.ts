@@ -25,8 +25,9 @@
  * - console: the console's server components, islands and their helpers;
  * - topology: where a session runs (control plane, media nodes, hand-off, drain);
  * - media plane: the live side of a session, which drives engines, renderer and SFU;
- * - sessions: the session domain (create, end, records, usage), its webhooks, tenants,
- *   tenants' photo avatars (prepared at upload, stored, loaded by the media plane);
+ * - sessions: the session domain (create, end, records, usage), its webhooks, tenants;
+ * - avatars: tenants' photo avatars (prepared at upload, stored, loaded by media nodes),
+ *   which a create names and the renderer paints;
  * - adapters: what the media plane and the session domain drive: engine adapters, the
  *   renderer, the SFU, the avatar catalog;
  * - request edge: the HTTP layer (router, schemas, rate limits) and authentication,
@@ -52,9 +53,9 @@ export const FLOORS: readonly { name: string; rooms: readonly string[] }[] = [
       "lib/sessions.ts",
       "lib/webhooks",
       "lib/tenants.ts",
-      "lib/photo",
     ],
   },
+  { name: "avatars", rooms: ["lib/photo"] },
   {
     name: "adapters",
     rooms: ["lib/providers", "lib/render", "lib/sfu", "lib/avatars.ts"],

@@ -8,7 +8,7 @@ import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink, SpeechEvent } from "../render/port.ts";
 import { Turns } from "./turns.ts";
 import { liveEngineEvents } from "./engine_events.ts";
-import type { SfuLink } from "../sfu/mod.ts";
+import { rejectsVideo, type SfuLink } from "../sfu/mod.ts";
 import {
   bindSocket,
   contain,
@@ -16,12 +16,14 @@ import {
   CONTAINED,
   type FailureSource,
 } from "./contain.ts";
-import { Downlink, sendJson } from "./downlink.ts";
+import { closeSocket, Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
+import { stopPipeline } from "./teardown.ts";
 import {
   type ClientMessage,
   CLOSE_TAKEN_OVER,
   CLOSE_TOO_BIG,
+  CLOSE_UNSUPPORTED_MEDIA,
   DEFAULT_BROWSER_SAMPLE_RATE,
   pcmFromBytes,
   type ServerMessage,
@@ -49,6 +51,11 @@ export class LiveSession {
   render: RenderSession | null = null;
   /** A webrtc_sfu session's SFU side: media goes out as RTP, sockets get WebRTC offers. */
   sfu: SfuLink | null = null;
+  /**
+   * Created `auto` (webrtc_sfu sessions): a socket whose browser cannot play WebRTC is
+   * served fMP4 from the same renderer; else it gets the fatal `unsupported_media`.
+   */
+  fmp4Fallback = false;
   readonly stats: LiveStats = {
     segmentsSent: 0,
     segmentsDropped: 0,
@@ -74,6 +81,8 @@ export class LiveSession {
   closed = false;
 
   private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
+  /** On a webrtc_sfu session: the socket served fMP4 instead (`webrtc.unsupported`). */
+  private fmp4Socket: WebSocket | null = null;
   /** The socket whose stream has its init segment (speech events can reach it). */
   private streamingTo: WebSocket | null = null;
   /** The last `session.state` sent through `sendState`. */
@@ -86,6 +95,12 @@ export class LiveSession {
     streaming: () =>
       this.sfu !== null ||
       (this.socket !== null && this.streamingTo === this.socket),
+    overflow: () =>
+      this.onFailed?.(
+        "the conversation engine sent more audio ahead than the session holds",
+        "provider",
+        "provider_failed",
+      ),
   });
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {}
@@ -184,9 +199,7 @@ export class LiveSession {
         code: "session_already_active",
         fatal: false,
       });
-      try {
-        old.close(CLOSE_TAKEN_OVER, "taken over by a newer connection");
-      } catch { /* already closing */ }
+      closeSocket(old, CLOSE_TAKEN_OVER, "taken over by a newer connection");
     }
     ws.binaryType = "arraybuffer";
     const gate = new FrameGate(() => this.deps.now());
@@ -195,8 +208,9 @@ export class LiveSession {
       close: () => {
         if (this.socket === ws) {
           this.socket = null;
-          if (this.sfu) this.sfu.detach(ws);
-          else this.render?.detach();
+          this.sfu?.detach(ws);
+          if (!this.sfu || this.fmp4Socket === ws) this.render?.detach();
+          this.fmp4Socket = null;
           this.onDetached?.();
         }
       },
@@ -205,8 +219,13 @@ export class LiveSession {
     });
     sendJson(ws, { type: "session.state", status });
     if (this.sfu) {
+      // The older socket may have been served fMP4: its stream stops (the run pauses),
+      // and its speech, on that stream's timeline, is not replayed.
+      const fromFmp4 = this.fmp4Socket !== null;
+      if (fromFmp4) this.render?.detach();
+      this.fmp4Socket = null;
       this.sfu.attach(ws);
-      this.turns.replaySpeaking();
+      if (!fromFmp4) this.turns.replaySpeaking();
     } else if (this.render) this.render.attach(this.sinkFor(ws));
   }
 
@@ -218,13 +237,16 @@ export class LiveSession {
     this.render = render;
     if (this.sfu) {
       const log = this.deps.log;
-      const speech = (e: SpeechEvent) => this.turns.speech(e);
+      // Speech on the sender's clock means nothing to a socket played over MSE.
+      const speech = (e: SpeechEvent) => {
+        if (!this.fmp4Socket) this.turns.speech(e);
+      };
       this.sfu.publish(
         render,
         (why) => this.onFailed?.(why, "render", "render_failed"),
         contain(log, "render", "rtp speech", this.contained, speech),
       );
-      return;
+      if (!this.fmp4Socket) return;
     }
     if (this.socket) render.attach(this.sinkFor(this.socket));
   }
@@ -267,9 +289,7 @@ export class LiveSession {
         this.deps.log.warn("media socket closed for oversize frames", {
           session_id: this.sessionId,
         });
-        try {
-          ws.close(CLOSE_TOO_BIG, "frame too big");
-        } catch { /* already closing */ }
+        closeSocket(ws, CLOSE_TOO_BIG, "frame too big");
     }
   }
 
@@ -284,8 +304,7 @@ export class LiveSession {
       case "text": {
         if (this.engine?.textTurns === false) {
           // The engine has no typed turns (vendor_b): refused, the session goes on.
-          this.stats.invalidMessages++;
-          this.sendError("invalid_message", false);
+          this.invalidMessage();
           break;
         }
         this.turns.userTranscript(msg.text, true);
@@ -294,15 +313,47 @@ export class LiveSession {
       }
       case "interrupt":
         return this.turns.interrupt();
+      case "webrtc.unsupported":
+        this.webrtcUnsupported();
+        break;
       case "webrtc.answer":
       case "webrtc.candidate":
-        if (this.sfu && this.socket) void this.sfu.handle(this.socket, msg);
-        else {
-          this.stats.invalidMessages++;
-          this.sendError("invalid_message", false);
-        }
+        if (
+          this.sfu && msg.type === "webrtc.answer" && rejectsVideo(msg.sdp)
+        ) {
+          this.webrtcUnsupported();
+        } else if (this.sfu && this.socket) {
+          void this.sfu.handle(this.socket, msg);
+        } else this.invalidMessage();
         break;
     }
+  }
+
+  /**
+   * The current socket's browser cannot play WebRTC (it said so, or its answer rejected
+   * the video): created `auto`, the socket is served fMP4 from the same renderer
+   * instead; created `webrtc_sfu`, it gets the fatal `unsupported_media` and closes.
+   */
+  private webrtcUnsupported(): void {
+    const ws = this.socket;
+    if (!ws || this.fmp4Socket === ws) return;
+    if (!this.sfu) return this.invalidMessage();
+    if (!this.fmp4Fallback) {
+      this.sendError("unsupported_media", true);
+      return closeSocket(ws, CLOSE_UNSUPPORTED_MEDIA, "cannot play WebRTC");
+    }
+    this.deps.log.info("browser cannot play WebRTC: serving websocket_fmp4", {
+      session_id: this.sessionId,
+    });
+    this.sfu.detach(ws);
+    this.fmp4Socket = ws;
+    this.render?.attach(this.sinkFor(ws));
+  }
+
+  /** A message the socket may not send on this session: refused, nothing else. */
+  private invalidMessage(): void {
+    this.stats.invalidMessages++;
+    this.sendError("invalid_message", false);
   }
 
   send(msg: ServerMessage): void {
@@ -320,39 +371,11 @@ export class LiveSession {
   async teardown(force: boolean, timeoutMs: number): Promise<string[]> {
     this.closed = true;
     this.turns.close();
-    const problems: string[] = [];
-    const engine = this.engine;
-    const render = this.render;
-    const engineDone = (async () => {
-      if (!engine) return;
-      if (force) {
-        engine.close();
-        return;
-      }
-      const ok = await engine.end(timeoutMs).catch(() => false);
-      if (!ok) {
-        problems.push(
-          `conversation engine did not close within ${
-            Math.round(timeoutMs / 1000)
-          } s`,
-        );
-        engine.close();
-      }
-    })();
-    const renderDone = (async () => {
-      if (!render) return;
-      const { clean } = await render.stop({ graceful: !force, timeoutMs })
-        .catch(() => ({
-          clean: false,
-        }));
-      if (!clean && !force) {
-        problems.push(
-          `renderer did not stop within ${Math.round(timeoutMs / 1000)} s`,
-        );
-      }
-    })();
-    await Promise.all([engineDone, renderDone, this.sfu?.close()]);
-    return problems;
+    return await stopPipeline(
+      { engine: this.engine, render: this.render, sfu: this.sfu },
+      force,
+      timeoutMs,
+    );
   }
 
   /** `session.state` for a move the socket has not seen yet (e.g. `ending`), once. */
@@ -366,17 +389,14 @@ export class LiveSession {
   finish(status: string, reason?: EndReason): void {
     const ws = this.socket;
     this.socket = null;
-    if (ws) {
-      sendJson(
-        ws,
-        reason
-          ? { type: "session.ended", status, reason }
-          : { type: "session.ended", status },
-      );
-      try {
-        ws.close(1000, "session ended");
-      } catch { /* already closing */ }
-    }
+    if (!ws) return;
+    sendJson(
+      ws,
+      reason
+        ? { type: "session.ended", status, reason }
+        : { type: "session.ended", status },
+    );
+    closeSocket(ws, 1000, "session ended");
   }
 
   /**
@@ -386,9 +406,7 @@ export class LiveSession {
   goAway(): void {
     const ws = this.socket;
     this.socket = null;
-    try {
-      ws?.close(1001, "service shutting down");
-    } catch { /* already closing */ }
+    if (ws) closeSocket(ws, 1001, "service shutting down");
   }
 
   /** Drops everything at once (failure paths, shutdown). */

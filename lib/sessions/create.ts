@@ -321,6 +321,9 @@ export async function startSession(
       status: "created",
       provider_type: input.provider_type,
       transport,
+      ...(transport === "webrtc_sfu" && input.transport === "auto"
+        ? { fmp4_fallback: true as const }
+        : {}),
       avatar_id: avatarId,
       bg_id: bgId,
       ...(input.webhook_url ? { webhook_url: input.webhook_url } : {}),
