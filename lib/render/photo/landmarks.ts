@@ -117,14 +117,6 @@ export const CHEEK_B = 454;
 /** First iris landmark; each iris is a centre and four points on its rim. */
 export const IRIS_START = 468;
 
-/** Landmark `i` of a `PhotoAvatar.landmarks` array as [x, y, z]. */
-export function landmark(
-  lm: Float32Array,
-  i: number,
-): [number, number, number] {
-  return [lm[i * 3], lm[i * 3 + 1], lm[i * 3 + 2]];
-}
-
 /** Whether the landmarks are complete and finite. */
 export function validLandmarks(lm: Float32Array): boolean {
   if (lm.length !== LANDMARK_COUNT * 3) return false;

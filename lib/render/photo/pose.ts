@@ -7,7 +7,7 @@
  */
 import type { FaceState } from "../face.ts";
 import { polylineY, smoothstep } from "./geometry.ts";
-import { LIP_LOWER, LIP_NONE, LIP_UPPER, type Rig } from "./rig.ts";
+import { LIP_NONE, LIP_UPPER, type Rig } from "./rig.ts";
 
 /** One frame's pose: vertex positions and what the mouth and eye interiors need. */
 export interface Pose {
@@ -216,5 +216,3 @@ export function unhead(
   p[0] = rig.neckX + pose.cos * dx + pose.sin * dy;
   p[1] = rig.neckY - pose.sin * dx + pose.cos * dy;
 }
-
-export { LIP_LOWER, LIP_UPPER };
