@@ -130,6 +130,16 @@ export function posePoints(
       x += (spread * g + gather * gl) * uc;
       y -= 0.08 * mouthHw * Math.max(0, m.wide - 0.35) * g * uc * uc;
     }
+    // The mouth opens less towards its corners (more so rounded), so the opening is
+    // an oval, not a slot; the lower lip and the skin under its corners alike.
+    const corner = Math.min(0.95, 0.7 + 0.3 * m.round) * Math.min(1, u * u) *
+      out.drop;
+    if (role === LIP_NONE && Math.abs(u) < 1.8) {
+      // Beside the corners it fades out again: the cheeks go down with the jaw.
+      const below = (sy - mouthY) / mouthHw;
+      y -= corner * rig.jawW[i] * smoothstep(-0.15, 0.15, below) *
+        Math.exp(-((below / 0.6) ** 2)) * (1 - smoothstep(1, 1.8, Math.abs(u)));
+    }
     if (role !== LIP_NONE) {
       const d = rig.lipD[i];
       const curve = Math.max(0, 1 - u * u);
@@ -138,9 +148,7 @@ export function posePoints(
       } else {
         // Pressed lips close the photo's own gap; a tucked lip rides up under the
         // upper teeth; an open jaw lets the lower lip roll out a little.
-        // The lip follows the jaw less towards the corners (more when rounded), so the
-        // opening is an oval, not a slot.
-        y -= (0.45 + 0.35 * m.round) * Math.min(1, u * u) * out.drop;
+        y -= corner;
         y += thick * d + 0.15 * openK * d;
         y -= m.press * rig.lipGap[i] * curve;
         y -= m.tuck * (0.5 * d + 0.02 * faceH) * curve;
