@@ -3,6 +3,7 @@
  */
 import type { LiveBufferStats } from "./mse.ts";
 import type { IceServer, RtcStats } from "./webrtc.ts";
+import type { WebCodecsStats } from "./webcodecs/player.ts";
 
 /** A fresh media token, as `POST /v1/sessions/{id}/client-token` answers it. */
 export interface FreshToken {
@@ -19,6 +20,18 @@ export interface AvatarPlayerOptions {
   /** e.g. `wss://avatar.example.com`. */
   wsBaseUrl: string;
   video: HTMLVideoElement;
+  /**
+   * How a `websocket_fmp4` stream is decoded: `auto` (default) with WebCodecs where the
+   * browser has `VideoDecoder` and `AudioDecoder` and accepts the stream, drawn on a
+   * canvas at WebRTC-class latency, else MSE in the `<video>`; `video` always MSE.
+   */
+  decoder?: "auto" | "video";
+  /**
+   * Where the avatar is drawn when it is not the `<video>` (WebCodecs, or a transparent
+   * background on any path). Default: a canvas the player puts in the video's place
+   * (with the video's classes and `avatar-canvas`), hiding the video.
+   */
+  canvas?: HTMLCanvasElement;
   /**
    * The session's `transport` from create: `webrtc_sfu` plays over WebRTC (signalling
    * on the media socket), anything else over MSE (default `websocket_fmp4`).
@@ -96,6 +109,19 @@ export interface SpeakingDetail {
   turn_id: string;
   media_time_ms: number;
 }
+/**
+ * A caption: a transcript when it is heard. Avatar text fires when playback reaches
+ * `media_time_ms` (its audio begins), user text at once; `heard: false` is avatar text
+ * whose audio was cut by an interrupt (reported at once, never spoken).
+ */
+export interface CaptionDetail {
+  turn_id: string;
+  role: "user" | "avatar";
+  text: string;
+  final: boolean;
+  media_time_ms: number | null;
+  heard: boolean;
+}
 /** An avatar turn was cut (interrupt or barge-in) after `played_ms` of its audio. */
 export interface InterruptedDetail {
   turn_id: string;
@@ -109,6 +135,7 @@ export interface AvatarPlayerEventMap {
   error: ErrorDetail;
   ended: EndedDetail;
   speaking: SpeakingDetail;
+  caption: CaptionDetail;
   interrupted: InterruptedDetail;
 }
 
@@ -117,4 +144,8 @@ export interface PlayerStats extends LiveBufferStats {
   reconnects: number;
   /** WebRTC playback (`webrtc_sfu` sessions); zeros otherwise. */
   rtc: RtcStats;
+  /** Which decoder plays: WebCodecs on a canvas, MSE or WebRTC in the `<video>`. */
+  decoder: "webcodecs" | "mse" | "webrtc" | null;
+  /** WebCodecs playback; zeros otherwise. */
+  webcodecs: WebCodecsStats;
 }

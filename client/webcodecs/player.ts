@@ -1,0 +1,337 @@
+/**
+ * WebCodecs playback of the socket's fMP4 stream (`websocket_fmp4`): each binary frame
+ * demuxed (./fmp4.ts), H.264 decoded by a `VideoDecoder` tuned for latency and AAC by an
+ * `AudioDecoder`, the audio played by a worklet with a small jitter buffer
+ * (./audio_out.ts) whose clock the video follows: each decoded frame is drawn on a canvas
+ * once the heard media time reaches its timestamp (frames already late are skipped, the
+ * newest due one is drawn). There is no MediaSource start buffer, which is where MSE
+ * playback loses a quarter of a second (docs/performance.md). The media is the same as
+ * on the MSE path; nothing changes on the wire.
+ */
+import { AudioOut, type AudioOutStats } from "./audio_out.ts";
+import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
+
+/** Where decoded frames go: a 2D canvas, or the stacked-alpha compositor. */
+export interface FrameSink {
+  draw(frame: VideoFrame): void;
+  close(): void;
+}
+
+export interface WebCodecsStats extends AudioOutStats {
+  streams: number;
+  segments: number;
+  framesDecoded: number;
+  framesDrawn: number;
+  /** Decoded frames never drawn: late behind the audio clock (a jump, a burst). */
+  framesSkipped: number;
+}
+
+export interface WebCodecsOptions {
+  /** Where frames are drawn (made for the stream's picture size). */
+  sink: (width: number, height: number) => FrameSink;
+  /** Reports a stream this browser cannot decode, or a decode error. */
+  onError: (code: string, message: string) => void;
+  /** The first frame of a stream is on the canvas. */
+  onFirstFrame?: () => void;
+  /** Audio queued past the jitter target that makes playback jump to live (ms). */
+  slackMs?: number;
+  workletUrl?: string;
+}
+
+/** Decoded frames waiting for their time, at most (about 2 s at 25 fps). */
+const MAX_FRAMES = 50;
+
+/** Whether this browser has what WebCodecs playback needs. */
+export function webCodecsAvailable(): boolean {
+  const g = globalThis as Record<string, unknown>;
+  return typeof g.VideoDecoder === "function" &&
+    typeof g.AudioDecoder === "function" &&
+    typeof g.AudioWorkletNode === "function" &&
+    typeof g.EncodedVideoChunk === "function";
+}
+
+/**
+ * Whether both decoders accept the stream's configuration (`media.init`'s init
+ * segment); false when either is missing or refuses.
+ */
+export async function webCodecsSupports(init: Uint8Array): Promise<boolean> {
+  if (!webCodecsAvailable()) return false;
+  try {
+    const tracks = parseInitSegment(init);
+    for (const t of tracks) {
+      const r = t.kind === "video"
+        ? await VideoDecoder.isConfigSupported(videoConfig(t))
+        : await AudioDecoder.isConfigSupported(audioConfig(t));
+      if (!r.supported) return false;
+    }
+    return tracks.some((t) => t.kind === "video");
+  } catch {
+    return false;
+  }
+}
+
+function videoConfig(t: Fmp4Track): VideoDecoderConfig {
+  return {
+    codec: t.codec,
+    description: t.description,
+    optimizeForLatency: true,
+    codedWidth: t.width,
+    codedHeight: t.height,
+  };
+}
+
+function audioConfig(t: Fmp4Track): AudioDecoderConfig {
+  return {
+    codec: t.codec,
+    description: t.description,
+    sampleRate: t.sampleRate,
+    numberOfChannels: t.channels,
+  };
+}
+
+/** One stream at a time (each socket sends its own init segment) onto one canvas. */
+export class WebCodecsPlayback {
+  readonly #o: WebCodecsOptions;
+  readonly #stats = {
+    streams: 0,
+    segments: 0,
+    framesDecoded: 0,
+    framesDrawn: 0,
+    framesSkipped: 0,
+  };
+  #audio: AudioOut | null = null;
+  #tracks: Fmp4Track[] = [];
+  #video: VideoDecoder | null = null;
+  #audioDec: AudioDecoder | null = null;
+  #frames: VideoFrame[] = [];
+  #sink: FrameSink | null = null;
+  #size = { w: 0, h: 0 };
+  #needInit = false;
+  #needKey = true;
+  #drewFirst = false;
+  #frameMs = 40;
+  #raf = 0;
+  #closed = false;
+
+  constructor(o: WebCodecsOptions) {
+    this.#o = o;
+  }
+
+  get stats(): WebCodecsStats {
+    const a = this.#audio?.stats ??
+      { underruns: 0, liveEdgeJumps: 0, jitterTargetMs: 0 };
+    return { ...this.#stats, ...a };
+  }
+
+  /** The media time heard and shown now (ms of the stream's timeline), or null. */
+  get mediaTimeMs(): number | null {
+    const us = this.#audio?.mediaTimeUs;
+    return us === null || us === undefined ? null : us / 1000;
+  }
+
+  /** Whether decoded media is waiting or playing (a paused page has something to start). */
+  get hasMedia(): boolean {
+    return this.#drewFirst;
+  }
+
+  /** `media.init`: the next binary frame is a new stream's init segment. */
+  reset(): void {
+    this.#dropStream();
+    this.#needInit = true;
+  }
+
+  /** One binary frame of the socket: the init segment after `reset`, else a segment. */
+  append(data: ArrayBuffer): void {
+    if (this.#closed) return;
+    const bytes = new Uint8Array(data);
+    try {
+      if (this.#needInit) {
+        this.#needInit = false;
+        this.#start(bytes);
+      } else if (this.#tracks.length > 0) {
+        this.#stats.segments++;
+        this.#feed(bytes);
+      }
+    } catch (err) {
+      this.#o.onError("media_error", errorText(err));
+    }
+  }
+
+  /** Starts (resumes) audio output; after a user gesture when autoplay was refused. */
+  async play(): Promise<void> {
+    await this.#audio?.resume();
+  }
+
+  /** Whether the audio output is held by the autoplay policy. */
+  get suspended(): boolean {
+    return this.#audio?.ctx.state === "suspended";
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#dropStream();
+    cancelAnimationFrame(this.#raf);
+    this.#audio?.close();
+    this.#audio = null;
+    this.#sink?.close();
+    this.#sink = null;
+  }
+
+  #start(init: Uint8Array): void {
+    this.#tracks = parseInitSegment(init);
+    const video = this.#tracks.find((t) => t.kind === "video");
+    const audio = this.#tracks.find((t) => t.kind === "audio");
+    if (!video) throw new Error("the stream has no video track");
+    this.#stats.streams++;
+    this.#needKey = true;
+    this.#drewFirst = false;
+    this.#video = new VideoDecoder({
+      output: (f) => this.#onFrame(f),
+      error: (e) => this.#decodeError(e),
+    });
+    this.#video.configure(videoConfig(video));
+    if (audio) {
+      if (this.#audio && this.#audio.sampleRate !== audio.sampleRate) {
+        this.#audio.close();
+        this.#audio = null;
+      }
+      this.#audio ??= new AudioOut(audio.sampleRate, this.#o.workletUrl);
+      this.#audio.ready.catch((err) =>
+        this.#o.onError("media_error", errorText(err))
+      );
+      this.#audio.reset(this.#frameMs, this.#o.slackMs ?? 150);
+      this.#audioDec = new AudioDecoder({
+        output: (d) => this.#onAudio(d),
+        error: (e) => this.#decodeError(e),
+      });
+      this.#audioDec.configure(audioConfig(audio));
+    }
+    this.#schedule();
+  }
+
+  #feed(seg: Uint8Array): void {
+    const samples = parseMediaSegment(seg, this.#tracks);
+    for (const s of samples) {
+      const t = this.#tracks.find((x) => x.trackId === s.trackId)!;
+      if (t.kind === "video") {
+        if (s.durationUs > 0) this.#frameMs = s.durationUs / 1000;
+        if (this.#needKey && !s.key) continue;
+        this.#needKey = false;
+        if (this.#video?.state !== "configured") continue;
+        this.#video.decode(
+          new EncodedVideoChunk({
+            type: s.key ? "key" : "delta",
+            timestamp: s.ptsUs,
+            duration: s.durationUs,
+            data: s.data,
+          }),
+        );
+      } else if (this.#audioDec?.state === "configured") {
+        this.#audioDec.decode(
+          new EncodedAudioChunk({
+            type: "key",
+            timestamp: s.ptsUs,
+            duration: s.durationUs,
+            data: s.data,
+          }),
+        );
+      }
+    }
+  }
+
+  #onAudio(d: AudioData): void {
+    try {
+      if (!this.#audio || this.#closed) return;
+      const pcm = new Float32Array(d.numberOfFrames);
+      d.copyTo(pcm, { planeIndex: 0, format: "f32-planar" });
+      this.#audio.push(pcm, d.timestamp);
+    } finally {
+      d.close();
+    }
+  }
+
+  #onFrame(f: VideoFrame): void {
+    if (this.#closed) {
+      f.close();
+      return;
+    }
+    this.#stats.framesDecoded++;
+    this.#frames.push(f);
+    while (this.#frames.length > MAX_FRAMES) {
+      this.#frames.shift()!.close();
+      this.#stats.framesSkipped++;
+    }
+    if (!this.#drewFirst) this.#present();
+  }
+
+  #decodeError(e: DOMException): void {
+    if (this.#closed) return;
+    this.#o.onError(
+      "media_error",
+      `The browser could not decode: ${e.message}`,
+    );
+  }
+
+  #schedule(): void {
+    cancelAnimationFrame(this.#raf);
+    const loop = () => {
+      if (this.#closed) return;
+      this.#present();
+      this.#raf = requestAnimationFrame(loop);
+    };
+    this.#raf = requestAnimationFrame(loop);
+  }
+
+  /**
+   * Draws the newest frame due on the audio clock (the first frame of a stream at once,
+   * so a picture shows before audio starts); closes the frames it passed over.
+   */
+  #present(): void {
+    if (this.#frames.length === 0) return;
+    const now = this.#audio ? this.#audio.mediaTimeUs : null;
+    let due = -1;
+    if (!this.#drewFirst) due = 0;
+    else if (now !== null) {
+      for (let i = 0; i < this.#frames.length; i++) {
+        if (this.#frames[i].timestamp <= now) due = i;
+        else break;
+      }
+    } else if (!this.#audio) due = this.#frames.length - 1;
+    if (due < 0) return;
+    for (let i = 0; i < due; i++) {
+      this.#frames[i].close();
+      this.#stats.framesSkipped++;
+    }
+    const frame = this.#frames[due];
+    this.#frames = this.#frames.slice(due + 1);
+    const w = frame.displayWidth;
+    const h = frame.displayHeight;
+    if (!this.#sink || w !== this.#size.w || h !== this.#size.h) {
+      this.#sink?.close();
+      this.#sink = this.#o.sink(w, h);
+      this.#size = { w, h };
+    }
+    this.#sink.draw(frame);
+    frame.close();
+    this.#stats.framesDrawn++;
+    if (!this.#drewFirst) {
+      this.#drewFirst = true;
+      this.#o.onFirstFrame?.();
+    }
+  }
+
+  #dropStream(): void {
+    for (const f of this.#frames) f.close();
+    this.#frames = [];
+    for (const d of [this.#video, this.#audioDec]) {
+      if (d && d.state !== "closed") d.close();
+    }
+    this.#video = null;
+    this.#audioDec = null;
+    this.#tracks = [];
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
