@@ -56,6 +56,8 @@ const NO_WEBCODECS: WebCodecsStats = {
   framesDecoded: 0,
   framesDrawn: 0,
   framesSkipped: 0,
+  clockMs: null,
+  latencyMs: 0,
   underruns: 0,
   liveEdgeJumps: 0,
   jitterTargetMs: 0,

@@ -24,6 +24,10 @@ export interface WebCodecsStats extends AudioOutStats {
   framesDrawn: number;
   /** Decoded frames never drawn: late behind the audio clock (a jump, a burst). */
   framesSkipped: number;
+  /** The playback clock: media time heard now (ms), null before audio plays. */
+  clockMs: number | null;
+  /** Decoded audio not yet heard: the newest media minus the clock (ms). */
+  latencyMs: number;
 }
 
 export interface WebCodecsOptions {
@@ -112,6 +116,8 @@ export class WebCodecsPlayback {
   #frameMs = 40;
   #raf = 0;
   #closed = false;
+  /** Where the newest decoded audio ends (µs). */
+  #audioEndUs = 0;
 
   constructor(o: WebCodecsOptions) {
     this.#o = o;
@@ -120,7 +126,15 @@ export class WebCodecsPlayback {
   get stats(): WebCodecsStats {
     const a = this.#audio?.stats ??
       { underruns: 0, liveEdgeJumps: 0, jitterTargetMs: 0 };
-    return { ...this.#stats, ...a };
+    const clock = this.mediaTimeMs;
+    return {
+      ...this.#stats,
+      ...a,
+      clockMs: clock === null ? null : Math.round(clock),
+      latencyMs: clock === null
+        ? 0
+        : Math.max(0, Math.round(this.#audioEndUs / 1000 - clock)),
+    };
   }
 
   /** The media time heard and shown now (ms of the stream's timeline), or null. */
@@ -185,6 +199,7 @@ export class WebCodecsPlayback {
     this.#stats.streams++;
     this.#needKey = true;
     this.#drewFirst = false;
+    this.#audioEndUs = 0;
     this.#video = new VideoDecoder({
       output: (f) => this.#onFrame(f),
       error: (e) => this.#decodeError(e),
@@ -245,6 +260,7 @@ export class WebCodecsPlayback {
       const pcm = new Float32Array(d.numberOfFrames);
       d.copyTo(pcm, { planeIndex: 0, format: "f32-planar" });
       this.#audio.push(pcm, d.timestamp);
+      this.#audioEndUs = d.timestamp + d.duration;
     } finally {
       d.close();
     }

@@ -1,0 +1,190 @@
+/**
+ * WebCodecs playback of `websocket_fmp4` in real headless Chromium, end to end: the real
+ * service and the example engine on loopback, the example page and the bundled browser
+ * client. The avatar plays on a canvas with moving video and an advancing audio clock;
+ * a takeover (dropped socket) starts a new stream whose GOP burst is skipped to the live
+ * edge; a transparent avatar shows the page behind it, not inside it (screenshots:
+ * test-output/screenshots/transparent-*.png), on the WebCodecs and the MSE paths; with
+ * `VideoDecoder` deleted the same page plays over MSE.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import type { AvatarPlayer, PlayerStats } from "../../client/browser.ts";
+import { SHOTS, WAIT } from "./_browser.ts";
+import { decodePng, pixel } from "./_png.ts";
+import { startOnPage, startPlayerStack } from "./_player.ts";
+
+type Win = { avatarPlayer: AvatarPlayer };
+
+function stats(page: Page): Promise<PlayerStats> {
+  return page.evaluate(() => (globalThis as unknown as Win).avatarPlayer.stats);
+}
+
+/** Waits until the WebCodecs path has drawn `frames` and heard `ms` more. */
+async function waitDrawing(page: Page, frames: number, ms: number) {
+  const from = (await stats(page)).webcodecs;
+  await page.waitForFunction(
+    ([f, t]) => {
+      const w = (globalThis as unknown as Win).avatarPlayer.stats.webcodecs;
+      return w.framesDrawn >= f && (w.clockMs ?? -1) >= t;
+    },
+    [from.framesDrawn + frames, (from.clockMs ?? 0) + ms],
+    WAIT,
+  );
+}
+
+/** A digest of the canvas's pixels (the 2D path's canvas). */
+function canvasDigest(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const c = document.querySelector(
+      "canvas.avatar-canvas",
+    ) as HTMLCanvasElement;
+    const d = c.getContext("2d")!.getImageData(0, 0, c.width, c.height).data;
+    let h = 0;
+    for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) >>> 0;
+    return h;
+  });
+}
+
+/**
+ * Screenshots the stage and checks the page behind: outside the avatar (the canvas's
+ * top corners) the stage's stripes show, inside it (the face) the avatar does.
+ */
+async function checkTransparent(page: Page, name: string): Promise<void> {
+  const box = (await page.locator("canvas.avatar-canvas").boundingBox())!;
+  assert.ok(box.width > 100, `canvas ${box.width} wide`);
+  const png = await page.screenshot({
+    path: new URL(`${name}.png`, SHOTS).pathname,
+  });
+  const pic = await decodePng(png);
+  // The stage's two stripe colours (examples/page.html).
+  const stripes = (rgb: number[]) =>
+    [[0xf3, 0xe9, 0xd2], [0xe7, 0xd6, 0xae]].some((c) =>
+      Math.hypot(rgb[0] - c[0], rgb[1] - c[1], rgb[2] - c[2]) < 12
+    );
+  for (const [fx, fy] of [[0.08, 0.08], [0.92, 0.08]]) {
+    const rgb = pixel(pic, box.x + box.width * fx, box.y + box.height * fy);
+    assert.ok(stripes(rgb), `${name}: page behind at (${fx}, ${fy}): ${rgb}`);
+  }
+  // The face: skin over the stripes (the avatar is opaque inside its outline).
+  const face = pixel(pic, box.x + box.width / 2, box.y + box.height * 0.5);
+  assert.ok(!stripes(face), `${name}: avatar inside: ${face}`);
+  const faceTop = pixel(pic, box.x + box.width / 2, box.y + box.height * 0.3);
+  assert.ok(!stripes(faceTop), `${name}: avatar inside: ${faceTop}`);
+}
+
+Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands transparent, falls back to MSE", async (t) => {
+  const stack = await startPlayerStack({
+    prefix: "webcodecs-e2e-",
+    viewport: { width: 900, height: 900 },
+  });
+  const { page, pageBase } = stack;
+  const { problems } = stack.browser;
+  try {
+    await t.step(
+      "the avatar plays on a canvas with moving video and audio",
+      async () => {
+        await startOnPage(page, pageBase, "bg=studio");
+        await waitDrawing(page, 25, 1000);
+        const s = await stats(page);
+        assert.equal(s.decoder, "webcodecs");
+        assert.equal(s.streams, 1);
+        assert.equal(
+          await page.evaluate(() => document.querySelector("video")!.hidden),
+          true,
+        );
+        const first = await canvasDigest(page);
+        await page.waitForFunction(
+          async (d) => {
+            const c = document.querySelector(
+              "canvas.avatar-canvas",
+            ) as HTMLCanvasElement;
+            const px =
+              c.getContext("2d")!.getImageData(0, 0, c.width, c.height).data;
+            let h = 0;
+            for (let i = 0; i < px.length; i += 7) h = (h * 31 + px[i]) >>> 0;
+            return h !== d;
+          },
+          first,
+          WAIT,
+        );
+        // The audio clock runs with the wall clock (no stall over two seconds).
+        const a = (await stats(page)).webcodecs;
+        await new Promise((r) => setTimeout(r, 2000));
+        const b = (await stats(page)).webcodecs;
+        assert.ok(
+          b.clockMs! - a.clockMs! > 1500,
+          `clock ${a.clockMs} → ${b.clockMs}`,
+        );
+        assert.ok(
+          b.framesDrawn - a.framesDrawn > 30,
+          `${b.framesDrawn - a.framesDrawn} frames drawn`,
+        );
+      },
+    );
+
+    await t.step("a takeover's stream plays from the live edge", async () => {
+      await page.evaluate(() =>
+        (globalThis as unknown as Win).avatarPlayer._ws!.close()
+      );
+      await page.waitForFunction(
+        () => (globalThis as unknown as Win).avatarPlayer.stats.streams === 2,
+        undefined,
+        WAIT,
+      );
+      await waitDrawing(page, 25, 1000);
+      const s = await stats(page);
+      assert.equal(s.decoder, "webcodecs");
+      // The burst (the GOP so far, up to 1 s) is not played late: what is decoded but
+      // not heard stays within the jitter target and the jump slack.
+      assert.ok(
+        s.webcodecs.latencyMs <= s.webcodecs.jitterTargetMs + 200,
+        `latency ${s.webcodecs.latencyMs} ms (target ${s.webcodecs.jitterTargetMs})`,
+      );
+    });
+
+    await t.step(
+      "a transparent avatar shows the page around it (WebCodecs)",
+      async () => {
+        await startOnPage(page, pageBase, "bg=transparent");
+        await waitDrawing(page, 10, 300);
+        await checkTransparent(page, "transparent-webcodecs");
+      },
+    );
+
+    await t.step(
+      "a transparent avatar shows the page around it (MSE)",
+      async () => {
+        await startOnPage(page, pageBase, "bg=transparent&decoder=video");
+        await page.waitForFunction(
+          () => document.querySelector("video")!.currentTime > 0.5,
+          undefined,
+          WAIT,
+        );
+        assert.equal((await stats(page)).decoder, "mse");
+        await checkTransparent(page, "transparent-mse");
+      },
+    );
+
+    await t.step("without VideoDecoder the page plays over MSE", async () => {
+      await stack.browser.context.addInitScript(() => {
+        delete (globalThis as Record<string, unknown>).VideoDecoder;
+      });
+      await startOnPage(page, pageBase, "bg=studio");
+      await page.waitForFunction(
+        () => {
+          const v = document.querySelector("video")!;
+          return !v.paused && v.currentTime > 1 && !v.hidden;
+        },
+        undefined,
+        WAIT,
+      );
+      const s = await stats(page);
+      assert.equal(s.decoder, "mse");
+      assert.equal(await page.locator("canvas.avatar-canvas").count(), 0);
+    });
+    assert.deepEqual(problems, []);
+  } finally {
+    await stack.close();
+  }
+});
