@@ -95,7 +95,7 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
         );
         const first = await canvasDigest(page);
         await page.waitForFunction(
-          async (d) => {
+          (d) => {
             const c = document.querySelector(
               "canvas.avatar-canvas",
             ) as HTMLCanvasElement;
