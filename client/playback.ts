@@ -57,10 +57,13 @@ const NO_WEBCODECS: WebCodecsStats = {
   framesDrawn: 0,
   framesSkipped: 0,
   clockMs: null,
+  shownMs: null,
   latencyMs: 0,
   underruns: 0,
   liveEdgeJumps: 0,
   jitterTargetMs: 0,
+  queuedMs: 0,
+  outputLatencyMs: 0,
 };
 
 /** The media side of one player: one transport and one decoder, for the player's life. */

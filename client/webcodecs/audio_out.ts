@@ -3,8 +3,9 @@
  * AudioWorklet that plays it with a jitter buffer that starts at one video frame's worth
  * and grows by one frame on each underrun (never shrinks within a stream), drops the
  * oldest audio when more than `slackMs` past that target is queued (a takeover's GOP
- * burst, a stall that let media pile up: the jump to the live edge), and reports which
- * media time it is playing. The page's presentation clock (`mediaTimeUs`) is that
+ * burst, a stall that let media pile up: the jump to the live edge) or when the queue
+ * never fell below target + half a frame over half a second (a backlog from the start
+ * that no jitter used), and reports which media time it is playing. The page's presentation clock (`mediaTimeUs`) is that
  * media time less the output's latency: what is heard now. Video is shown on it.
  */
 
@@ -31,6 +32,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
     this.slack = 7200;
     this.headUs = 0;
     this.quanta = 0;
+    this.floor = Infinity;
     this.port.onmessage = (e) => this.onMessage(e.data);
   }
   onMessage(m) {
@@ -43,6 +45,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       this.step = m.stepSamples;
       this.max = m.maxSamples;
       this.slack = m.slackSamples;
+      this.floor = Infinity;
       this.report();
       return;
     }
@@ -67,7 +70,9 @@ class AvatarAudioOut extends AudioWorkletProcessor {
   report() {
     const c = this.chunks[0];
     const ptsUs = c ? c.ptsUs + this.offset * 1e6 / sampleRate : this.headUs;
-    this.port.postMessage({ clock: ptsUs, frame: currentFrame, playing: this.playing });
+    this.port.postMessage({
+      clock: ptsUs, frame: currentFrame, playing: this.playing, queued: this.queued,
+    });
   }
   process(inputs, outputs) {
     const out = outputs[0][0];
@@ -79,7 +84,12 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       this.headUs = c.ptsUs + this.offset * 1e6 / sampleRate;
     }
     if (this.playing !== wasPlaying || ++this.quanta % 8 === 0) this.report();
-    if (!this.playing) { out.fill(0); return true; }
+    if (!this.playing) { out.fill(0); this.floor = Infinity; return true; }
+    this.floor = Math.min(this.floor, this.queued);
+    if (this.quanta % 188 === 0) {
+      if (this.floor > this.target + (this.step >> 1)) this.drop(this.floor - this.target);
+      this.floor = Infinity;
+    }
     let i = 0;
     while (i < out.length && this.chunks.length > 0) {
       const c = this.chunks[0];
@@ -111,6 +121,10 @@ export interface AudioOutStats {
   liveEdgeJumps: number;
   /** The jitter buffer's current start target (ms). */
   jitterTargetMs: number;
+  /** Audio queued in the worklet at its last report (ms). */
+  queuedMs: number;
+  /** The output's latency after the worklet: base + output latency (ms). */
+  outputLatencyMs: number;
 }
 
 /** Jitter buffer bounds, in video frames. */
@@ -122,6 +136,8 @@ export class AudioOut {
     underruns: 0,
     liveEdgeJumps: 0,
     jitterTargetMs: 0,
+    queuedMs: 0,
+    outputLatencyMs: 0,
   };
   readonly ctx: AudioContext;
   #node: AudioWorkletNode | null = null;
@@ -217,6 +233,12 @@ export class AudioOut {
 
   #onMessage(m: Record<string, unknown>): void {
     if (typeof m.clock === "number") {
+      this.stats.queuedMs = Math.round(
+        (m.queued as number) / this.ctx.sampleRate * 1000,
+      );
+      this.stats.outputLatencyMs = Math.round(
+        ((this.ctx.outputLatency || 0) + (this.ctx.baseLatency || 0)) * 1000,
+      );
       this.#clock = {
         ptsUs: m.clock,
         frame: m.frame as number,

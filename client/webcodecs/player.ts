@@ -26,6 +26,8 @@ export interface WebCodecsStats extends AudioOutStats {
   framesSkipped: number;
   /** The playback clock: media time heard now (ms), null before audio plays. */
   clockMs: number | null;
+  /** The timestamp of the frame on the canvas (ms), null before the first. */
+  shownMs: number | null;
   /** Decoded audio not yet heard: the newest media minus the clock (ms). */
   latencyMs: number;
 }
@@ -118,19 +120,26 @@ export class WebCodecsPlayback {
   #closed = false;
   /** Where the newest decoded audio ends (µs). */
   #audioEndUs = 0;
+  #shownUs: number | null = null;
 
   constructor(o: WebCodecsOptions) {
     this.#o = o;
   }
 
   get stats(): WebCodecsStats {
-    const a = this.#audio?.stats ??
-      { underruns: 0, liveEdgeJumps: 0, jitterTargetMs: 0 };
+    const a = this.#audio?.stats ?? {
+      underruns: 0,
+      liveEdgeJumps: 0,
+      jitterTargetMs: 0,
+      queuedMs: 0,
+      outputLatencyMs: 0,
+    };
     const clock = this.mediaTimeMs;
     return {
       ...this.#stats,
       ...a,
       clockMs: clock === null ? null : Math.round(clock),
+      shownMs: this.#shownUs === null ? null : Math.round(this.#shownUs / 1000),
       latencyMs: clock === null
         ? 0
         : Math.max(0, Math.round(this.#audioEndUs / 1000 - clock)),
@@ -328,6 +337,7 @@ export class WebCodecsPlayback {
       this.#size = { w, h };
     }
     this.#sink.draw(frame);
+    this.#shownUs = frame.timestamp;
     frame.close();
     this.#stats.framesDrawn++;
     if (!this.#drewFirst) {
