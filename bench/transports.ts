@@ -32,8 +32,8 @@ import { startJanus } from "../lib/sfu/mod.ts";
 
 /** The rows: a transport and how the client decodes it. */
 const ROWS = {
-  websocket_fmp4_webcodecs: { transport: "websocket_fmp4", decoder: "auto" },
   websocket_fmp4: { transport: "websocket_fmp4", decoder: "video" },
+  websocket_fmp4_webcodecs: { transport: "websocket_fmp4", decoder: "auto" },
   webrtc_sfu: { transport: "webrtc_sfu", decoder: "video" },
 } as const;
 type Row = keyof typeof ROWS;
@@ -312,6 +312,9 @@ async function main(): Promise<void> {
             headers: { authorization: `Bearer ${FUZZ_ADMIN_KEY}` },
           },
         ).then((r) => r.body?.cancel());
+        // The session's teardown (renderer, SFU viewer) settles before the next row,
+        // which otherwise pays for it in its first frame.
+        await new Promise((r) => setTimeout(r, 1000));
       }
     }
   } finally {

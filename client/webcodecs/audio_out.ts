@@ -1,6 +1,6 @@
 /**
  * The audio side of WebCodecs playback, and its clock: decoded PCM goes to an
- * AudioWorklet that plays it with a jitter buffer that starts at one video frame's worth
+ * AudioWorklet that plays it with a jitter buffer that starts at one audio frame's worth
  * and grows by one frame on each underrun (never shrinks within a stream), drops the
  * oldest audio when more than `slackMs` past that target is queued (a takeover's GOP
  * burst, a stall that let media pile up: the jump to the live edge) or when the queue

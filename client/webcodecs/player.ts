@@ -115,7 +115,6 @@ export class WebCodecsPlayback {
   #needInit = false;
   #needKey = true;
   #drewFirst = false;
-  #frameMs = 40;
   #raf = 0;
   #closed = false;
   /** Where the newest decoded audio ends (µs). */
@@ -223,7 +222,8 @@ export class WebCodecsPlayback {
       this.#audio.ready.catch((err) =>
         this.#o.onError("media_error", errorText(err))
       );
-      this.#audio.reset(this.#frameMs, this.#o.slackMs ?? 150);
+      // One AAC frame (1024 samples): the jitter buffer's start and its step.
+      this.#audio.reset(1024 / audio.sampleRate * 1000, this.#o.slackMs ?? 150);
       this.#audioDec = new AudioDecoder({
         output: (d) => this.#onAudio(d),
         error: (e) => this.#decodeError(e),
@@ -238,7 +238,6 @@ export class WebCodecsPlayback {
     for (const s of samples) {
       const t = this.#tracks.find((x) => x.trackId === s.trackId)!;
       if (t.kind === "video") {
-        if (s.durationUs > 0) this.#frameMs = s.durationUs / 1000;
         if (this.#needKey && !s.key) continue;
         this.#needKey = false;
         if (this.#video?.state !== "configured") continue;
