@@ -1,28 +1,26 @@
 /**
  * Builds the app: the request handler over the route manifest, for `main.ts` and tests.
  */
-import {
-  type AppDeps,
-  closeDeps,
-  createDeps,
-  type DepsOptions,
-} from "./lib/deps.ts";
+import type { AppDeps, DepsOptions } from "./lib/deps.ts";
+import { closeDeps, createDeps } from "./lib/wire.ts";
 import { ApiError, errorResponse, toApiError } from "./lib/api/errors.ts";
 import {
-  allowedMethods,
-  createRouter,
   type Ctx,
   type Handler,
   type Method,
   type Middleware,
-  type MiddlewareModule,
-  plainPathname,
   RequestContext,
   type RequestState,
   ResponseHeaders,
   runChain,
   withHeaders,
 } from "./lib/api/http.ts";
+import {
+  allowedMethods,
+  createRouter,
+  type MiddlewareModule,
+  plainPathname,
+} from "./lib/api/router.ts";
 import { requestIdFrom } from "./lib/api/request_id.ts";
 import { initServices } from "./lib/services.ts";
 import manifest from "./manifest.ts";

@@ -32,7 +32,7 @@ import * as $admin_tenants_tenant_id from "./routes/admin/tenants/[tenant_id].ts
 import * as $admin_try from "./routes/admin/try.tsx";
 import * as $admin_try_token from "./routes/admin/try/token.ts";
 import * as $static_path from "./routes/static/[...path].ts";
-import type { Manifest } from "./lib/api/http.ts";
+import type { Manifest } from "./lib/api/router.ts";
 
 const manifest: Manifest = {
   routes: {

@@ -31,20 +31,19 @@
  */
 
 import type { LoadResult } from "./_loadgen.ts";
+import {
+  luaGet,
+  luaGetPaths,
+  luaPairs,
+  resultOf,
+  runWrk,
+  WRK,
+  type WrkResult,
+} from "./_wrk.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-const WRK = "/usr/bin/wrk";
 const ADMIN_KEY = "bench-admin-key-0123456789abcdefghijklmnopqrstuvwxyz";
 const TOKEN_SECRET = "bench-token-secret-0123456789abcdefghijklmnopqrstuvwxyz";
-
-interface WrkResult {
-  requests: number;
-  seconds: number;
-  rps: number;
-  socket_errors: number;
-  /** Script-specific counters (status classes, pairs). */
-  counts: Record<string, number>;
-}
 
 function arg(name: string, def: number): number {
   const i = Deno.args.indexOf(`--${name}`);
@@ -53,122 +52,11 @@ function arg(name: string, def: number): number {
 
 /** Seconds a run (wrk and the latency generator alike). */
 const DURATION = arg("duration", 6);
-
-// ---------------------------------------------------------------------------
-// wrk scripts. Each thread counts responses by kind; done() aggregates and prints one
-// `RESULT {...}` JSON line.
-
-const LUA_COMMON = `
-local threads = {}
-function setup(thread) table.insert(threads, thread) end
-counts = {}
-local function count(k) counts[k] = (counts[k] or 0) + 1 end
-function done(summary, latency, requests)
-  local agg = {}
-  for _, t in ipairs(threads) do
-    local c = t:get("counts")
-    for k, v in pairs(c) do agg[k] = (agg[k] or 0) + v end
-  end
-  local parts = {}
-  for k, v in pairs(agg) do table.insert(parts, string.format('"%s":%d', k, v)) end
-  local e = summary.errors
-  io.write(string.format(
-    'RESULT {"requests":%d,"seconds":%.3f,"rps":%.1f,"socket_errors":%d,"counts":{%s}}\\n',
-    summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
-    e.connect + e.read + e.write + e.timeout, table.concat(parts, ",")))
-end
-`;
-
-function luaGet(apiKey: string | null): string {
-  return LUA_COMMON + `
-${apiKey ? `wrk.headers["Authorization"] = "Bearer ${apiKey}"` : ""}
-function response(status, headers, body) count("s" .. status) end
-`;
-}
-
-/** GETs `paths` round robin (each wrk thread starts at its own offset). */
-function luaGetPaths(apiKey: string, paths: string[]): string {
-  return LUA_COMMON + `
-wrk.headers["Authorization"] = "Bearer ${apiKey}"
-local paths = { ${paths.map((p) => `"${p}"`).join(", ")} }
-local i = 0
-function request()
-  i = i % #paths + 1
-  return wrk.format("GET", paths[i])
-end
-function response(status, headers, body) count("s" .. status) end
-`;
-}
-
-function luaPairs(apiKey: string, createBody: string): string {
-  return LUA_COMMON + `
-local create_body = [[${createBody}]]
-local json_headers = { ["Authorization"] = "Bearer ${apiKey}", ["Content-Type"] = "application/json" }
-local end_headers = { ["Authorization"] = "Bearer ${apiKey}" }
-local queue = {}
-function request()
-  local id = table.remove(queue)
-  if id then
-    count("sent_end")
-    return wrk.format("POST", "/v1/sessions/" .. id .. "/end", end_headers)
-  end
-  count("sent_create")
-  return wrk.format("POST", "/v1/sessions", json_headers, create_body)
-end
--- Responses do not say which request they answer: classify by body. Only end answers
--- 409 AVTR_SESSION_CONFLICT / AVTR_SESSION_ENDED or carries ended_at.
-function response(status, headers, body)
-  if body:find('"client_token"', 1, true) then
-    table.insert(queue, body:match('"session_id":"([^"]+)"'))
-    count("create_200")
-  elseif body:find('"ended_at"', 1, true) then
-    count("end_" .. status)
-  else
-    local code = body:match('"code":"([A-Z_]+)"') or "none"
-    count(status .. "_" .. code)
-  end
-end
-`;
-}
-
-/** The `RESULT {…}` line a load process printed, parsed; throws when it failed. */
-function resultOf<T>(out: Deno.CommandOutput, what: string): T {
-  const text = new TextDecoder().decode(out.stdout);
-  const line = text.split("\n").find((l) => l.startsWith("RESULT "));
-  if (!out.success || !line) {
-    throw new Error(
-      `${what} failed: ${text}${new TextDecoder().decode(out.stderr)}`,
-    );
-  }
-  return JSON.parse(line.slice("RESULT ".length)) as T;
-}
-
-async function runWrk(url: string, lua: string): Promise<WrkResult> {
-  const script = await Deno.makeTempFile({ suffix: ".lua" });
-  await Deno.writeTextFile(script, lua);
-  try {
-    const out = await new Deno.Command(WRK, {
-      args: [
-        "-t",
-        String(arg("threads", 1)),
-        "-c",
-        String(arg("connections", 64)),
-        "-d",
-        `${DURATION}s`,
-        "--timeout",
-        "5s",
-        "-s",
-        script,
-        url,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    return resultOf<WrkResult>(out, "wrk");
-  } finally {
-    await Deno.remove(script);
-  }
-}
+const WRK_OPTIONS = {
+  threads: arg("threads", 1),
+  connections: arg("connections", 64),
+  seconds: DURATION,
+};
 
 // ---------------------------------------------------------------------------
 // Subprocesses
@@ -428,11 +316,11 @@ async function main(): Promise<void> {
     }
     const one = service.base + paths[0];
     const scenarios: [string, () => Promise<WrkResult>][] = [
-      ["bare", () => runWrk(bare.base + "/", luaGet(null))],
-      ["status", () => runWrk(one, luaGet(key))],
+      ["bare", () => runWrk(bare.base + "/", luaGet(null), WRK_OPTIONS)],
+      ["status", () => runWrk(one, luaGet(key), WRK_OPTIONS)],
       [
         "status_spread",
-        () => runWrk(service.base + "/", luaGetPaths(key, paths)),
+        () => runWrk(service.base + "/", luaGetPaths(key, paths), WRK_OPTIONS),
       ],
     ];
     // Warm-up (JIT, KV page cache), not reported.
@@ -482,6 +370,7 @@ async function main(): Promise<void> {
     pairs = await runWrk(
       service.base + "/v1/sessions",
       luaPairs(key, JSON.stringify(createBody)),
+      WRK_OPTIONS,
     );
   } finally {
     await stop(service);

@@ -259,7 +259,7 @@ async function measure(
   };
 }
 
-/** The per-label table of docs/performance.md ("Lip sync"): frames and % right. */
+/** The per-label table of docs/notes/performance-history.md ("Lip sync"): frames and % right. */
 function printPerClass(c: Record<string, [number, number, number]>): void {
   const cell = (s: string) => s.padStart(5);
   const pct = (k: number) => (v: string) =>

@@ -14,8 +14,8 @@
  *   (`expectedDisplayTime`; on the canvas as above) minus the wall clock the renderer
  *   drew into it as a barcode (lib/render/clock_stamp.ts): render → encode → transport →
  *   decode → display, on one machine and one clock. (Engine audio reaches a drawn frame
- *   within one frame, 40 ms, more: docs/performance.md has the renderer's own audio
- *   latency.)
+ *   within one frame, 40 ms, more: docs/notes/performance-history.md has the renderer's
+ *   own audio latency.)
  * - underruns over the window: the WebCodecs audio jitter buffer's, else the video's
  *   `waiting` events;
  * - A/V offset (WebCodecs): the audio clock minus the shown frame's timestamp, sampled

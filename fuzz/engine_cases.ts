@@ -4,14 +4,16 @@
  * provider, the fields the adapter types first, set to each of `POISONS` in turn, the
  * classic `{"toString":0}` first) with random cases: a field set to a random wrong-typed
  * value or removed, unknown types, bad JSON, huge strings (under and over the frame cap),
- * base64 audio that is not, odd-length and oversized binary audio, valid messages out of
- * order, and floods of invalid frames (which end the session as a provider failure).
+ * base64 audio that is not, odd-length and oversized binary audio, bursts of valid audio
+ * (binary, or base64 in the protocol's audio message), valid messages out of order, and floods of invalid frames (which end the session as a provider failure).
  */
 import { MAX_ENGINE_FRAME_BYTES } from "../lib/providers/frames.ts";
+import { pcmToBase64 } from "../lib/providers/resample.ts";
 import type { Json } from "../tests/fakes/fake_ws.ts";
 import {
   fieldPaths,
   type ProviderKit,
+  typeKey,
   withField,
 } from "../tests/fakes/providers.ts";
 import { garbageValue, type Rng } from "./_lib.ts";
@@ -80,7 +82,7 @@ function badJson(rng: Rng, kit: ProviderKit): string {
     case 5:
       return valid + rng.string(5);
     default:
-      return `{"type":${JSON.stringify(rng.string(10))},`;
+      return `{"${typeKey(kit)}":${JSON.stringify(rng.string(10))},`;
   }
 }
 
@@ -90,7 +92,9 @@ function stringPath(rng: Rng, kit: ProviderKit): [Json, string] | null {
   for (const t of kit.templates) {
     for (const p of fieldPaths(t.msg)) {
       const v = p.split(".").reduce<unknown>((o, k) => (o as Json)[k], t.msg);
-      if (typeof v === "string" && p !== "type") candidates.push([t.msg, p]);
+      if (typeof v === "string" && p !== typeKey(kit)) {
+        candidates.push([t.msg, p]);
+      }
     }
   }
   return candidates.length ? rng.pick(candidates) : null;
@@ -98,8 +102,10 @@ function stringPath(rng: Rng, kit: ProviderKit): [Json, string] | null {
 
 function audioTemplate(kit: ProviderKit): [Json, string] | null {
   for (const t of kit.templates) {
-    const p = t.typed.find((x) => /(^|\.)(delta|audio|audio_base_64)$/.test(x));
-    if (p && /audio/.test(String(t.msg.type))) return [t.msg, p];
+    const p = t.typed.find((x) =>
+      /(^|\.)(delta|audio|audio_base_64|payload)$/.test(x)
+    );
+    if (p && /audio|media/.test(String(t.msg[typeKey(kit)]))) return [t.msg, p];
   }
   return null;
 }
@@ -119,7 +125,7 @@ function one(rng: Rng, kit: ProviderKit, kind: string): Frame[] {
       return [
         JSON.stringify({
           ...tpl,
-          type: rng.bool() ? rng.pick(ODD_TYPES) : rng.string(30),
+          [typeKey(kit)]: rng.bool() ? rng.pick(ODD_TYPES) : rng.string(30),
         }),
       ];
     case "bad JSON":
@@ -147,12 +153,18 @@ function one(rng: Rng, kit: ProviderKit, kind: string): Frame[] {
     case "oversized audio":
       return [new Uint8Array(MAX_ENGINE_FRAME_BYTES + 2 * rng.int(1, 1000))];
     case "valid audio burst": {
+      // Binary PCM, or the protocol's own base64 audio message (JSON-only protocols).
       const frames: Frame[] = [];
+      const at = audioTemplate(kit);
       const n = rng.int(1, 5);
       for (let i = 0; i < n; i++) {
-        const bytes = new Uint8Array(rng.int(1, 4000) * 2);
-        if (kit.binaryAudio) frames.push(bytes);
-        else frames.push(rng.bytes(rng.int(1, 8)));
+        const pcm = new Int16Array(rng.int(1, 4000));
+        if (kit.binaryAudio) frames.push(new Uint8Array(pcm.buffer));
+        else if (at) {
+          frames.push(
+            JSON.stringify(withField(at[0], at[1], pcmToBase64(pcm))),
+          );
+        } else frames.push(rng.bytes(rng.int(1, 8)));
       }
       return frames;
     }
@@ -201,7 +213,10 @@ export class CaseSource {
     const rest: [Json, string][] = [];
     for (const t of kit.templates) {
       for (const p of fieldPaths(t.msg)) {
-        (p === "type" || t.typed.includes(p) ? typed : rest).push([t.msg, p]);
+        (p === typeKey(kit) || t.typed.includes(p) ? typed : rest).push([
+          t.msg,
+          p,
+        ]);
       }
     }
     for (const poison of POISONS) {

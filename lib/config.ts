@@ -4,6 +4,7 @@
  */
 
 import { z } from "zod";
+import { ConfigError } from "./config_error.ts";
 import { type NodeConfig, nodeConfig } from "./nodes/config.ts";
 
 const ICE_URL = /^(stuns?|turns?):[^\s]+$/;
@@ -91,12 +92,7 @@ export interface IceServer {
   credential?: string;
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError };
 
 export const DEFAULT_DOCS_BASE_URL = "https://docs.avatar.example.com";
 
@@ -331,7 +327,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     providerEndpoints: {
       vendorARealtimeUrl: env.VENDOR_A_REALTIME_URL ||
         "wss://api.vendor-a.example/v1/realtime",
-      vendorBUrl: env.VENDOR_B_URL || "wss://agents.vendor-b.example/v1/agent",
+      vendorBUrl: env.VENDOR_B_URL || "wss://api.cartesia.ai/agents/stream",
       vendorCUrl: env.VENDOR_C_URL ||
         "wss://api.vendor-c.example/v1/convai/conversation",
       vendorCApiUrl: env.VENDOR_C_API_URL || "https://api.vendor-c.example",

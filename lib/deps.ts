@@ -1,14 +1,15 @@
 /**
- * Everything the app's routes and services share, built once per app instance. `main.ts`
- * builds it from the environment; tests build it on `:memory:` KV with their own clock.
+ * The types everything shares: `AppDeps`, the object graph the app's routes and services
+ * share, built once per app instance by the composition root (lib/wire.ts). This module
+ * imports types only, so a domain module that names `AppDeps` reaches no adapter (Janus,
+ * media nodes, the renderer) through it.
  */
-import { type Config, loadConfig } from "./config.ts";
-import { createLogger, type Logger } from "./log.ts";
-import { idleRuntime, type SessionRuntime } from "./runtime.ts";
-import { openKv, openReadKv } from "./kv/store.ts";
-import { CredentialVault } from "./vault.ts";
-import { RenderSlots } from "./render/slots.ts";
-import { createJanusSfu, sfuIdentity, type SfuPort } from "./sfu/mod.ts";
+import type { Config } from "./config.ts";
+import type { Logger } from "./log.ts";
+import type { SessionRuntime } from "./runtime.ts";
+import type { CredentialVault } from "./vault.ts";
+import type { RenderSlots } from "./render/slots.ts";
+import type { SfuPort } from "./sfu/port.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
@@ -63,6 +64,45 @@ export interface AppDeps {
    * records carry it, so only instances on the same Janus touch a mountpoint.
    */
   sfuId: string | null;
+  /**
+   * The session starter chosen at wiring (lib/wire.ts): null starts a create's session on
+   * this instance; a control plane hands each to a media node (lib/nodes/handoff.ts).
+   */
+  handOff: SessionHandOff | null;
+}
+
+/**
+ * Hands a create's start work (DECISIONS 4) to the instance that will hold the session;
+ * resolves once that instance committed it, throws its refusal as an `ApiError`.
+ */
+export type SessionHandOff = (
+  deps: AppDeps,
+  start: HandOffStart,
+) => Promise<unknown>;
+
+/** What a create passes to the instance that starts its session. */
+export interface HandOffStart {
+  tenantId: string;
+  /** The create body as the customer sent it, credentials included. */
+  body: Record<string, unknown>;
+  /** The new session's id. */
+  sessionId: string;
+  /** The `Idempotency-Key` header's value, when the create had one. */
+  idempotencyKey?: string;
+  /**
+   * Its claim (lib/sessions/idempotency.ts), which the starting instance's create commit
+   * completes: what of it crosses the hand-off.
+   */
+  claim?: {
+    key: Deno.KvKey;
+    versionstamp: string;
+    record: {
+      fingerprint: string;
+      created_at: number;
+      expires_at: number;
+      pending_until: number;
+    };
+  };
 }
 
 export interface DepsOptions {
@@ -73,57 +113,4 @@ export interface DepsOptions {
   log?: Logger;
   /** Overrides the SFU built from the config. */
   sfu?: SfuPort | null;
-}
-
-/** Builds the shared dependencies; the caller owns `close()`. */
-export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
-  const config = options.config ?? loadConfig(options.env ?? {});
-  const kv = options.kv ?? await openKv(config.kvPath);
-  const readKv = options.kv ? kv : await openReadKv(config.kvPath, kv);
-  const now = options.now ?? Date.now;
-  const log = options.log ?? createLogger(undefined, now);
-  return {
-    config,
-    kv,
-    readKv,
-    now,
-    log,
-    onClose: [],
-    instanceId: crypto.randomUUID(),
-    instanceUrl: config.instanceUrl,
-    sessionHooks: { inCommit: [], afterCommit: [] },
-    runtime: idleRuntime,
-    vault: new CredentialVault(),
-    draining: false,
-    renderSlots: new RenderSlots(config.renderMaxSessions, {
-      reservationMs: config.renderReservationS * 1000,
-      now,
-    }),
-    // A control plane drives no SFU: its media nodes do (lib/nodes/).
-    sfu: options.sfu !== undefined
-      ? options.sfu
-      : config.sfu && config.role !== "control"
-      ? createJanusSfu({
-        url: config.sfu.url,
-        token: config.sfu.apiSecret,
-        adminKey: config.sfu.apiKey,
-      })
-      : null,
-    sfuId: config.sfu ? await sfuIdentity(config.sfu) : null,
-  };
-}
-
-/** Runs every close hook (newest first) and closes KV when `closeKv` is set. */
-export async function closeDeps(deps: AppDeps, closeKv = true): Promise<void> {
-  for (const hook of deps.onClose.splice(0).reverse()) {
-    try {
-      await hook();
-    } catch (err) {
-      deps.log.error("close hook failed", { err });
-    }
-  }
-  if (closeKv) {
-    if (deps.readKv !== deps.kv) deps.readKv.close();
-    deps.kv.close();
-  }
 }

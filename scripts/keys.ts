@@ -12,7 +12,7 @@
 import { listApiKeys, revokeApiKey } from "../lib/auth/api_key_admin.ts";
 import { type ApiKeyView, createApiKey } from "../lib/auth/api_keys.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
-import { closeDeps, createDeps } from "../lib/deps.ts";
+import { closeDeps, createDeps } from "../lib/wire.ts";
 import { ApiError } from "../lib/api/errors.ts";
 import { createLogger } from "../lib/log.ts";
 import { OPERATOR, type Scope, SCOPES } from "../lib/auth/principal.ts";

@@ -1,5 +1,5 @@
 /**
- * A render worker: serves the built-in renderer over the protocol of docs/rendering.md.
+ * A render worker: serves the built-in renderer over the protocol of docs/render-worker.md.
  * `PORT` (default 8090), `RENDER_WORKER_TOKEN` (required), `HOSTNAME` (default 0.0.0.0).
  *
  *   RENDER_WORKER_TOKEN=… deno task render-worker

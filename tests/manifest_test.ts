@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import manifest from "../manifest.ts";
-import { fileToTemplate } from "../lib/api/http.ts";
+import { fileToTemplate } from "../lib/api/router.ts";
 
 async function walk(dir: string): Promise<string[]> {
   const out: string[] = [];

@@ -43,16 +43,9 @@ export interface ApiKeyRecord {
 }
 
 /** What callers may see of a key: the record without its hash, plus `last_used_at`. */
-export interface ApiKeyView {
-  key_id: string;
-  tenant_id: string;
-  scopes: Scope[];
-  name?: string;
-  created_at: number;
-  expires_at?: number;
-  revoked_at?: number;
+export type ApiKeyView = Omit<ApiKeyRecord, "secret_hash"> & {
   last_used_at?: number;
-}
+};
 
 /** `["api_keys", keyId]` → `ApiKeyRecord`. */
 export function apiKeyKey(keyId: string): Deno.KvKey {

@@ -5,7 +5,18 @@
  * handler returns and redelivered by KV (with the enqueue's backoff) when it throws, so
  * handlers must be idempotent.
  */
-import type { AppDeps } from "../deps.ts";
+import type { Logger } from "../log.ts";
+
+/**
+ * What the queue needs of the app's dependencies (`AppDeps` has it): named here rather
+ * than imported, so this infrastructure module knows nothing of the app above it.
+ */
+export interface QueueDeps {
+  kv: Deno.Kv;
+  log: Logger;
+  /** Runs when the app closes; the queue stops its listener there. */
+  onClose: Array<() => void | Promise<void>>;
+}
 
 /** A queued message: `kind` picks the handler, the other fields are the handler's. */
 export interface QueueMessage {
@@ -23,9 +34,9 @@ interface QueueState {
   abort: AbortController;
 }
 
-const states = new WeakMap<AppDeps, QueueState>();
+const states = new WeakMap<QueueDeps, QueueState>();
 
-function stateOf(deps: AppDeps): QueueState {
+function stateOf(deps: QueueDeps): QueueState {
   let state = states.get(deps);
   if (!state) {
     state = {
@@ -51,7 +62,7 @@ export function isQueueMessage(value: unknown): value is QueueMessage {
  * kind; registering a kind twice is a programming error and throws.
  */
 export function registerQueueHandler(
-  deps: AppDeps,
+  deps: QueueDeps,
   kind: string,
   fn: QueueHandler,
 ): void {
@@ -66,12 +77,12 @@ export function registerQueueHandler(
  * Aborted when the app starts closing: handlers pass it to their outbound calls so
  * shutdown does not wait on a slow peer.
  */
-export function queueShutdownSignal(deps: AppDeps): AbortSignal {
+export function queueShutdownSignal(deps: QueueDeps): AbortSignal {
   return stateOf(deps).abort.signal;
 }
 
 async function dispatch(
-  deps: AppDeps,
+  deps: QueueDeps,
   state: QueueState,
   raw: unknown,
 ): Promise<void> {
@@ -112,7 +123,7 @@ async function dispatch(
  * messages, aborts `queueShutdownSignal`, and waits for running handlers, before KV
  * closes (which ends the listener).
  */
-export function startQueue(deps: AppDeps): void {
+export function startQueue(deps: QueueDeps): void {
   const state = stateOf(deps);
   if (state.started) return;
   state.started = true;

@@ -284,6 +284,12 @@ export class LiveSession {
         this.browserRate = msg.sample_rate;
         break;
       case "text": {
+        if (this.engine?.textTurns === false) {
+          // The engine has no typed turns (vendor_b): refused, the session goes on.
+          this.stats.invalidMessages++;
+          this.sendError("invalid_message", false);
+          break;
+        }
         this.turns.userTranscript(msg.text, true);
         this.engine?.sendText(msg.text);
         break;

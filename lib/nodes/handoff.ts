@@ -10,7 +10,7 @@
  * only; the control plane keeps none.
  */
 import { z } from "zod";
-import type { AppDeps } from "../deps.ts";
+import type { AppDeps, HandOffStart } from "../deps.ts";
 import { ApiError, ERROR_CODES, type ErrorCode } from "../api/errors.ts";
 import { TENANT_ID_PATTERN } from "../auth/api_keys.ts";
 import {
@@ -59,18 +59,9 @@ const errorSchema = z.object({
   retry_after: z.number().optional(),
 });
 
-export interface HandoffRequest {
-  tenantId: string;
-  body: Record<string, unknown>;
-  sessionId: string;
-  /** The `Idempotency-Key` header's value and its claim, when the create had one. */
-  idempotencyKey?: string;
-  claim?: IdempotencyClaim;
-}
-
 /** The idempotency claim as the wire carries it (`header`: the key's value). */
 function claimOnWire(
-  claim: IdempotencyClaim,
+  claim: NonNullable<HandOffStart["claim"]>,
   header: string,
 ): Handoff["idempotency"] {
   return {
@@ -118,7 +109,7 @@ function noNode(): ApiError {
  */
 export async function handOffCreate(
   deps: AppDeps,
-  request: HandoffRequest,
+  request: HandOffStart,
 ): Promise<string> {
   const secret = deps.config.nodeSecret;
   if (!secret) throw new Error("handoff without NODE_SECRET");

@@ -72,7 +72,10 @@ export function errorText(
 }
 
 /** What an adapter plugs into `EngineLink.open`: its endpoint and its wire protocol. */
-export interface WireProtocol<S extends Record<string, z.ZodType>> {
+export interface WireProtocol<
+  S extends Record<string, z.ZodType>,
+  K extends string = "type",
+> {
   url: URL;
   /** Upgrade headers (credentials: never logged, never in an error). */
   headers?: Record<string, string>;
@@ -80,10 +83,10 @@ export interface WireProtocol<S extends Record<string, z.ZodType>> {
   guard?: boolean;
   /** The protocol's first message, sent as soon as the socket is open. */
   hello: Json;
-  /** The engine's text messages: a schema per `type`. */
-  messages: MessageSet<S>;
+  /** The engine's text messages: a schema per message type. */
+  messages: MessageSet<S, K>;
   /** A text frame that passed its type's schema. */
-  onMessage(msg: MessageOf<S>): void;
+  onMessage(msg: MessageOf<S, K>): void;
   /**
    * A frame of known `type` that broke its schema, called before it is counted invalid
    * (an adapter may fail the session, e.g. a malformed readiness message).
@@ -93,8 +96,11 @@ export interface WireProtocol<S extends Record<string, z.ZodType>> {
   onAudio?(pcm: Int16Array): void;
   /** User audio, already resampled to the link's user rate; never empty. */
   sendAudio(pcm: Int16Array): void;
-  /** A typed user turn; called only when ready and open. */
-  sendText(text: string): void;
+  /**
+   * A typed user turn; called only when ready and open. Absent: the protocol has no
+   * typed turns (the connection's `textTurns` is false).
+   */
+  sendText?(text: string): void;
   /** Cut the current response; called only while open. */
   interrupt(cut?: ResponseCut): void;
   /** The graceful-end message; without one, `end()` starts the close handshake. */
@@ -278,8 +284,8 @@ export class EngineLink {
     });
   }
 
-  #onFrame<S extends Record<string, z.ZodType>>(
-    wire: WireProtocol<S>,
+  #onFrame<S extends Record<string, z.ZodType>, K extends string>(
+    wire: WireProtocol<S, K>,
     data: string | Uint8Array,
   ): void {
     if (this.#tracker.done) return;
@@ -302,8 +308,8 @@ export class EngineLink {
    * Connects to `wire.url`, sends `wire.hello`, and resolves with the connection.
    * Rejects with `EngineStartError` (see `connectWs`).
    */
-  async open<S extends Record<string, z.ZodType>>(
-    wire: WireProtocol<S>,
+  async open<S extends Record<string, z.ZodType>, K extends string>(
+    wire: WireProtocol<S, K>,
   ): Promise<EngineConnection> {
     const { deps, options } = this;
     const tracker = this.#tracker;
@@ -351,9 +357,10 @@ export class EngineLink {
       }),
       userAudioStats: () => this.#audio.stats(),
       invalidFrames: () => this.#invalid.total,
+      textTurns: wire.sendText !== undefined,
       sendText: guarded("sendText", (text: string) => {
         if (!this.ready || tracker.done) return;
-        wire.sendText(text);
+        wire.sendText?.(text);
       }),
       interrupt: guarded("interrupt", (cut?: ResponseCut) => {
         if (tracker.done) return;

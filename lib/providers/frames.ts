@@ -62,13 +62,21 @@ export const errorMessageWithFatal = () =>
     fatal: z.boolean().default(false),
   });
 
-/** A message of a `MessageSet`: its `type` and its schema's output. */
-export type MessageOf<S extends Record<string, z.ZodType>> = {
-  [K in keyof S & string]: { type: K } & z.output<S[K]>;
+/**
+ * A message of a `MessageSet`: its type under the set's key field `K` (`type` by
+ * default) and its schema's output.
+ */
+export type MessageOf<
+  S extends Record<string, z.ZodType>,
+  K extends string = "type",
+> = {
+  [T in keyof S & string]: { [F in K]: T } & z.output<S[T]>;
 }[keyof S & string];
 
 /** The message type of a `MessageSet` value: `Message<typeof SOME_MESSAGES>`. */
-export type Message<T> = T extends MessageSet<infer S> ? MessageOf<S> : never;
+export type Message<T> = T extends MessageSet<infer S, infer K>
+  ? MessageOf<S, K>
+  : never;
 
 /** Why a frame was not used: fixed words, never the frame's content. */
 export type InvalidReason =
@@ -91,22 +99,29 @@ export type Decoded<M> =
   | { ok: false; ignored: false; reason: InvalidReason; type?: string };
 
 /**
- * The text messages of one protocol: a schema per `type`. `unknownTypes: "invalid"`
- * counts a message of another type as invalid (ECEP, DECISIONS 7); `"ignore"` drops it
- * uncounted (vendor APIs add event types without notice).
+ * The text messages of one protocol: a schema per message type, the type read from the
+ * field `key` (`type` for most protocols; `event` for vendor_b). `unknownTypes:
+ * "invalid"` counts a message of another type as invalid (ECEP, DECISIONS 7); `"ignore"`
+ * drops it uncounted (vendor APIs add event types without notice).
  */
-export class MessageSet<S extends Record<string, z.ZodType>> {
+export class MessageSet<
+  S extends Record<string, z.ZodType>,
+  K extends string = "type",
+> {
   readonly #byType: Map<string, z.ZodType>;
+  readonly key: K;
 
   constructor(
     schemas: S,
     readonly unknownTypes: "invalid" | "ignore",
+    key?: K,
   ) {
     this.#byType = new Map(Object.entries(schemas));
+    this.key = key ?? ("type" as K);
   }
 
   /** A text frame (already size-checked) parsed, typed and checked against its schema. */
-  decode(text: string): Decoded<MessageOf<S>> {
+  decode(text: string): Decoded<MessageOf<S, K>> {
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -116,7 +131,10 @@ export class MessageSet<S extends Record<string, z.ZodType>> {
     if (!value || typeof value !== "object" || Array.isArray(value)) {
       return { ok: false, ignored: false, reason: "not a JSON object" };
     }
-    const type = (value as { type?: unknown }).type;
+    // An own property only: a key inherited through the prototype is no type.
+    const type = Object.hasOwn(value, this.key)
+      ? (value as Record<string, unknown>)[this.key]
+      : undefined;
     if (typeof type !== "string") {
       return { ok: false, ignored: false, reason: "no type" };
     }
@@ -132,7 +150,7 @@ export class MessageSet<S extends Record<string, z.ZodType>> {
     }
     return {
       ok: true,
-      msg: { ...(parsed.data as object), type } as MessageOf<S>,
+      msg: { ...(parsed.data as object), [this.key]: type } as MessageOf<S, K>,
     };
   }
 }

@@ -87,8 +87,13 @@ export interface UserAudioStats {
 export interface EngineConnection {
   /** Microphone audio from the browser, PCM16LE mono at `sampleRate`; adapters resample. */
   sendUserAudio(pcm: Int16Array, sampleRate: number): void;
-  /** A typed user turn. */
+  /** A typed user turn (ignored when `textTurns` is false). */
   sendText(text: string): void;
+  /**
+   * False when the engine takes no typed user turns (vendor_b): the media plane refuses
+   * a browser `text` with the non-fatal `invalid_message`. Absent means true.
+   */
+  readonly textTurns?: boolean;
   /**
    * Cut the avatar off: the engine stops the current response. With `cut`, the engine
    * also learns which response and how much of it was streamed (ECEP `interrupt` with
@@ -150,6 +155,7 @@ export interface ProviderDeps {
     };
   };
   log: {
+    debug?(msg: string, fields?: Record<string, unknown>): void;
     info(msg: string, fields?: Record<string, unknown>): void;
     warn(msg: string, fields?: Record<string, unknown>): void;
   };

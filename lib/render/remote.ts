@@ -1,6 +1,6 @@
 /**
  * A `RenderBackend` that renders on a render worker (./worker.ts) over HTTP control calls
- * and one WebSocket per stream, authenticated with a bearer token (docs/rendering.md).
+ * and one WebSocket per stream, authenticated with a bearer token (docs/render-worker.md).
  * Agent audio is posted in order, one request in flight, from a queue bounded at ~2 s.
  */
 import type { Logger } from "../log.ts";

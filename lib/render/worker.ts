@@ -1,6 +1,6 @@
 /**
  * The render worker: serves a `RenderBackend` (normally the built-in renderer) over the
- * small HTTP + WebSocket protocol of docs/rendering.md, so rendering can run on other
+ * small HTTP + WebSocket protocol of docs/render-worker.md, so rendering can run on other
  * machines. Every path but `/healthz` needs `Authorization: Bearer <token>`.
  */
 import { createHash, timingSafeEqual } from "node:crypto";

@@ -46,7 +46,6 @@ import {
   tenantOpenSessionsKey,
 } from "./store.ts";
 import { concurrencyError, insertSession } from "./insert.ts";
-import { handOffCreate } from "../nodes/handoff.ts";
 import { toSessionResponse } from "./views.ts";
 import { closeMountpoint } from "../sfu/mod.ts";
 import { openSessionMountpoint, resolveTransport } from "./transport.ts";
@@ -152,9 +151,9 @@ async function withStartTimeout<T>(
  * DECISIONS 3/4/11: 400s for the body (and a `vendor_c.signed_url` off `VENDOR_C_URL`,
  * and `webrtc_sfu` without an SFU), 422 for an idempotency mismatch, 429 over the
  * tenant's limit, 502/503/504 from the provider pre-flight and the SFU's mountpoint,
- * 503 without render capacity, token secret or store. On a control plane
- * (`SERVICE_ROLE=control`) the start work is handed to a media node
- * (lib/nodes/handoff.ts), whose refusals are these same errors.
+ * 503 without render capacity, token secret or store. When the wiring chose a hand-off
+ * (`deps.handOff`: a control plane hands the start work to a media node), the other
+ * instance's refusals are these same errors.
  */
 export async function createSession(
   deps: AppDeps,
@@ -163,8 +162,8 @@ export async function createSession(
   // What the body and the catalog can tell is answered before anything is claimed;
   // the rest depends on the config of the instance that starts the session.
   const input = parseCreateSession(request.body);
-  const here = deps.config.role !== "control";
-  if (here) checkProviderTargets(deps, input);
+  const handOff = deps.handOff;
+  if (!handOff) checkProviderTargets(deps, input);
   resolveAvatar(input.avatar_config);
   requireTokenSecret(deps);
 
@@ -193,7 +192,7 @@ export async function createSession(
   let done = false;
   try {
     let record: SessionRecord | null;
-    if (here) {
+    if (!handOff) {
       record = await startSession(deps, {
         tenantId: request.tenantId,
         input,
@@ -201,7 +200,7 @@ export async function createSession(
         claim,
       });
     } else {
-      await handOffCreate(deps, {
+      await handOff(deps, {
         tenantId: request.tenantId,
         body: request.body,
         sessionId,

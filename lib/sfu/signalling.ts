@@ -13,6 +13,7 @@ import {
   setViewerState,
   type ViewerState,
 } from "./mountpoints.ts";
+// layers: the signalling speaks the media socket's own webrtc.* messages (its protocol)
 import type { ClientMessage, ServerMessage } from "../media/protocol.ts";
 import type { RenderSession, SpeechEvent } from "../render/port.ts";
 

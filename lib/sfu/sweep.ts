@@ -8,11 +8,13 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
+// layers: the sweep reconciles Janus with KV, so it reads which instances are alive
 import {
   heartbeatFresh,
   instanceKey,
   type InstanceRecord,
 } from "../media/presence.ts";
+// layers: the sweep reconciles Janus with KV, so it reads whether a session is over
 import {
   isTerminal,
   recordOf,

@@ -100,22 +100,14 @@ export const deadKey = (eventId: string) => ["webhook_dead", eventId];
 /** Retries of the queue message itself when a handler throws (KV trouble). */
 export const QUEUE_BACKOFF_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
-/** The fields of a session record this module reads (lib/sessions.ts owns the rest). */
-interface SessionView {
-  session_id: string;
+/**
+ * The fields of a session record this module reads (lib/sessions.ts owns the rest): what
+ * the event carries, plus whose it is and where it goes.
+ */
+type SessionView = WebhookEventData & {
   tenant_id: string;
-  status: string;
-  provider_type: string;
-  transport: string;
   webhook_url?: string;
-  created_at: number;
-  started_at?: number;
-  ended_at?: number;
-  warning?: string;
-  chunks_rendered?: number;
-  duration_s?: number;
-  end_reason?: string;
-}
+};
 
 function asSession(value: unknown): SessionView | null {
   if (typeof value !== "object" || value === null) return null;

@@ -67,7 +67,7 @@ export function visemeOf(phoneme: string): Viseme | null {
  * all three sat between them and matched none, so their frames went to the closures of
  * t/k and to the rounded vowels. Likewise f (voiceless) and v (voiced). The same split
  * of the other consonant visemes (TH, DD, kk, CH, SS, nn) was measured and not taken:
- * it traded kk, SS and RR frames for DD and nn ones (docs/performance.md, "Lip sync").
+ * it traded kk, SS and RR frames for DD and nn ones (docs/notes/performance-history.md, "Lip sync").
  */
 const SPLIT: ReadonlySet<Viseme> = new Set(["PP", "FF"]);
 const VOICED = new Set(["b", "v"]);

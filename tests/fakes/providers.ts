@@ -14,7 +14,7 @@ import type {
 } from "../../lib/providers/port.ts";
 import { pcmToBase64 } from "../../lib/providers/resample.ts";
 import { startEcepFake } from "./ecep_engine_fake.ts";
-import type { FakeWs, Json } from "./fake_ws.ts";
+import type { FakeWs, Json, RecordedEvents } from "./fake_ws.ts";
 import { startVendorAFake } from "./vendor_a_fake.ts";
 import { startVendorBFake } from "./vendor_b_fake.ts";
 import { startVendorCFake } from "./vendor_c_fake.ts";
@@ -35,6 +35,8 @@ export interface Template {
 export interface ProviderKit {
   type: ProviderType;
   fake: FakeWs;
+  /** The field naming a message's type: `type` unless given (vendor_b: `event`). */
+  key?: "event";
   credentials: ProviderCredentials;
   /** The create body's `provider_config` value for this provider. */
   config: Json;
@@ -47,7 +49,15 @@ export interface ProviderKit {
   templates: Template[];
   /** A message whose user transcript is `text` (the sync point). */
   marker(text: string): Json;
+  /**
+   * Whether the marker of `text` was handled, for a protocol without transcripts;
+   * by default, a user transcript of `text` arrived.
+   */
+  markerSeen?(events: RecordedEvents, text: string): boolean;
 }
+
+/** The field naming the type of `kit`'s messages. */
+export const typeKey = (kit: ProviderKit): string => kit.key ?? "type";
 
 const b64 = (samples: number) => pcmToBase64(new Int16Array(samples));
 
@@ -203,9 +213,15 @@ function vendorA(): ProviderKit {
 }
 
 function vendorB(): ProviderKit {
-  const fake = startVendorBFake({ token: FAKE_VENDOR_B_TOKEN });
+  const fake = startVendorBFake({
+    tokens: [FAKE_VENDOR_B_TOKEN],
+    agents: ["agent-b"],
+  });
+  const s = { stream_id: "st_1" };
+  let markers = 0;
   return {
     type: "vendor_b",
+    key: "event",
     fake,
     credentials: {
       type: "vendor_b",
@@ -215,28 +231,29 @@ function vendorB(): ProviderKit {
     config: { access_token: FAKE_VENDOR_B_TOKEN, agent_id: "agent-b" },
     endpoints: { vendorBUrl: fake.url },
     env: { VENDOR_B_URL: fake.url },
-    binaryAudio: true,
+    binaryAudio: false,
     templates: [
       {
-        msg: {
-          type: "ready",
-          output_audio: { encoding: "pcm_s16le", sample_rate: 22050 },
-        },
-        typed: ["output_audio", "output_audio.sample_rate"],
-      },
-      { msg: { type: "response.start", id: "b1" }, typed: ["id"] },
-      { msg: { type: "audio", audio: b64(200) }, typed: ["audio"] },
-      { msg: { type: "response.end", id: "b1" }, typed: ["id"] },
-      {
-        msg: { type: "transcript", role: "agent", text: "hi", final: false },
-        typed: ["role", "text", "final"],
+        msg: { event: "ack", ...s, config: { input_format: "pcm_16000" } },
+        typed: ["stream_id", "config.input_format"],
       },
       {
-        msg: { type: "error", message: "llm timeout", fatal: false },
-        typed: ["message", "fatal"],
+        msg: { event: "media_output", ...s, media: { payload: b64(200) } },
+        typed: ["stream_id", "media", "media.payload"],
+      },
+      { msg: { event: "clear", ...s }, typed: ["stream_id"] },
+      { msg: { event: "dtmf", ...s, dtmf: "5" }, typed: ["stream_id", "dtmf"] },
+      {
+        msg: { event: "custom", ...s, metadata: { agent_state: "x" } },
+        typed: ["stream_id"],
       },
     ],
-    marker: (text) => ({ type: "transcript", role: "user", text, final: true }),
+    // No transcripts in this protocol: the agent's `clear` (a barge-in) is the marker.
+    marker: () => {
+      markers++;
+      return { event: "clear", ...s };
+    },
+    markerSeen: (events) => events.bargeIns >= markers,
   };
 }
 

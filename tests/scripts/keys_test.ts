@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { getApiKey } from "../../lib/auth/api_key_admin.ts";
 import { verifyApiKey } from "../../lib/auth/api_keys.ts";
-import { closeDeps, createDeps } from "../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../lib/wire.ts";
 import { memoryLogger } from "../../lib/log.ts";
 import { OPERATOR } from "../../lib/auth/principal.ts";
 

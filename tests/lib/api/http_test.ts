@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  json,
-  plainPathname,
-  ResponseHeaders,
-  withHeaders,
-} from "../../../lib/api/http.ts";
+import { json, ResponseHeaders, withHeaders } from "../../../lib/api/http.ts";
+import { plainPathname } from "../../../lib/api/router.ts";
 
 Deno.test("withHeaders", async (t) => {
   await t.step("copies state headers and extras the response lacks", () => {

@@ -3,7 +3,8 @@
  * and an assertion that a promise rejects with a given `ApiError` code (and param).
  */
 import assert from "node:assert/strict";
-import { type AppDeps, createDeps } from "../../../lib/deps.ts";
+import type { AppDeps } from "../../../lib/deps.ts";
+import { createDeps } from "../../../lib/wire.ts";
 import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 

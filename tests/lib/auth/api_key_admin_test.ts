@@ -5,7 +5,7 @@ import {
   revokeApiKey,
 } from "../../../lib/auth/api_key_admin.ts";
 import { createApiKey } from "../../../lib/auth/api_keys.ts";
-import { closeDeps } from "../../../lib/deps.ts";
+import { closeDeps } from "../../../lib/wire.ts";
 import { OPERATOR } from "../../../lib/auth/principal.ts";
 import { rejectsWith, setup } from "./_keys.ts";
 

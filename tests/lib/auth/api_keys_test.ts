@@ -16,7 +16,7 @@ import {
   parseApiKey,
   verifyApiKey,
 } from "../../../lib/auth/api_keys.ts";
-import { closeDeps } from "../../../lib/deps.ts";
+import { closeDeps } from "../../../lib/wire.ts";
 import { OPERATOR } from "../../../lib/auth/principal.ts";
 import { rejectsWith, setup } from "./_keys.ts";
 

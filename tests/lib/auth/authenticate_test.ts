@@ -9,7 +9,8 @@ import {
   MAX_PREFETCH,
   safeEqual,
 } from "../../../lib/auth/authenticate.ts";
-import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
+import type { AppDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
 import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
 import { memoryLogger } from "../../../lib/log.ts";

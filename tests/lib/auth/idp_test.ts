@@ -8,7 +8,8 @@ import {
 } from "jose";
 import { authenticate, initAuth } from "../../../lib/auth/authenticate.ts";
 import { ConfigError } from "../../../lib/config.ts";
-import { type AppDeps, closeDeps, createDeps } from "../../../lib/deps.ts";
+import type { AppDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
 import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
 import { looksLikeJwt } from "../../../lib/auth/idp.ts";

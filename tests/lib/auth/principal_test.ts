@@ -11,7 +11,7 @@ import {
   OPERATOR,
   visibleTenant,
 } from "../../../lib/auth/principal.ts";
-import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { ApiError } from "../../../lib/api/errors.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 

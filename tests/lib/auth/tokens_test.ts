@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createDeps } from "../../../lib/deps.ts";
+import { createDeps } from "../../../lib/wire.ts";
 import { ApiError } from "../../../lib/api/errors.ts";
 import { base64url, fromBase64url } from "../../../lib/ids.ts";
 import { memoryLogger } from "../../../lib/log.ts";

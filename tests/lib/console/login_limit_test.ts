@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { memoryLogger } from "../../../lib/log.ts";
-import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import {
   LOGIN_MAX_FAILURES,
   reserveLoginAttempt,

@@ -1,6 +1,6 @@
 import { memoryLogger } from "../../../lib/log.ts";
 import assert from "node:assert/strict";
-import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { LiveSession } from "../../../lib/media/live.ts";
 import { MAX_SOCKET_BUFFERED_BYTES } from "../../../lib/media/downlink.ts";
 import type { RenderSession, RenderSink } from "../../../lib/render/port.ts";

@@ -1,13 +1,13 @@
 /**
- * Every provider adapter through the whole media plane: the real app on loopback, the
- * vendor's fake on real wss, a browser socket. A typed turn comes back as an avatar turn
- * with a transcript while video flows; microphone audio reaches the vendor.
+ * Every provider adapter with typed turns through the whole media plane: the real app on
+ * loopback, the vendor's fake on real wss, a browser socket. A typed turn comes back as an
+ * avatar turn with a transcript while video flows; microphone audio reaches the vendor.
+ * (vendor_b has no typed turns: vendor_b_live_test.ts.)
  */
 import assert from "node:assert/strict";
 import { authJson, TEST_ADMIN_KEY, testApp } from "../../_helpers.ts";
 import type { FakeWs } from "../../fakes/fake_ws.ts";
 import { startVendorAFake } from "../../fakes/vendor_a_fake.ts";
-import { startVendorBFake } from "../../fakes/vendor_b_fake.ts";
 import { startVendorCFake } from "../../fakes/vendor_c_fake.ts";
 import { connectActive, type LiveStack } from "./_live.ts";
 
@@ -34,23 +34,6 @@ const cases: Case[] = [
       },
     },
     reply: /you said hello/,
-  },
-  {
-    name: "vendor_b",
-    start() {
-      const f = startVendorBFake({ token: "vb-access-token-b2" });
-      return Object.assign(f, {
-        heard: () => f.peers.some((p) => p.binary.length > 0),
-      });
-    },
-    env: (f) => ({ VENDOR_B_URL: f.url }),
-    body: {
-      provider_type: "vendor_b",
-      provider_config: {
-        vendor_b: { access_token: "vb-access-token-b2", agent_id: "agent-7" },
-      },
-    },
-    reply: /reply to hello/,
   },
   {
     name: "vendor_c",
@@ -127,7 +110,6 @@ for (const c of cases) {
         for (
           const secret of [
             "ek_live_secret_a1",
-            "vb-access-token-b2",
             created.client_token,
           ]
         ) {

@@ -15,7 +15,7 @@ import {
 } from "../media/_live.ts";
 import { TAKEOVER_BURST } from "../../../lib/media/admission.ts";
 import { engineBody, NODE_SECRET, startTopology } from "./_topology.ts";
-import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { deploymentHasSfu } from "../../../lib/nodes/registry.ts";
 import { instanceStaleMs } from "../../../lib/media/presence.ts";
 

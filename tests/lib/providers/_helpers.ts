@@ -101,7 +101,9 @@ export async function readyEngine(
     const text = `marker-${++n}`;
     peer.send(kit.marker(text));
     await events.waiter.until(
-      () => events.transcripts.some((x) => x.text === text),
+      () =>
+        kit.markerSeen?.(events, text) ??
+          events.transcripts.some((x) => x.text === text),
       text,
     );
   };

@@ -116,7 +116,7 @@ Deno.test("a throw from an adapter timer fails its session, not the process", as
 });
 
 Deno.test("a throwing EngineConnection call from the media plane is contained too", async () => {
-  const e = await readyEngine("vendor_b");
+  const e = await readyEngine("external_engine");
   try {
     // Text JSON cannot carry (the media plane sends strings; this one is not).
     e.conn.sendText(1n as unknown as string);

@@ -11,7 +11,7 @@ import {
   MAX_ENGINE_FRAME_BYTES,
 } from "../../../lib/providers/frames.ts";
 import { PROVIDER_TYPES } from "../../../lib/providers/port.ts";
-import { fieldPaths, withField } from "../../fakes/providers.ts";
+import { fieldPaths, typeKey, withField } from "../../fakes/providers.ts";
 import { readyEngine } from "./_helpers.ts";
 
 Deno.test("external_engine ignores response.start with a response_id of {toString:0} and lives on", async () => {
@@ -37,12 +37,13 @@ Deno.test("external_engine ignores response.start with a response_id of {toStrin
 for (const type of PROVIDER_TYPES) {
   Deno.test(`${type}: {"toString":0} in every typed field of every message type is ignored and counted`, async (t) => {
     const e = await readyEngine(type);
+    const key = typeKey(e.kit);
     try {
       for (const tpl of e.kit.templates) {
         for (const path of fieldPaths(tpl.msg)) {
-          const typed = path === "type" || tpl.typed.includes(path);
+          const typed = path === key || tpl.typed.includes(path);
           await t.step(
-            `${tpl.msg.type} ${path}: ${typed ? "invalid" : "not used"}`,
+            `${tpl.msg[key]} ${path}: ${typed ? "invalid" : "not used"}`,
             async () => {
               // Keep the window from filling: this test is about single frames.
               e.clock.advance(INVALID_FRAME_WINDOW_MS);
@@ -78,18 +79,19 @@ for (const type of PROVIDER_TYPES) {
   Deno.test(`${type}: bad JSON, oversized and misaligned frames are ignored and counted`, async (t) => {
     const e = await readyEngine(type);
     const ecep = type === "external_engine";
+    const key = typeKey(e.kit);
     const cases: [string, string | Uint8Array, number][] = [
-      ["bad JSON", '{"type":"transcript",', 1],
+      ["bad JSON", `{"${key}":"transcript",`, 1],
       ["a JSON array", "[1,2,3]", 1],
       ["a JSON string", '"transcript"', 1],
       ["no type", '{"text":"hi"}', 1],
-      ["a numeric type", '{"type":7}', 1],
-      ["a prototype key as type", '{"type":"toString"}', ecep ? 1 : 0],
-      ["an unknown type", '{"type":"surprise.v2"}', ecep ? 1 : 0],
+      ["a numeric type", `{"${key}":7}`, 1],
+      ["a prototype key as type", `{"${key}":"toString"}`, ecep ? 1 : 0],
+      ["an unknown type", `{"${key}":"surprise.v2"}`, ecep ? 1 : 0],
       [
         "a text frame over the cap",
         JSON.stringify({
-          type: e.kit.templates[0].msg.type,
+          [key]: e.kit.templates[0].msg[key],
           pad: "x".repeat(MAX_ENGINE_FRAME_BYTES),
         }),
         1,
@@ -120,7 +122,7 @@ for (const type of PROVIDER_TYPES) {
           },
         );
       }
-      const audioField = /(^|\.)(delta|audio|audio_base_64)$/;
+      const audioField = /(^|\.)(delta|audio|audio_base_64|payload)$/;
       const b64 = e.kit.templates.find((x) =>
         x.typed.some((p) => audioField.test(p))
       );
@@ -130,10 +132,12 @@ for (const type of PROVIDER_TYPES) {
           async () => {
             const field = b64.typed.find((p) => audioField.test(p))!;
             // vendor_a decodes only the current response's audio.
-            e.peer.send({
-              type: "response.created",
-              response: { id: "resp_1" },
-            });
+            if (type === "vendor_a_realtime") {
+              e.peer.send({
+                type: "response.created",
+                response: { id: "resp_1" },
+              });
+            }
             const before = e.invalid();
             e.peer.send(withField(b64.msg, field, "%%%not base64"));
             e.peer.send(withField(b64.msg, field, btoa("abc")));
@@ -219,8 +223,9 @@ Deno.test("a flood of invalid frames fails the session; the log stays short and 
       async () => {
         const e = await readyEngine(type);
         try {
+          const key = typeKey(e.kit);
           for (let i = 0; i <= INVALID_FRAME_LIMIT; i++) {
-            e.peer.sendRaw('{"type":7,"secret":"SECRET-IN-FRAME"}');
+            e.peer.sendRaw(`{"${key}":7,"secret":"SECRET-IN-FRAME"}`);
           }
           await e.events.waiter.until(
             () => e.events.closes.length > 0,

@@ -1,146 +1,404 @@
+/**
+ * The vendor_b adapter against a fake Cartesia agents WebSocket on real wss
+ * (tests/fakes/vendor_b_fake.ts): the URL, headers and `start` the vendor wants, `ack`
+ * as ready, base64 audio both ways in small frames, turns delimited by the audio, the
+ * agent's `clear` as barge-in, the browser's interrupt cut locally, no typed turns, the
+ * vendor's idle close kept away by silence, and its clean close reported as such.
+ */
 import assert from "node:assert/strict";
 import {
   EngineStartError,
   type ProviderCredentials,
 } from "../../../lib/providers/port.ts";
-import { createVendorBEngine } from "../../../lib/providers/vendor_b.ts";
 import {
+  createVendorBEngine,
+  VENDOR_B_CHUNK_SAMPLES,
+  type VendorBOptions,
+} from "../../../lib/providers/vendor_b.ts";
+import {
+  type Json,
   providerDeps,
+  type RecordedEvents,
   recordEvents,
-  sampleCount,
 } from "../../fakes/fake_ws.ts";
-import { startVendorBFake } from "../../fakes/vendor_b_fake.ts";
-import { expectSamples, sendOneSecond, startEngine } from "./_helpers.ts";
+import {
+  CARTESIA_AGENTS_VERSION,
+  startVendorBFake,
+  type VendorBFakeOptions,
+} from "../../fakes/vendor_b_fake.ts";
+import { sendOneSecond, startEngine } from "./_helpers.ts";
 
 const TOKEN = "vb-access-token-0123456789abcdef";
+const AGENT = "agent 42/eu";
 const creds: ProviderCredentials = {
   type: "vendor_b",
   access_token: TOKEN,
-  agent_id: "agent-42",
+  agent_id: AGENT,
 };
 
-function setup(token = TOKEN, stubborn = false) {
-  const fake = startVendorBFake({ token, stubborn });
+function setup(
+  fakeOpts: VendorBFakeOptions = {},
+  opts: VendorBOptions = { responseIdleMs: 150 },
+) {
+  const fake = startVendorBFake({
+    tokens: [TOKEN],
+    agents: [AGENT],
+    ...fakeOpts,
+  });
   const deps = providerDeps({ endpoints: { vendorBUrl: fake.url } });
-  return { fake, deps, factory: createVendorBEngine(deps) };
+  return { fake, deps, factory: createVendorBEngine(deps, opts) };
 }
 
-const start = (
-  factory: ReturnType<typeof setup>["factory"],
-  events = recordEvents(),
-) => startEngine(factory, creds, { events, sessionId: "session:b" });
+async function ready(s: ReturnType<typeof setup>, events = recordEvents()) {
+  const conn = await startEngine(s.factory, creds, {
+    events,
+    sessionId: "session:b",
+  });
+  await events.waiter.until(() => events.ready.length > 0, "ack → ready");
+  return conn;
+}
 
-Deno.test("vendor_b speaks the documented protocol over wss", async (t) => {
-  const { fake, deps, factory } = setup();
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const frames = (fake: { peers: { json: Json[] }[] }, event: string) =>
+  fake.peers[0].json.filter((m) => m.event === event);
+
+/** Waits until the next response's first audio arrives. */
+const firstAudio = (events: RecordedEvents, response: number) =>
+  events.waiter.until(
+    () => events.starts.length >= response && events.audio.length > 0,
+    `response ${response}`,
+  );
+
+Deno.test("vendor_b speaks the Cartesia agents WebSocket", async (t) => {
+  const s = setup();
   const events = recordEvents();
-  const conn = await start(factory, events);
+  const conn = await ready(s, events);
+  const { fake } = s;
   try {
     await t.step(
-      "bearer access_token on the upgrade; start carries agent_id",
+      "agent id URL-encoded in the path, bearer token and version headers",
       async () => {
         const peer = await fake.peer();
+        assert.equal(peer.url.pathname, "/agents/stream/agent%2042%2Feu");
         assert.equal(peer.headers.get("authorization"), `Bearer ${TOKEN}`);
-        assert.deepEqual(await fake.message("start"), {
-          type: "start",
-          agent_id: "agent-42",
-          input_audio: { encoding: "pcm_s16le", sample_rate: 16000 },
-        });
+        assert.equal(
+          peer.headers.get("cartesia-version"),
+          CARTESIA_AGENTS_VERSION,
+        );
       },
     );
 
-    await t.step("ready → onReady with the output rate", async () => {
-      await events.waiter.until(() => events.ready.length > 0, "ready");
-      assert.deepEqual(events.ready, [22050]);
+    await t.step("start first, with pcm_16000; ack → ready at 16 kHz", () => {
+      const first = fake.peers[0].json[0];
+      assert.equal(first.event, "start");
+      assert.deepEqual(first.config, { input_format: "pcm_16000" });
+      assert.equal(typeof first.stream_id, "string");
+      assert.deepEqual(events.ready, [16000]);
     });
 
     await t.step(
-      "text turn → binary and base64 audio, both transcripts",
+      "user audio → base64 media_input at 16 kHz, each frame under 1 KiB",
       async () => {
-        conn.sendText("hi");
-        await events.waiter.until(() => events.ends.length === 1, "end");
-        assert.deepEqual((await fake.message("text")).text, "hi");
-        assert.deepEqual(events.starts, ["b1"]);
-        assert.equal(events.audioSamples(), 1000);
-        assert.ok(events.audio.every((a) => a.rate === 22050));
-        assert.deepEqual(events.transcripts, [
-          { role: "user", text: "hi", final: true },
-          { role: "agent", text: "reply to hi", final: true },
-        ]);
-      },
-    );
-
-    await t.step(
-      "user audio → binary PCM at 16 kHz in ≤1 KiB frames",
-      async () => {
-        const peer = await fake.peer();
         sendOneSecond(conn, 24000);
-        await expectSamples(fake.waiter, () => sampleCount(peer.binary), 16000);
-        assert.ok(peer.binary.every((f) => f.length <= 1024));
+        await fake.waiter.until(
+          () => fake.userSamples() >= 15_990,
+          "16000 samples at the vendor",
+        );
+        assert.ok(Math.abs(fake.userSamples() - 16000) <= 2);
+        const inputs = frames(fake, "media_input");
+        assert.ok(inputs.every((m) => JSON.stringify(m).length < 1024));
+        assert.ok(
+          inputs.every((m) => m.stream_id === fake.peers[0].json[0].stream_id),
+        );
+        assert.ok(
+          inputs.some((m) =>
+            atob((m.media as { payload: string }).payload).length ===
+              VENDOR_B_CHUNK_SAMPLES * 2
+          ),
+        );
       },
     );
 
     await t.step(
-      "interrupt reaches the agent; in-flight audio dropped",
+      "agent audio streamed ahead → one response, ended once it would have played",
       async () => {
-        conn.sendText("long");
+        const t0 = Date.now();
+        fake.say(1000); // sent in ~100 ms
+        await events.waiter.until(() => events.ends.length === 1, "end");
+        assert.ok(Date.now() - t0 >= 1000, "ended before its audio played");
+        assert.deepEqual(events.starts, ["b1"]);
+        assert.deepEqual(events.ends, ["b1"]);
+        assert.equal(events.audioSamples(), 16000);
+        assert.ok(events.audio.every((a) => a.rate === 16000));
+      },
+    );
+
+    await t.step("the agent's clear → barge-in, response ended", async () => {
+      fake.say(3000);
+      await firstAudio(events, 2);
+      fake.clear();
+      await events.waiter.until(() => events.bargeIns === 1, "barge-in");
+      assert.deepEqual(events.ends, ["b1", "b2"]);
+      const after = events.audioSamples();
+      // The media plane's interrupt of the cut response that follows drops nothing.
+      conn.interrupt({ responseId: "b2", playedMs: 100 });
+      fake.say(200);
+      await events.waiter.until(
+        () => events.audioSamples() === after + 3200,
+        "the next answer",
+      );
+      assert.equal(events.starts.at(-1), "b3");
+    });
+
+    await t.step(
+      "browser interrupt → the response ends; the rest of it is dropped",
+      async () => {
+        await events.waiter.until(() => events.ends.length === 3, "b3 end");
+        fake.say(2000);
+        await firstAudio(events, 4);
+        const cutAt = events.audioSamples();
+        conn.interrupt({ responseId: "b4", playedMs: 50 });
+        assert.deepEqual(events.ends.at(-1), "b4");
+        // The agent streams on (no cancel in the protocol); none of it is used.
+        while (fake.streaming()) await delay(20);
+        await delay(300); // the adapter's quiet gap (150 ms), and then some
+        assert.equal(fake.streaming(), false);
+        assert.equal(events.audioSamples(), cutAt);
+        // After a quiet gap, the next answer is heard.
+        fake.say(100);
         await events.waiter.until(
-          () => events.audioSamples() === 1500,
+          () => events.audioSamples() === cutAt + 1600,
+          "the answer after the cut",
+        );
+        assert.equal(events.bargeIns, 1);
+      },
+    );
+
+    await t.step("no typed turns: textTurns false, nothing sent", () => {
+      const before = fake.peers[0].json.length;
+      assert.equal(conn.textTurns, false);
+      conn.sendText("hello");
+      assert.equal(fake.peers[0].json.length, before);
+    });
+
+    await t.step(
+      "dtmf and custom → ignored, counted in a debug line",
+      async () => {
+        fake.extras();
+        await events.waiter.until(
+          () =>
+            s.deps.log.lines.filter((l) => l.includes("vendor event ignored"))
+              .length === 2,
+          "two debug lines",
+        );
+        const lines = s.deps.log.lines.filter((l) =>
+          l.includes("vendor event ignored")
+        ).map((l) => JSON.parse(l));
+        assert.deepEqual(
+          lines.map((l) => [l.level, l.event, l.ignored_events]),
+          [
+            ["debug", "dtmf", 1],
+            ["debug", "custom", 2],
+          ],
+        );
+        assert.deepEqual(events.errors, []);
+        assert.equal(conn.invalidFrames?.(), 0);
+      },
+    );
+
+    await t.step("graceful end: close handshake → true", async () => {
+      assert.equal(await conn.end(5000), true);
+      assert.deepEqual(events.closes, [{ clean: true, reason: "ended" }]);
+      assert.ok(s.deps.log.lines.every((l) => !l.includes(TOKEN)));
+    });
+  } finally {
+    conn.close();
+    await fake.close();
+  }
+});
+
+Deno.test("vendor_b: silence keeps a quiet connection past the vendor's idle close", async () => {
+  const s = setup({ idleMs: 500 }, { keepAliveMs: 100 });
+  const events = recordEvents();
+  const conn = await ready(s, events);
+  try {
+    await delay(1500);
+    assert.equal(s.fake.idleCloses(), 0);
+    assert.deepEqual(events.closes, []);
+    const silence = frames(s.fake, "media_input");
+    assert.ok(silence.length >= 3, `${silence.length} keep-alives`);
+    assert.ok(
+      silence.every((m) =>
+        /^A+=*$/.test((m.media as { payload: string }).payload)
+      ),
+    );
+  } finally {
+    conn.close();
+    await s.fake.close();
+  }
+});
+
+Deno.test("vendor_b: the vendor closing normally (1000) is reported as such", async (t) => {
+  // The media plane reads it as the agent ending the conversation (provider_ended).
+  for (
+    const [name, idleMs, hangUp] of [
+      ["the vendor's idle close, without keep-alive", 300, false],
+      ["the agent ending the call", 30_000, true],
+    ] as const
+  ) {
+    await t.step(name, async () => {
+      const s = setup({ idleMs }, { keepAliveMs: 60_000 });
+      const events = recordEvents();
+      const conn = await ready(s, events);
+      try {
+        if (hangUp) s.fake.endCall();
+        await events.waiter.until(() => events.closes.length > 0, "close");
+        assert.equal(s.fake.idleCloses(), hangUp ? 0 : 1);
+        assert.deepEqual(events.closes, [{
+          clean: false,
+          reason: "engine closed the connection",
+          code: 1000,
+        }]);
+      } finally {
+        conn.close();
+        await s.fake.close();
+      }
+    });
+  }
+});
+
+Deno.test("vendor_b: the format the ack confirms is the stream's, both ways", async (t) => {
+  await t.step(
+    "pcm_24000 → agent audio at 24 kHz, user audio resampled to it",
+    async () => {
+      const s = setup({ ackFormat: "pcm_24000" });
+      const events = recordEvents();
+      const conn = await ready(s, events);
+      try {
+        assert.deepEqual(events.ready, [24000]);
+        sendOneSecond(conn, 16000);
+        await s.fake.waiter.until(
+          () => s.fake.userSamples() >= 23_990,
+          "24000 samples at the vendor",
+        );
+        assert.ok(Math.abs(s.fake.userSamples() - 24000) <= 2);
+        s.fake.say(100);
+        await events.waiter.until(
+          () => events.audioSamples() === 2400,
           "audio",
         );
-        conn.interrupt();
-        await events.waiter.until(() => events.ends.length === 2, "end");
-        assert.ok((await fake.peer()).json.some((m) => m.type === "interrupt"));
-        assert.equal(events.audioSamples(), 1500);
-      },
-    );
-
-    await t.step("mid-turn error → non-fatal llm_failed", async () => {
-      conn.sendText("fail");
-      await events.waiter.until(() => events.ends.length === 3, "end");
+        assert.ok(events.audio.every((a) => a.rate === 24000));
+      } finally {
+        conn.close();
+        await s.fake.close();
+      }
+    },
+  );
+  await t.step("mulaw_8000 → fatal tts_failed", async () => {
+    const s = setup({ ackFormat: "mulaw_8000" });
+    const events = recordEvents();
+    const conn = await startEngine(s.factory, creds, { events });
+    try {
+      await events.waiter.until(() => events.closes.length > 0, "close");
+      assert.deepEqual(events.ready, []);
       assert.deepEqual(events.errors, [{
-        code: "llm_failed",
-        fatal: false,
-        message: "llm timeout",
+        code: "tts_failed",
+        fatal: true,
+        message: "agent audio format is not PCM",
       }]);
-    });
+    } finally {
+      conn.close();
+      await s.fake.close();
+    }
+  });
+});
 
-    await t.step(
-      "graceful end → end message, agent closes → true",
-      async () => {
-        assert.equal(await conn.end(5000), true);
-        assert.ok((await fake.peer()).json.some((m) => m.type === "end"));
-        assert.deepEqual(events.closes, [{ clean: true, reason: "ended" }]);
-        assert.ok(deps.log.lines.every((l) => !l.includes(TOKEN)));
+Deno.test("vendor_b: the vendor closes a connection whose first message is not start", async () => {
+  const s = setup();
+  try {
+    const ws = new (WebSocket as unknown as new (
+      url: string,
+      o: { headers: Record<string, string> },
+    ) => WebSocket)(`${s.fake.url}/${encodeURIComponent(AGENT)}`, {
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        "cartesia-version": CARTESIA_AGENTS_VERSION,
+      },
+    });
+    const closed = new Promise<number>((resolve) => {
+      ws.onclose = (e) => resolve(e.code);
+    });
+    ws.onopen = () =>
+      ws.send(JSON.stringify({
+        event: "media_input",
+        stream_id: "x",
+        media: { payload: "AAAA" },
+      }));
+    assert.equal(await closed, 1008);
+  } finally {
+    await s.fake.close();
+  }
+});
+
+Deno.test("vendor_b: refused upgrades and bad agent ids fail the start", async (t) => {
+  const s = setup();
+  try {
+    for (
+      const [name, c, kind] of [
+        [
+          "a token without the agent grant",
+          { ...creds, access_token: "nope" },
+          "refused",
+        ],
+        ["an unknown agent", { ...creds, agent_id: "agent-x" }, "refused"],
+        [
+          "a dot-segment agent id",
+          { ...creds, agent_id: ".." },
+          "misconfigured",
+        ],
+      ] as const
+    ) {
+      await t.step(name, async () => {
+        await assert.rejects(
+          startEngine(s.factory, c),
+          (e) => e instanceof EngineStartError && e.kind === kind,
+        );
+      });
+    }
+  } finally {
+    await s.fake.close();
+  }
+});
+
+Deno.test("vendor_b: a token minted with the agent grant opens the socket", async () => {
+  const s = setup({ apiKey: "sk_car_test_key", tokens: [] });
+  try {
+    // What a customer backend does (docs/providers.md): POST /access-token.
+    const res = await fetch(
+      `${s.fake.server.origin.replace("wss:", "https:")}/access-token`,
+      {
+        method: "POST",
+        headers: {
+          authorization: "Bearer sk_car_test_key",
+          "cartesia-version": CARTESIA_AGENTS_VERSION,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ grants: { agent: true }, expires_in: 600 }),
       },
     );
-  } finally {
-    conn.close();
-    await fake.close();
-  }
-});
-
-Deno.test("vendor_b end() is false when the agent never closes", async () => {
-  const { fake, factory } = setup(TOKEN, true);
-  const events = recordEvents();
-  const conn = await start(factory, events);
-  try {
-    await events.waiter.until(() => events.ready.length > 0, "ready");
-    assert.equal(await conn.end(200), false);
-    assert.equal(events.closes[0].clean, false);
-  } finally {
-    conn.close();
-    await fake.close();
-  }
-});
-
-Deno.test("vendor_b refused upgrade → EngineStartError refused", async () => {
-  const { fake, factory } = setup("other-token");
-  try {
-    await assert.rejects(
-      start(factory),
-      (e) => e instanceof EngineStartError && e.kind === "refused",
+    const { token } = await res.json();
+    const events = recordEvents();
+    const conn = await startEngine(
+      s.factory,
+      { ...creds, access_token: token },
+      {
+        events,
+      },
     );
+    await events.waiter.until(() => events.ready.length > 0, "ready");
+    conn.close();
   } finally {
-    await fake.close();
+    await s.fake.close();
   }
 });

@@ -10,7 +10,7 @@ import {
 import { createRenderWorker } from "../../../lib/render/worker.ts";
 import { Encoder, liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
-import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
+import { child, parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import type { RenderSink } from "../../../lib/render/port.ts";
 
@@ -270,4 +270,16 @@ export async function encodeSample(
     );
   }
   return { init: inits[0], segments };
+}
+
+/** Width × height in the init segment's video track header (tkhd). */
+export function videoSize(init: Uint8Array): string {
+  const moov = parseBoxes(init).find((b) => b.type === "moov")!;
+  const trak = child(init, moov, "trak")!;
+  const tkhd = child(init, trak, "tkhd")!;
+  const v = new DataView(init.buffer, init.byteOffset);
+  // tkhd version 0: width and height (16.16 fixed point) at body offsets 76 and 80.
+  const w = v.getUint32(tkhd.bodyStart + 76) >> 16;
+  const h = v.getUint32(tkhd.bodyStart + 80) >> 16;
+  return `${w}x${h}`;
 }

@@ -7,7 +7,6 @@ import {
   realClock,
 } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import { child, parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import { RenderStartError } from "../../../lib/render/port.ts";
 import {
@@ -19,6 +18,7 @@ import {
   RecordingSink,
   timelines,
   tone,
+  videoSize,
 } from "./_helpers.ts";
 
 const OPEN = { sessionId: "session:test", avatarId: "ava", bgId: "studio" };
@@ -401,18 +401,6 @@ Deno.test("builtin renderer in real time delivers a stream MediaSource can play"
   assert.equal(session.stats().audioLatencyMs.length, 1);
   noEncoders();
 });
-
-/** Width × height in the init segment's video track header (tkhd). */
-function videoSize(init: Uint8Array): string {
-  const moov = parseBoxes(init).find((b) => b.type === "moov")!;
-  const trak = child(init, moov, "trak")!;
-  const tkhd = child(init, trak, "tkhd")!;
-  const v = new DataView(init.buffer, init.byteOffset);
-  // tkhd version 0: width and height (16.16 fixed point) at body offsets 76 and 80.
-  const w = v.getUint32(tkhd.bodyStart + 76) >> 16;
-  const h = v.getUint32(tkhd.bodyStart + 80) >> 16;
-  return `${w}x${h}`;
-}
 
 Deno.test("the avatar id picks the frame size: -hd entries at 512×512", async () => {
   const { backend, clock } = renderer({ width: undefined, height: undefined });

@@ -1,7 +1,7 @@
 /**
- * The render worker protocol at the wire level (docs/rendering.md, "Render worker
- * protocol"), spoken by a raw client against the reference worker (built-in renderer):
- * what a neural renderer implementing the protocol must do too.
+ * The render worker protocol at the wire level (docs/render-worker.md), spoken by a raw
+ * client against the reference worker (built-in renderer): what a neural renderer
+ * implementing the protocol must do too.
  */
 import assert from "node:assert/strict";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";

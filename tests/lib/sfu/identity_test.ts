@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import { sfuIdentity } from "../../../lib/sfu/identity.ts";
 

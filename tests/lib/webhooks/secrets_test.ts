@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { testApp, TestClock } from "../../_helpers.ts";
 import { ConfigError } from "../../../lib/config.ts";
-import { closeDeps, createDeps } from "../../../lib/deps.ts";
+import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import {
   generateSecret,
   getWebhookSecret,

@@ -1,0 +1,70 @@
+/**
+ * The composition root: builds the object graph (`AppDeps`, lib/deps.ts) from the config
+ * and closes it. The one lib module that picks adapters (the Janus SFU, KV handles, where
+ * sessions start), so the modules that use them name only their ports. `app.ts` and the scripts call it;
+ * tests build the same graph on `:memory:` KV with their own clock.
+ */
+import type { AppDeps, DepsOptions } from "./deps.ts";
+import { loadConfig } from "./config.ts";
+import { createLogger } from "./log.ts";
+import { idleRuntime } from "./runtime.ts";
+import { openKv, openReadKv } from "./kv/store.ts";
+import { CredentialVault } from "./vault.ts";
+import { RenderSlots } from "./render/slots.ts";
+import { createJanusSfu, sfuIdentity } from "./sfu/mod.ts";
+import { handOffCreate } from "./nodes/handoff.ts";
+
+/** Builds the shared dependencies; the caller owns `closeDeps()`. */
+export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
+  const config = options.config ?? loadConfig(options.env ?? {});
+  const kv = options.kv ?? await openKv(config.kvPath);
+  const readKv = options.kv ? kv : await openReadKv(config.kvPath, kv);
+  const now = options.now ?? Date.now;
+  const log = options.log ?? createLogger(undefined, now);
+  return {
+    config,
+    kv,
+    readKv,
+    now,
+    log,
+    onClose: [],
+    instanceId: crypto.randomUUID(),
+    instanceUrl: config.instanceUrl,
+    sessionHooks: { inCommit: [], afterCommit: [] },
+    runtime: idleRuntime,
+    vault: new CredentialVault(),
+    draining: false,
+    renderSlots: new RenderSlots(config.renderMaxSessions, {
+      reservationMs: config.renderReservationS * 1000,
+      now,
+    }),
+    // A control plane drives no SFU: its media nodes do (lib/nodes/).
+    sfu: options.sfu !== undefined
+      ? options.sfu
+      : config.sfu && config.role !== "control"
+      ? createJanusSfu({
+        url: config.sfu.url,
+        token: config.sfu.apiSecret,
+        adminKey: config.sfu.apiKey,
+      })
+      : null,
+    sfuId: config.sfu ? await sfuIdentity(config.sfu) : null,
+    // A control plane starts no session itself: each create goes to a media node.
+    handOff: config.role === "control" ? handOffCreate : null,
+  };
+}
+
+/** Runs every close hook (newest first) and closes KV when `closeKv` is set. */
+export async function closeDeps(deps: AppDeps, closeKv = true): Promise<void> {
+  for (const hook of deps.onClose.splice(0).reverse()) {
+    try {
+      await hook();
+    } catch (err) {
+      deps.log.error("close hook failed", { err });
+    }
+  }
+  if (closeKv) {
+    if (deps.readKv !== deps.kv) deps.readKv.close();
+    deps.kv.close();
+  }
+}
