@@ -42,7 +42,12 @@ export class AvatarPlayer extends EventTarget {
     & Required<
       Omit<
         AvatarPlayerOptions,
-        "expiresAt" | "workletUrl" | "transport" | "iceServers" | "canvas"
+        | "expiresAt"
+        | "workletUrl"
+        | "audioWorkletUrl"
+        | "transport"
+        | "iceServers"
+        | "canvas"
       >
     >
     & Pick<AvatarPlayerOptions, "expiresAt" | "workletUrl">;
@@ -93,6 +98,7 @@ export class AvatarPlayer extends EventTarget {
       maxLatencyS: this.#o.maxLatencyS,
       decoder: this.#o.decoder,
       canvas: options.canvas,
+      audioWorkletUrl: options.audioWorkletUrl,
       send: (msg) => {
         if (this.#ws?.readyState === WebSocket.OPEN) {
           this.#ws.send(JSON.stringify(msg));

@@ -49,6 +49,11 @@ export interface AvatarPlayerOptions {
   frameMs?: number;
   /** URL of the worklet module; default a Blob URL of the built-in source. */
   workletUrl?: string;
+  /**
+   * URL of the WebCodecs audio output worklet (`AUDIO_OUT_SOURCE` served as a file);
+   * default a Blob URL of it.
+   */
+  audioWorkletUrl?: string;
   /** Reconnect after an unexpected close (default true). */
   reconnect?: boolean;
   /** Reconnect attempts in a row before giving up (default 8). */

@@ -208,11 +208,7 @@ export class WebCodecsPlayback {
     this.#needKey = true;
     this.#drewFirst = false;
     this.#audioEndUs = 0;
-    this.#video = new VideoDecoder({
-      output: (f) => this.#onFrame(f),
-      error: (e) => this.#decodeError(e),
-    });
-    this.#video.configure(videoConfig(video));
+    this.#video = this.#videoDecoder(video);
     if (audio) {
       if (this.#audio && this.#audio.sampleRate !== audio.sampleRate) {
         this.#audio.close();
@@ -224,13 +220,41 @@ export class WebCodecsPlayback {
       );
       // One AAC frame (1024 samples): the jitter buffer's start and its step.
       this.#audio.reset(1024 / audio.sampleRate * 1000, this.#o.slackMs ?? 150);
-      this.#audioDec = new AudioDecoder({
-        output: (d) => this.#onAudio(d),
-        error: (e) => this.#decodeError(e),
-      });
-      this.#audioDec.configure(audioConfig(audio));
+      this.#audioDec = this.#audioDecoder(audio);
     }
     this.#schedule();
+  }
+
+  /**
+   * A decoder for the stream's video; after a decode error it is replaced at the next
+   * keyframe (the media goes on, only the frames up to it are lost).
+   */
+  #videoDecoder(track: Fmp4Track): VideoDecoder {
+    const dec: VideoDecoder = new VideoDecoder({
+      output: (f) => this.#onFrame(f),
+      error: (e) => {
+        if (this.#video !== dec) return;
+        this.#video = null;
+        this.#needKey = true;
+        this.#decodeError(e);
+      },
+    });
+    dec.configure(videoConfig(track));
+    return dec;
+  }
+
+  /** A decoder for the stream's audio; replaced at once after a decode error. */
+  #audioDecoder(track: Fmp4Track): AudioDecoder {
+    const dec: AudioDecoder = new AudioDecoder({
+      output: (d) => this.#onAudio(d),
+      error: (e) => {
+        if (this.#audioDec !== dec) return;
+        this.#audioDec = this.#closed ? null : this.#audioDecoder(track);
+        this.#decodeError(e);
+      },
+    });
+    dec.configure(audioConfig(track));
+    return dec;
   }
 
   #feed(seg: Uint8Array): void {
@@ -240,7 +264,8 @@ export class WebCodecsPlayback {
       if (t.kind === "video") {
         if (this.#needKey && !s.key) continue;
         this.#needKey = false;
-        if (this.#video?.state !== "configured") continue;
+        this.#video ??= this.#videoDecoder(t);
+        if (this.#video.state !== "configured") continue;
         this.#video.decode(
           new EncodedVideoChunk({
             type: s.key ? "key" : "delta",
