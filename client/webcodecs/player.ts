@@ -106,6 +106,10 @@ export class WebCodecsPlayback {
     framesSkipped: 0,
   };
   #audio: AudioOut | null = null;
+  /** The stream's audio track (its output opens after the first frame is drawn). */
+  #audioTrack: Fmp4Track | null = null;
+  /** Decoded audio waiting for the output to open. */
+  #pendingPcm: Array<{ pcm: Float32Array; ptsUs: number }> = [];
   #tracks: Fmp4Track[] = [];
   #video: VideoDecoder | null = null;
   #audioDec: AudioDecoder | null = null;
@@ -209,20 +213,38 @@ export class WebCodecsPlayback {
     this.#drewFirst = false;
     this.#audioEndUs = 0;
     this.#video = this.#videoDecoder(video);
+    this.#audioTrack = audio ?? null;
+    this.#pendingPcm = [];
     if (audio) {
       if (this.#audio && this.#audio.sampleRate !== audio.sampleRate) {
         this.#audio.close();
         this.#audio = null;
       }
-      this.#audio ??= new AudioOut(audio.sampleRate, this.#o.workletUrl);
-      this.#audio.ready.catch((err) =>
-        this.#o.onError("media_error", errorText(err))
-      );
-      // One AAC frame (1024 samples): the jitter buffer's start and its step.
-      this.#audio.reset(1024 / audio.sampleRate * 1000, this.#o.slackMs ?? 150);
+      this.#audio?.reset(...this.#jitter(audio));
       this.#audioDec = this.#audioDecoder(audio);
     }
     this.#schedule();
+  }
+
+  /** One AAC frame (1024 samples): the jitter buffer's start and its step; the slack. */
+  #jitter(track: Fmp4Track): [number, number] {
+    return [1024 / track.sampleRate * 1000, this.#o.slackMs ?? 150];
+  }
+
+  /**
+   * Opens the audio output, once the first frame is on the canvas: creating an
+   * AudioContext blocks the page's main thread (~240 ms the first time in headless
+   * Chromium), which would otherwise hold the first picture back. What was decoded
+   * meanwhile is queued; the jitter buffer drops what is past its slack (live edge).
+   */
+  #openAudio(): void {
+    const track = this.#audioTrack;
+    if (this.#closed || this.#audio || !track) return;
+    const audio = new AudioOut(track.sampleRate, this.#o.workletUrl);
+    this.#audio = audio;
+    audio.ready.catch((err) => this.#o.onError("media_error", errorText(err)));
+    audio.reset(...this.#jitter(track));
+    for (const p of this.#pendingPcm.splice(0)) audio.push(p.pcm, p.ptsUs);
   }
 
   /**
@@ -289,10 +311,15 @@ export class WebCodecsPlayback {
 
   #onAudio(d: AudioData): void {
     try {
-      if (!this.#audio || this.#closed) return;
+      if (this.#closed) return;
       const pcm = new Float32Array(d.numberOfFrames);
       d.copyTo(pcm, { planeIndex: 0, format: "f32-planar" });
-      this.#audio.push(pcm, d.timestamp);
+      if (this.#audio) this.#audio.push(pcm, d.timestamp);
+      else {
+        this.#pendingPcm.push({ pcm, ptsUs: d.timestamp });
+        // About 2 s at most: the output drops what is past the live edge anyway.
+        if (this.#pendingPcm.length > 96) this.#pendingPcm.shift();
+      }
       this.#audioEndUs = d.timestamp + d.duration;
     } finally {
       d.close();
@@ -345,7 +372,10 @@ export class WebCodecsPlayback {
         if (this.#frames[i].timestamp <= now) due = i;
         else break;
       }
-    } else if (!this.#audio) due = this.#frames.length - 1;
+    } else if (!this.#audio) {
+      // No audio clock (yet): the newest frame, live.
+      due = this.#frames.length - 1;
+    }
     if (due < 0) return;
     for (let i = 0; i < due; i++) {
       this.#frames[i].close();
@@ -367,6 +397,9 @@ export class WebCodecsPlayback {
     if (!this.#drewFirst) {
       this.#drewFirst = true;
       this.#o.onFirstFrame?.();
+      if (!this.#audio && this.#audioTrack) {
+        setTimeout(() => this.#openAudio(), 0);
+      }
     }
   }
 
