@@ -33,6 +33,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
     this.headUs = 0;
     this.quanta = 0;
     this.floor = Infinity;
+    this.played = 0;
     this.port.onmessage = (e) => this.onMessage(e.data);
   }
   onMessage(m) {
@@ -83,10 +84,17 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       const c = this.chunks[0];
       this.headUs = c.ptsUs + this.offset * 1e6 / sampleRate;
     }
-    if (this.playing !== wasPlaying || ++this.quanta % 8 === 0) this.report();
-    if (!this.playing) { out.fill(0); this.floor = Infinity; return true; }
+    this.quanta++;
+    if (this.playing !== wasPlaying || this.quanta % 8 === 0) this.report();
+    if (!this.playing) {
+      out.fill(0);
+      this.floor = Infinity;
+      this.played = 0;
+      return true;
+    }
+    // The lowest the queue went over the last half second of playing (188 quanta).
     this.floor = Math.min(this.floor, this.queued);
-    if (this.quanta % 188 === 0) {
+    if (++this.played % 188 === 0) {
       if (this.floor > this.target + (this.step >> 1)) this.drop(this.floor - this.target);
       this.floor = Infinity;
     }
