@@ -240,7 +240,17 @@ export class WebCodecsPlayback {
   #openAudio(): void {
     const track = this.#audioTrack;
     if (this.#closed || this.#audio || !track) return;
-    const audio = new AudioOut(track.sampleRate, this.#o.workletUrl);
+    let audio: AudioOut;
+    try {
+      audio = new AudioOut(track.sampleRate, this.#o.workletUrl);
+    } catch (err) {
+      // No audio output (e.g. the browser's limit of audio contexts): the video
+      // plays on, live, without sound.
+      this.#audioTrack = null;
+      this.#pendingPcm = [];
+      this.#o.onError("media_error", errorText(err));
+      return;
+    }
     this.#audio = audio;
     audio.ready.catch((err) => this.#o.onError("media_error", errorText(err)));
     audio.reset(...this.#jitter(track));
@@ -315,7 +325,7 @@ export class WebCodecsPlayback {
       const pcm = new Float32Array(d.numberOfFrames);
       d.copyTo(pcm, { planeIndex: 0, format: "f32-planar" });
       if (this.#audio) this.#audio.push(pcm, d.timestamp);
-      else {
+      else if (this.#audioTrack) {
         this.#pendingPcm.push({ pcm, ptsUs: d.timestamp });
         // About 2 s at most: the output drops what is past the live edge anyway.
         if (this.#pendingPcm.length > 96) this.#pendingPcm.shift();
