@@ -21,8 +21,11 @@
  * - A/V offset (WebCodecs): the audio clock minus the shown frame's timestamp, sampled
  *   on every new frame (the `<video>` paths sync inside the browser).
  *
- * Prints a table and one `RESULT {…}` JSON line. Options: `--sessions <n>` per transport
- * (default 3), `--window <s>` of playback per session (default 8).
+ * One unmeasured session first (the service's and Chromium's cold start). Prints a table
+ * and one `RESULT {…}` JSON line. Options: `--sessions <n>` per row (default 3),
+ * `--window <s>` of playback per session (default 8), `--fresh-tabs` to play each
+ * session in a new tab (each pays its page's media start, as a page loaded for one
+ * session does; by default one tab plays them all, as in the earlier rounds).
  */
 import { chromium } from "playwright-core";
 import { bundleBrowserClient } from "../examples/backend.ts";
@@ -266,32 +269,35 @@ async function main(): Promise<void> {
     TRANSPORTS.map((t) => [t, [] as Played[]]),
   ) as Record<Row, Played[]>;
   try {
-    const tab = await browser.newPage();
-    await tab.goto(`http://127.0.0.1:${page.addr.port}/`);
-    for (let i = 0; i < perTransport; i++) {
-      // Alternate, so every row sees the same machine load.
-      for (const row of TRANSPORTS) {
-        const { transport, decoder } = ROWS[row];
-        const res = await fetch(`${svc.base}/v1/sessions`, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${FUZZ_ADMIN_KEY}`,
-            "content-type": "application/json",
-          },
-          body: JSON.stringify({
-            provider_type: "external_engine",
-            provider_config: {
-              external_engine: {
-                url: engine.url.replace("localhost", "127.0.0.1"),
-                auth_headers: { authorization: `Bearer ${ENGINE_TOKEN}` },
-              },
+    const freshTabs = Deno.args.includes("--fresh-tabs");
+    const shared = freshTabs ? null : await browser.newPage();
+    await shared?.goto(`http://127.0.0.1:${page.addr.port}/`);
+    /** One session of `row` (in a new tab with `--fresh-tabs`). */
+    const playOne = async (row: Row, ms: number): Promise<Played> => {
+      const { transport, decoder } = ROWS[row];
+      const res = await fetch(`${svc.base}/v1/sessions`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${FUZZ_ADMIN_KEY}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({
+          provider_type: "external_engine",
+          provider_config: {
+            external_engine: {
+              url: engine.url.replace("localhost", "127.0.0.1"),
+              auth_headers: { authorization: `Bearer ${ENGINE_TOKEN}` },
             },
-            transport,
-          }),
-        });
-        const s = await res.json();
-        if (res.status !== 200) throw new Error(JSON.stringify(s));
-        const played = await tab.evaluate((o) =>
+          },
+          transport,
+        }),
+      });
+      const s = await res.json();
+      if (res.status !== 200) throw new Error(JSON.stringify(s));
+      const tab = shared ?? await browser.newPage();
+      try {
+        if (!shared) await tab.goto(`http://127.0.0.1:${page.addr.port}/`);
+        return await tab.evaluate((o) =>
           (globalThis as unknown as {
             play: (o: unknown) => Promise<Played>;
           }).play(o), {
@@ -302,9 +308,10 @@ async function main(): Promise<void> {
           transport: s.transport,
           iceServers: s.stream_metadata.ice_servers,
           decoder,
-          windowMs,
+          windowMs: ms,
         });
-        results[row].push(played);
+      } finally {
+        if (!shared) await tab.close();
         await fetch(
           `${svc.base}/v1/sessions/${encodeURIComponent(s.session_id)}/end`,
           {
@@ -315,6 +322,14 @@ async function main(): Promise<void> {
         // The session's teardown (renderer, SFU viewer) settles before the next row,
         // which otherwise pays for it in its first frame.
         await new Promise((r) => setTimeout(r, 1000));
+      }
+    };
+    // One unmeasured session: the service's and Chromium's cold start.
+    await playOne(TRANSPORTS[0], 1000);
+    for (let i = 0; i < perTransport; i++) {
+      // Alternate, so every row sees the same machine load.
+      for (const row of TRANSPORTS) {
+        results[row].push(await playOne(row, windowMs));
       }
     }
   } finally {
