@@ -473,40 +473,35 @@ Deno.test("a service shutdown closes live sockets with 1001 and no session.ended
   await noFfmpegLeft();
 });
 
-Deno.test("a transparent session's media.init says alpha stacked and its video is twice as tall", async () => {
-  await live(async (s) => {
-    const c = await createSession(s, ENGINE_KEY, {
-      avatar_config: { bg_id: "transparent" },
-    });
-    const b = Browser.connect(s, c.session_id, c.stream_metadata.session_token);
-    await b.opened;
-    const init = await b.message((m) => m.type === "media.init", "media.init");
-    assert.equal(init.alpha, "stacked");
-    await b.until(() => b.binary.length >= 1, "init segment");
-    const video = parseInitSegment(b.binary[0]).find((t) =>
-      t.kind === "video"
-    )!;
-    assert.equal(video.height, 2 * video.width);
-    b.ws.close();
-    await end(s, c.session_id);
-  });
-});
-
-Deno.test("an opaque session's media.init carries no alpha", async () => {
-  await live(async (s) => {
-    const c = await createSession(s, ENGINE_KEY, {
-      avatar_config: { bg_id: "studio" },
-    });
-    const b = Browser.connect(s, c.session_id, c.stream_metadata.session_token);
-    await b.opened;
-    const init = await b.message((m) => m.type === "media.init", "media.init");
-    assert.equal("alpha" in init, false);
-    await b.until(() => b.binary.length >= 1, "init segment");
-    const video = parseInitSegment(b.binary[0]).find((t) =>
-      t.kind === "video"
-    )!;
-    assert.equal(video.height, video.width);
-    b.ws.close();
-    await end(s, c.session_id);
-  });
+Deno.test("media.init says alpha stacked for a transparent background, whose video is twice as tall", async (t) => {
+  const cases = [
+    { bg_id: "transparent", alpha: "stacked", heightPerWidth: 2 },
+    { bg_id: "studio", alpha: undefined, heightPerWidth: 1 },
+  ];
+  for (const c of cases) {
+    await t.step(c.bg_id, () =>
+      live(async (s) => {
+        const created = await createSession(s, ENGINE_KEY, {
+          avatar_config: { bg_id: c.bg_id },
+        });
+        const b = Browser.connect(
+          s,
+          created.session_id,
+          created.stream_metadata.session_token,
+        );
+        await b.opened;
+        const init = await b.message(
+          (m) => m.type === "media.init",
+          "media.init",
+        );
+        assert.equal(init.alpha, c.alpha);
+        await b.until(() => b.binary.length >= 1, "init segment");
+        const video = parseInitSegment(b.binary[0]).find((x) =>
+          x.kind === "video"
+        )!;
+        assert.equal(video.height, c.heightPerWidth * video.width);
+        b.ws.close();
+        await end(s, created.session_id);
+      }));
+  }
 });
