@@ -33,6 +33,8 @@ export { AUDIO_OUT_SOURCE } from "./webcodecs/audio_out.ts";
 export type * from "./player_types.ts";
 
 const TICK_MS = 250;
+/** How long `ended` waits for the `session.ended` that follows `invalid_session`. */
+const ENDED_WAIT_MS = 2_000;
 
 /** One browser's live connection to one avatar session. */
 export class AvatarPlayer extends EventTarget {
@@ -71,6 +73,8 @@ export class AvatarPlayer extends EventTarget {
     }));
   readonly #turns = new TurnEvents((type, detail) => this.#emit(type, detail));
   #reconnects = 0;
+  /** `invalid_session` came: `ended` waits (briefly) for its status and reason. */
+  #endWait: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: AvatarPlayerOptions) {
     super();
@@ -214,6 +218,8 @@ export class AvatarPlayer extends EventTarget {
     if (this.#done) return;
     this.#done = true;
     this.#closing = true;
+    // A session refused as over and no `session.ended` came: it ended, reason unknown.
+    if (this.#endWait !== undefined) this.#finish(null, null);
     clearTimeout(this.#retryTimer);
     clearInterval(this.#tick);
     removeEventListener("online", this.#onWake);
@@ -290,10 +296,16 @@ export class AvatarPlayer extends EventTarget {
         this.#emit("state", { state: this.state, status: this.status });
         break;
       case "error":
-        // The session is over, or another socket has it: do not reconnect.
-        if (msg.stop) this.#closing = true;
+        // The session is over, another socket has it, or this browser cannot play
+        // it (a fatal `unsupported_media`): do not reconnect.
+        if (msg.stop || msg.fatal) this.#closing = true;
         this.#emit("error", { code: msg.code, fatal: msg.fatal });
-        if (msg.stop === "session_over") this.#finish(null, null);
+        // Its status and reason follow in `session.ended`, when the server knows them.
+        if (msg.stop !== "session_over") break;
+        this.#endWait ??= setTimeout(
+          () => this.#finish(null, null),
+          ENDED_WAIT_MS,
+        );
         break;
       case "session.ended":
         this.#closing = true;
@@ -313,6 +325,8 @@ export class AvatarPlayer extends EventTarget {
   }
 
   #finish(status: string | null, reason: string | null): void {
+    clearTimeout(this.#endWait);
+    this.#endWait = undefined;
     if (this.state === "ended") return;
     this.#setState("ended");
     this.#emit("ended", { status, reason });

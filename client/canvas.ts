@@ -196,3 +196,51 @@ export class VideoCompositor {
     this.#pic = null;
   }
 }
+
+/**
+ * Where the avatar shows: the `<video>`, or a canvas in its place — the page's, or one
+ * put after the video with its classes and `avatar-canvas` — once something draws
+ * there (WebCodecs, a transparent avatar), the video then hidden (it may still play).
+ */
+export class AvatarSurface {
+  #canvas: HTMLCanvasElement | null = null;
+  #own = false;
+  #compositor: VideoCompositor | null = null;
+
+  constructor(
+    private readonly video: HTMLVideoElement,
+    private readonly given?: HTMLCanvasElement,
+  ) {}
+
+  /** The canvas, shown in place of the video. */
+  canvas(): HTMLCanvasElement {
+    if (this.#canvas) return this.#canvas;
+    let canvas = this.given;
+    if (!canvas) {
+      canvas = document.createElement("canvas");
+      canvas.className = `${this.video.className} avatar-canvas`.trim();
+      this.video.after(canvas);
+      this.#own = true;
+    }
+    canvas.hidden = false;
+    this.video.hidden = true;
+    this.#canvas = canvas;
+    return canvas;
+  }
+
+  /** A `<video>` path of a transparent avatar: its frames drawn onto the canvas. */
+  composite(): void {
+    this.#compositor ??= new VideoCompositor(this.video, this.canvas());
+  }
+
+  /** Stops drawing, removes a canvas of its own and shows the video again. */
+  close(): void {
+    this.#compositor?.stop();
+    this.#compositor = null;
+    if (this.#canvas) {
+      if (this.#own) this.#canvas.remove();
+      this.video.hidden = false;
+    }
+    this.#canvas = null;
+  }
+}

@@ -5,12 +5,16 @@
  * `webrtc_sfu` ones WebRTC from the SFU (client/webrtc.ts). A transparent avatar's
  * stacked-alpha picture is composited on a canvas on every path (client/canvas.ts).
  * Speaking and caption events fire on the playback clock (client/clock.ts).
+ *
+ * Which transport plays follows the socket, not the session's transport: a
+ * `webrtc.offer` plays over WebRTC, a `media.init` as fMP4 (a browser that cannot play
+ * WebRTC is sent the fMP4 stream on a session created `auto`, DECISIONS 11).
  */
 import { LiveBuffer } from "./mse.ts";
 import { SpeakingSchedule } from "./speaking.ts";
 import { CaptionSchedule } from "./captions.ts";
 import { MediaClock } from "./clock.ts";
-import { pictureCanvas, VideoCompositor } from "./canvas.ts";
+import { AvatarSurface, pictureCanvas } from "./canvas.ts";
 import {
   webCodecsAvailable,
   WebCodecsPlayback,
@@ -66,13 +70,15 @@ const NO_WEBCODECS: WebCodecsStats = {
   outputLatencyMs: 0,
 };
 
-/** The media side of one player: one transport and one decoder, for the player's life. */
+/** The media side of one player: WebRTC or fMP4 as the current socket streams. */
 export class Playback {
   readonly #o: PlaybackOptions;
   readonly #video: HTMLVideoElement;
   readonly #buffer: LiveBuffer;
-  /** Set for a `webrtc_sfu` session: media comes over WebRTC, not the socket. */
-  readonly #rtc: RtcPlayback | null;
+  /** Made at the first `webrtc.offer`: media comes over WebRTC, not the socket. */
+  #rtc: RtcPlayback | null = null;
+  /** What the socket streams now: WebRTC after an offer, fMP4 after a `media.init`. */
+  #media: "rtc" | "fmp4";
   /** The fMP4 decoder, chosen on the first init segment. */
   #mode: "webcodecs" | "mse" | null = null;
   #wc: WebCodecsPlayback | null = null;
@@ -82,13 +88,13 @@ export class Playback {
   #checking = false;
   /** The stream is a transparent avatar's stacked-alpha picture. */
   #alpha = false;
-  #canvas: HTMLCanvasElement | null = null;
-  #ownCanvas = false;
-  #compositor: VideoCompositor | null = null;
+  readonly #surface: AvatarSurface;
   readonly #speech: SpeakingSchedule;
   readonly #captions: CaptionSchedule;
   #autoplayBlocked = false;
   #resumeTried = false;
+  /** The video was muted here so that it could start without a gesture. */
+  #mutedByUs = false;
 
   constructor(o: PlaybackOptions) {
     this.#o = o;
@@ -100,26 +106,15 @@ export class Playback {
       // the next tick (throttled to about 1 s in a background tab).
       onAppended: () => this.#startIfPlayable(true),
     });
-    const rtc = o.transport === "webrtc_sfu"
-      ? new RtcPlayback(o.video, {
-        iceServers: o.iceServers ?? [],
-        send: o.send,
-        onError: o.onError,
-        // A track arrived (an offer came over the open socket): start the video now
-        // rather than at the next tick, up to 250 ms later.
-        onPlaying: () => {
-          o.onPlaying();
-          this.#startIfPlayable(true);
-        },
-        onFailed: o.onFailed,
-      })
-      : null;
-    this.#rtc = rtc;
+    this.#media = o.transport === "webrtc_sfu" ? "rtc" : "fmp4";
+    this.#surface = new AvatarSurface(o.video, o.canvas);
     // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
     // plays once the receiver's jitter buffer lets it (docs/media-protocol.md).
-    // WebCodecs: the audio worklet's heard time (-1 until audio plays).
+    // WebCodecs: the audio worklet's heard time (-1 until audio plays). MSE: the video.
     const clock = new MediaClock(o.video, () => {
-      if (rtc) return Date.now() - rtc.playoutDelayMs;
+      if (this.#media === "rtc") {
+        return Date.now() - (this.#rtc?.playoutDelayMs ?? 0);
+      }
       if (this.#mode === "webcodecs") return this.#wc?.mediaTimeMs ?? -1;
       return null;
     });
@@ -134,7 +129,41 @@ export class Playback {
 
   /** Which decoder plays (null before the first stream). */
   get decoder(): "webcodecs" | "mse" | "webrtc" | null {
-    return this.#rtc ? "webrtc" : this.#mode;
+    return this.#media === "rtc" ? "webrtc" : this.#mode;
+  }
+
+  /**
+   * Switches what the socket streams, releasing the other; what was scheduled on the
+   * old clock is settled (speech reported silent, captions shown).
+   */
+  #switchTo(media: "rtc" | "fmp4"): void {
+    if (this.#media === media && (media === "fmp4" || this.#rtc)) return;
+    this.#media = media;
+    if (media === "fmp4") this.#rtc?.close();
+    else {
+      this.#buffer.close();
+      this.#wc?.close();
+      this.#wc = null;
+      this.#mode = null;
+      this.#held = null;
+      this.#rtc ??= new RtcPlayback(this.#video, {
+        iceServers: this.#o.iceServers ?? [],
+        send: this.#o.send,
+        onError: this.#o.onError,
+        // `webrtc.unsupported` went out: the server streams fMP4 instead (a session
+        // created `auto`) or refuses with the fatal `unsupported_media`.
+        onUnsupported: (why) => this.#o.onError("unsupported_media", why),
+        // A track arrived (an offer came over the open socket): start the video now
+        // rather than at the next tick, up to 250 ms later.
+        onPlaying: () => {
+          this.#o.onPlaying();
+          this.#startIfPlayable(true);
+        },
+        onFailed: this.#o.onFailed,
+      });
+    }
+    this.#speech.reset();
+    this.#captions.reset();
   }
 
   get bufferStats(): LiveBufferStats {
@@ -186,7 +215,8 @@ export class Playback {
           heard: msg.heard,
         });
       case "webrtc.offer":
-        if (msg.alpha === "stacked") this.#composite();
+        this.#switchTo("rtc");
+        if (msg.alpha === "stacked") this.#surface.composite();
         return this.offer(msg.sdp);
       case "webrtc.candidate":
         return this.candidate(msg.candidate);
@@ -195,7 +225,7 @@ export class Playback {
 
   /** A binary socket frame: fMP4 media (ignored on WebRTC). */
   segment(data: ArrayBuffer): void {
-    if (this.#rtc) return;
+    if (this.#media !== "fmp4") return;
     if (this.#held) {
       this.#held.push(data);
       if (!this.#checking) void this.#choose(new Uint8Array(data));
@@ -205,6 +235,7 @@ export class Playback {
 
   /** `media.init`: a new fMP4 stream (a stream is flowing: the connection is healthy). */
   mediaInit(mime: string, alpha = false): void {
+    this.#switchTo("fmp4");
     this.#o.onPlaying();
     this.#alpha = alpha;
     this.#mime = mime;
@@ -232,7 +263,8 @@ export class Playback {
     if (ok) {
       this.#mode = "webcodecs";
       this.#wc = new WebCodecsPlayback({
-        sink: (w, h) => pictureCanvas(this.#ensureCanvas(), this.#alpha, w, h),
+        sink: (w, h) =>
+          pictureCanvas(this.#surface.canvas(), this.#alpha, w, h),
         onError: this.#o.onError,
         onFirstFrame: () => this.#startIfPlayable(true),
         workletUrl: this.#o.audioWorkletUrl,
@@ -248,29 +280,7 @@ export class Playback {
 
   #startMse(): void {
     this.#buffer.reset(this.#mime);
-    if (this.#alpha) this.#composite();
-  }
-
-  /** A `<video>` path of a transparent avatar: its frames drawn onto the canvas. */
-  #composite(): void {
-    if (this.#compositor) return;
-    this.#compositor = new VideoCompositor(this.#video, this.#ensureCanvas());
-  }
-
-  /** The page's canvas, or one put in the video's place (the video hidden). */
-  #ensureCanvas(): HTMLCanvasElement {
-    if (this.#canvas) return this.#canvas;
-    let canvas = this.#o.canvas;
-    if (!canvas) {
-      canvas = document.createElement("canvas");
-      canvas.className = `${this.#video.className} avatar-canvas`.trim();
-      this.#video.after(canvas);
-      this.#ownCanvas = true;
-    }
-    canvas.hidden = false;
-    this.#video.hidden = true;
-    this.#canvas = canvas;
-    return canvas;
+    if (this.#alpha) this.#surface.composite();
   }
 
   /**
@@ -283,7 +293,7 @@ export class Playback {
 
   /** `webrtc.candidate` from the SFU. */
   candidate(candidate: SocketCandidate | null): void {
-    void this.#rtc?.candidate(candidate);
+    if (this.#media === "rtc") void this.#rtc?.candidate(candidate);
   }
 
   /** `avatar.speaking`: scheduled for when playback reaches it. */
@@ -298,48 +308,85 @@ export class Playback {
   tick(open: boolean): void {
     this.#speech.check();
     this.#captions.check();
-    if (this.#rtc) void this.#rtc.refreshStats().catch(() => {});
-    else if (this.#mode === "mse") this.#buffer.tick();
+    if (this.#media === "rtc") {
+      void this.#rtc?.refreshStats().catch(() => {});
+    } else if (this.#mode === "mse") this.#buffer.tick();
     this.#startIfPlayable(open);
   }
 
-  /** Starts paused playback that has something to play, while the socket is `open`. */
+  /**
+   * Starts paused playback that has something to play, while the socket is `open`.
+   * Sound that may not start (autoplay refused) never holds the picture back: the video
+   * plays muted (WebCodecs: the picture runs live, silent), and `play()` after a user
+   * gesture turns the sound on.
+   */
   #startIfPlayable(open: boolean): void {
-    if (this.#autoplayBlocked || !open) return;
-    const wc = this.#mode === "webcodecs" ? this.#wc : null;
+    if (!open) return;
+    const wc = this.#media === "fmp4" && this.#mode === "webcodecs"
+      ? this.#wc
+      : null;
     if (wc) {
-      if (!wc.hasMedia || !wc.suspended) return;
+      if (this.#autoplayBlocked || !wc.hasMedia || !wc.suspended) return;
       // An audio context that stays suspended after a resume waits for a gesture.
-      if (this.#resumeTried) this.#blocked();
-      else void wc.play();
+      if (this.#resumeTried) {
+        this.#autoplayBlocked = true;
+        this.#o.onAutoplayBlocked();
+      } else void wc.play();
       this.#resumeTried = true;
       return;
     }
     const v = this.#video;
-    const playable = this.#rtc
+    const playable = this.#media === "rtc"
       ? v.srcObject !== null
       : this.#buffer.latencyS > 0;
-    if (v.paused && playable) {
-      v.play().catch((err) => {
-        if (err instanceof DOMException && err.name === "NotAllowedError") {
-          this.#blocked();
-        }
-      });
-    }
+    if (!v.paused || !playable) return;
+    // Autoplay refused: wait for `play()`, unless muted here (then it restarts muted,
+    // e.g. on a takeover's new stream).
+    if (this.#autoplayBlocked && !this.#mutedByUs) return;
+    v.play().catch((err) => {
+      if (!(err instanceof DOMException) || err.name !== "NotAllowedError") {
+        return;
+      }
+      if (this.#mutedByUs) {
+        this.#mutedByUs = false;
+        v.muted = false;
+        return;
+      }
+      if (this.#autoplayBlocked) return;
+      this.#autoplayBlocked = true;
+      this.#o.onAutoplayBlocked();
+      if (v.muted) return;
+      this.#mutedByUs = true;
+      v.muted = true;
+      this.#startIfPlayable(open);
+    });
   }
 
-  #blocked(): void {
-    if (this.#autoplayBlocked) return;
-    this.#autoplayBlocked = true;
-    this.#o.onAutoplayBlocked();
-  }
-
-  /** Starts playback after a user gesture when autoplay was blocked. */
-  play(): Promise<void> {
+  /**
+   * Starts playback (with sound) after a user gesture when autoplay was blocked. When
+   * the browser still refuses the sound, the video goes on muted (and this rejects).
+   */
+  async play(): Promise<void> {
     this.#autoplayBlocked = false;
     this.#resumeTried = false;
-    if (this.#mode === "webcodecs" && this.#wc) return this.#wc.play();
-    return this.#video.play();
+    if (this.#media === "fmp4" && this.#mode === "webcodecs" && this.#wc) {
+      return await this.#wc.play();
+    }
+    const v = this.#video;
+    const mutedByUs = this.#mutedByUs;
+    this.#mutedByUs = false;
+    if (mutedByUs) v.muted = false;
+    try {
+      await v.play();
+    } catch (err) {
+      if (mutedByUs) {
+        this.#mutedByUs = true;
+        this.#autoplayBlocked = true;
+        v.muted = true;
+        void v.play().catch(() => {});
+      }
+      throw err;
+    }
   }
 
   /** Releases the video (MediaSource, PeerConnection or decoders) and the canvas. */
@@ -347,10 +394,6 @@ export class Playback {
     this.#buffer.close();
     this.#rtc?.close();
     this.#wc?.close();
-    this.#compositor?.stop();
-    if (this.#canvas) {
-      if (this.#ownCanvas) this.#canvas.remove();
-      this.#video.hidden = false;
-    }
+    this.#surface.close();
   }
 }

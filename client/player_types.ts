@@ -33,8 +33,10 @@ export interface AvatarPlayerOptions {
    */
   canvas?: HTMLCanvasElement;
   /**
-   * The session's `transport` from create: `webrtc_sfu` plays over WebRTC (signalling
-   * on the media socket), anything else over MSE (default `websocket_fmp4`).
+   * The session's `transport` from create: `webrtc_sfu` expects WebRTC (signalling on
+   * the media socket), anything else fMP4 (default `websocket_fmp4`). Playback follows
+   * the socket: a `webrtc.offer` plays over WebRTC, a `media.init` as fMP4 (`decoder`) (a browser
+   * that cannot play WebRTC gets fMP4 on a session created `auto`).
    */
   transport?: "webrtc_sfu" | "websocket_fmp4" | "auto";
   /** `stream_metadata.ice_servers` from create (WebRTC only). */

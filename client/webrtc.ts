@@ -4,6 +4,12 @@
  * (`webrtc.offer` / `webrtc.answer` / `webrtc.candidate`, docs/media-protocol.md), its
  * remote stream attached to the same `<video>` the fMP4 path uses. Every offer (a new
  * socket: reconnect or takeover) gets a fresh PeerConnection.
+ *
+ * A browser without what that needs (no `RTCPeerConnection`, no H.264 among the
+ * receiver's video codecs, or an answer that rejects the video) sends
+ * `webrtc.unsupported` instead of an answer (DECISIONS 11): a session created `auto`
+ * then streams fMP4 on the socket, one created `webrtc_sfu` answers with the fatal
+ * `unsupported_media`.
  */
 
 export interface IceServer {
@@ -38,6 +44,11 @@ export interface RtcPlaybackOptions {
   send: (msg: Record<string, unknown>) => void;
   /** Reports a negotiation or connection failure. */
   onError: (code: string, message: string) => void;
+  /**
+   * This browser cannot play the offer (`why`); `webrtc.unsupported` went out instead
+   * of an answer.
+   */
+  onUnsupported?: (why: string) => void;
   /** Media arrived on the current PeerConnection. */
   onPlaying?: () => void;
   /** The current PeerConnection failed for good (ICE/DTLS): renegotiate on a new socket. */
@@ -63,10 +74,20 @@ export class RtcPlayback {
     private readonly options: RtcPlaybackOptions,
   ) {}
 
-  /** Answers the SFU's offer on a fresh PeerConnection (the previous one closes). */
+  /**
+   * Answers the SFU's offer on a fresh PeerConnection (the previous one closes), or
+   * says `webrtc.unsupported` when this browser cannot play it. Never rejects.
+   */
   async offer(sdp: string): Promise<void> {
     this.#closePc();
-    const pc = new RTCPeerConnection({ iceServers: this.options.iceServers });
+    const missing = webrtcMissing();
+    if (missing) return this.#unsupported(missing);
+    let pc: RTCPeerConnection;
+    try {
+      pc = new RTCPeerConnection({ iceServers: this.options.iceServers });
+    } catch (err) {
+      return this.#unsupported(`RTCPeerConnection failed: ${errorText(err)}`);
+    }
     this.#jitter = { delayS: 0, emitted: 0 };
     this.#pc = pc;
     this.#count++;
@@ -100,16 +121,23 @@ export class RtcPlayback {
         await pc.addIceCandidate(c).catch(() => {});
       }
       const answer = await pc.createAnswer();
+      if (this.#pc !== pc) return;
+      if (rejectsVideo(answer.sdp ?? "")) {
+        this.#closePc();
+        return this.#unsupported("the answer rejects the offered video");
+      }
       await pc.setLocalDescription(answer);
       if (this.#pc !== pc) return;
       this.options.send({ type: "webrtc.answer", sdp: answer.sdp ?? "" });
     } catch (err) {
       if (this.#pc !== pc) return;
-      this.options.onError(
-        "media_error",
-        err instanceof Error ? err.message : "WebRTC negotiation failed",
-      );
+      this.options.onError("media_error", errorText(err));
     }
+  }
+
+  #unsupported(why: string): void {
+    this.options.send({ type: "webrtc.unsupported" });
+    this.options.onUnsupported?.(why);
   }
 
   /** One SFU candidate (null: the end of them). */
@@ -176,4 +204,42 @@ export class RtcPlayback {
     this.#pc?.close();
     this.#pc = null;
   }
+}
+
+/**
+ * What this browser lacks to play the SFU's stream (DECISIONS 11): `RTCPeerConnection`,
+ * or H.264 among `RTCRtpReceiver.getCapabilities("video")` (Firefox without its
+ * OpenH264 plugin); null when nothing is known to be missing.
+ */
+export function webrtcMissing(): string | null {
+  const g = globalThis as {
+    RTCPeerConnection?: unknown;
+    RTCRtpReceiver?: { getCapabilities?: (kind: string) => unknown };
+  };
+  if (typeof g.RTCPeerConnection !== "function") {
+    return "this browser has no RTCPeerConnection";
+  }
+  type Caps = { codecs?: Array<{ mimeType?: string }> } | null | undefined;
+  let caps: Caps = null;
+  try {
+    caps = g.RTCRtpReceiver?.getCapabilities?.("video") as Caps;
+  } catch {
+    // Treated as unknown, below.
+  }
+  // Without getCapabilities the answer tells (a rejected video line).
+  if (!caps || !Array.isArray(caps.codecs)) return null;
+  const h264 = caps.codecs.some((c) =>
+    String(c.mimeType).toLowerCase() === "video/h264"
+  );
+  return h264 ? null : "this browser's WebRTC has no H.264";
+}
+
+/** Whether an SDP answer rejects its video section (`m=video 0`) or has none. */
+function rejectsVideo(sdp: string): boolean {
+  const video = sdp.match(/^m=video (\d+)/m);
+  return video === null || video[1] === "0";
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -58,7 +58,10 @@ $("start").onclick = async () => {
   });
   player.on("error", ({ code, fatal }) => {
     if (code === "autoplay_blocked") {
-      document.addEventListener("click", () => player.play(), { once: true });
+      // Sound needs a gesture: the video plays muted until the next click.
+      document.addEventListener("click", () => player.play().catch(() => {}), {
+        once: true,
+      });
     }
     log("error", null, `${fatal ? "Error" : "Notice"}: ${code}`);
   });

@@ -114,6 +114,12 @@ export const BACKGROUNDS: readonly BackgroundDef[] = [
 
 export const DEFAULT_AVATAR_ID = "ava";
 export const DEFAULT_BG_ID = "studio";
+/**
+ * A session's `bg_id` when its photo avatar keeps the photo's own background (a create
+ * without `bg_id`, DECISIONS 12); no catalog entry has it, so no request can name it.
+ * The renderer is asked for it as an empty `bgId`.
+ */
+export const PHOTO_OWN_BG = "photo";
 
 export function findAvatar(id: string): AvatarDef | undefined {
   return AVATARS.find((a) => a.id === id);

@@ -26,6 +26,8 @@ export interface Config extends NodeConfig {
   requestBodyTimeoutMs: number;
   maxConcurrentSessions: number;
   renderMaxSessions: number;
+  /** Photo avatars a tenant may keep (`AVATAR_STORE_MAX_PER_TENANT`, DECISIONS 12). */
+  avatarStoreMaxPerTenant: number;
   /** Seconds a render slot reserved at create waits for the session's media socket. */
   renderReservationS: number;
   startTimeoutMs: number;
@@ -299,6 +301,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     maxConcurrentSessions: int(env, "MAX_CONCURRENT_SESSIONS", 20, 1),
     renderMaxSessions: int(env, "RENDER_MAX_SESSIONS", defaultRenderSlots(), 0),
     renderReservationS: int(env, "RENDER_RESERVATION_S", 30, 1),
+    avatarStoreMaxPerTenant: int(env, "AVATAR_STORE_MAX_PER_TENANT", 20, 0),
     startTimeoutMs: int(env, "START_TIMEOUT_MS", 15000, 1),
     endCleanupTimeoutMs: int(env, "END_CLEANUP_TIMEOUT_MS", 10000, 1),
     sessionConnectTimeoutS: int(env, "SESSION_CONNECT_TIMEOUT_S", 900, 1),

@@ -48,7 +48,16 @@ export interface ExampleEngine {
   port: number;
   /** Truncations the service reported (`interrupt` with `played_ms`), oldest first. */
   truncations: Truncation[];
+  /** Microphone frames (20 ms) heard over all sessions, and how many were loud. */
+  mic: MicHeard;
   close(): Promise<void>;
+}
+
+/** What the engine heard of the users' microphones. */
+export interface MicHeard {
+  frames: number;
+  /** Frames over the VAD's floor (`MIN_RMS`). */
+  loud: number;
 }
 
 const FRAME_MS = 20;
@@ -86,6 +95,7 @@ class EngineSession {
   constructor(
     readonly socket: WebSocket,
     private readonly onTruncation: (t: Truncation) => void,
+    private readonly mic: MicHeard = { frames: 0, loud: 0 },
   ) {}
 
   send(msg: Record<string, unknown>): void {
@@ -148,6 +158,8 @@ class EngineSession {
 
   #vad(frame: Int16Array): void {
     const level = rms(frame);
+    this.mic.frames++;
+    if (level > MIN_RMS) this.mic.loud++;
     const loud = level > Math.max(MIN_RMS, this.#noise * 3);
     if (!this.#inSpeech) {
       // The noise floor follows quiet frames only.
@@ -254,6 +266,7 @@ export function startExampleEngine(
   const hostname = options.hostname ?? "127.0.0.1";
   const sessions = new Set<EngineSession>();
   const truncations: Truncation[] = [];
+  const mic: MicHeard = { frames: 0, loud: 0 };
   const log = options.log ?? ((line: string) => console.log(line));
   const onTruncation = (t: Truncation) => {
     truncations.push(t);
@@ -276,7 +289,7 @@ export function startExampleEngine(
     }
     const { socket, response } = Deno.upgradeWebSocket(req);
     socket.binaryType = "arraybuffer";
-    const s = new EngineSession(socket, onTruncation);
+    const s = new EngineSession(socket, onTruncation, mic);
     sessions.add(s);
     socket.onmessage = (e) => {
       if (typeof e.data === "string") s.onText(e.data);
@@ -304,6 +317,7 @@ export function startExampleEngine(
     url: `${tls.cert ? "wss" : "ws"}://${host}:${port}/`,
     port,
     truncations,
+    mic,
     async close() {
       for (const s of sessions) {
         s.stop();

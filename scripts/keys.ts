@@ -17,6 +17,7 @@ import { ApiError } from "../lib/api/errors.ts";
 import { createLogger } from "../lib/log.ts";
 import { OPERATOR, type Scope, SCOPES } from "../lib/auth/principal.ts";
 import { openKv } from "../lib/kv/store.ts";
+import { parseArgs, type Parsed, UsageError } from "./_args.ts";
 
 const USAGE = `usage:
   deno task keys create --tenant TENANT --scopes SCOPE[,SCOPE...] [--name NAME] [--expires-in-days DAYS]
@@ -27,38 +28,6 @@ scopes: ${SCOPES.join(", ")}
 The store is KV_PATH (as for the server).`;
 
 const DAY_MS = 86_400_000;
-
-class UsageError extends Error {}
-
-interface Parsed {
-  positional: string[];
-  flags: Map<string, string>;
-}
-
-function parseArgs(args: string[], allowed: string[]): Parsed {
-  const positional: string[] = [];
-  const flags = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (!arg.startsWith("--")) {
-      positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    if (!allowed.includes(name)) {
-      throw new UsageError(`unknown option --${name}`);
-    }
-    let value: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1);
-    if (value === undefined) {
-      value = args[++i];
-      if (value === undefined) throw new UsageError(`--${name} needs a value`);
-    }
-    if (flags.has(name)) throw new UsageError(`--${name} given twice`);
-    flags.set(name, value);
-  }
-  return { positional, flags };
-}
 
 function fmtTime(ms: number | undefined): string {
   return ms === undefined ? "-" : new Date(ms).toISOString();

@@ -26,6 +26,8 @@
  * - topology: where a session runs (control plane, media nodes, hand-off, drain);
  * - media plane: the live side of a session, which drives engines, renderer and SFU;
  * - sessions: the session domain (create, end, records, usage), its webhooks, tenants;
+ * - avatars: tenants' photo avatars (prepared at upload, stored, loaded by media nodes),
+ *   which a create names and the renderer paints;
  * - adapters: what the media plane and the session domain drive: engine adapters, the
  *   renderer, the SFU, the avatar catalog;
  * - request edge: the HTTP layer (router, schemas, rate limits) and authentication,
@@ -53,6 +55,7 @@ export const FLOORS: readonly { name: string; rooms: readonly string[] }[] = [
       "lib/tenants.ts",
     ],
   },
+  { name: "avatars", rooms: ["lib/photo"] },
   {
     name: "adapters",
     rooms: ["lib/providers", "lib/render", "lib/sfu", "lib/avatars.ts"],

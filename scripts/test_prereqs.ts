@@ -1,8 +1,11 @@
 /**
  * What the test suite needs from outside npm, run first by `deno task test`: Chromium
  * (the browser tests drive `/usr/bin/chromium`), Janus (the SFU tests run
- * `/usr/bin/janus` from their own config) and espeak-ng (the lip-sync test rebuilds the
- * viseme profiles through its library). Everything present: returns at once, no
+ * `/usr/bin/janus` from their own config), espeak-ng (the lip-sync test rebuilds the
+ * viseme profiles through its library), and the rest of the browser matrix
+ * (tests/e2e/matrix_*_test.ts): Firefox ESR, WebKitGTK's WebDriver and MiniBrowser on
+ * an Xvfb display with GStreamer's decoders, each browser playing to a PulseAudio null
+ * sink that the test records. Everything present: returns at once, no
  * package manager call. Something missing, as root with apt-get (a fresh Debian
  * machine, CI): `apt-get update` once, then `apt-get install -y` of the missing Debian
  * packages, quietly, with the janus package's own system service kept from starting and
@@ -23,6 +26,27 @@ export const PREREQS: readonly Prereq[] = [
   { path: "/usr/bin/janus", pkg: "janus", name: "Janus" },
   // The lip-sync profile test rebuilds the profiles through libespeak-ng (a dependency).
   { path: "/usr/bin/espeak-ng", pkg: "espeak-ng", name: "espeak-ng" },
+  { path: "/usr/bin/firefox-esr", pkg: "firefox-esr", name: "Firefox ESR" },
+  // WebKitWebDriver; MiniBrowser comes with libwebkit2gtk-4.1-0, its dependency.
+  {
+    path: "/usr/bin/WebKitWebDriver",
+    pkg: "webkit2gtk-driver",
+    name: "WebKitWebDriver",
+  },
+  { path: "/usr/bin/Xvfb", pkg: "xvfb", name: "Xvfb" },
+  { path: "/usr/bin/pulseaudio", pkg: "pulseaudio", name: "PulseAudio" },
+  { path: "/usr/bin/parec", pkg: "pulseaudio-utils", name: "parec" },
+  // WebKitGTK's MSE decodes H.264 and AAC with libav and parses H.264 with h264parse.
+  {
+    path: "/usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstlibav.so",
+    pkg: "gstreamer1.0-libav",
+    name: "GStreamer's libav plugin",
+  },
+  {
+    path: "/usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstvideoparsersbad.so",
+    pkg: "gstreamer1.0-plugins-bad",
+    name: "GStreamer's video parsers",
+  },
 ];
 
 export interface PrereqOptions {

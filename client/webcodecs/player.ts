@@ -151,8 +151,22 @@ export class WebCodecsPlayback {
 
   /** The media time heard and shown now (ms of the stream's timeline), or null. */
   get mediaTimeMs(): number | null {
-    const us = this.#audio?.mediaTimeUs;
-    return us === null || us === undefined ? null : us / 1000;
+    const us = this.#audioClockUs();
+    if (us !== null) return us / 1000;
+    // No audio clock: the picture runs live, and its time is the clock.
+    return this.#audioRuns() || this.#shownUs === null
+      ? null
+      : this.#shownUs / 1000;
+  }
+
+  /** Whether audio output exists and is not held (suspended by the autoplay policy). */
+  #audioRuns(): boolean {
+    return this.#audio !== null && this.#audio.ctx.state === "running";
+  }
+
+  /** The heard media time (µs) while the audio output runs, else null. */
+  #audioClockUs(): number | null {
+    return this.#audioRuns() ? this.#audio!.mediaTimeUs : null;
   }
 
   /** Whether decoded media is waiting or playing (a paused page has something to start). */
@@ -374,7 +388,7 @@ export class WebCodecsPlayback {
    */
   #present(): void {
     if (this.#frames.length === 0) return;
-    const now = this.#audio ? this.#audio.mediaTimeUs : null;
+    const now = this.#audioClockUs();
     let due = -1;
     if (!this.#drewFirst) due = 0;
     else if (now !== null) {
@@ -382,8 +396,8 @@ export class WebCodecsPlayback {
         if (this.#frames[i].timestamp <= now) due = i;
         else break;
       }
-    } else if (!this.#audio) {
-      // No audio clock (yet): the newest frame, live.
+    } else if (!this.#audioRuns()) {
+      // No audio clock (not open yet, or held for a gesture): the newest frame, live.
       due = this.#frames.length - 1;
     }
     if (due < 0) return;

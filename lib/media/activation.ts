@@ -2,6 +2,7 @@
  * Activation of a live session: created → activating → active (or → failed), the engine
  * and the renderer started together and bounded by START_TIMEOUT_MS.
  */
+import { PHOTO_OWN_BG } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
 import type { EngineFactory } from "../providers/port.ts";
 import { EngineStartError } from "../providers/port.ts";
@@ -88,7 +89,7 @@ export async function activate(
       sessionId: id,
       tenantId: session.tenant_id,
       avatarId: session.avatar_id,
-      bgId: session.bg_id,
+      bgId: session.bg_id === PHOTO_OWN_BG ? "" : session.bg_id,
       output: session.transport === "webrtc_sfu" ? "rtp" : "fmp4",
     }).then((render) => {
       if (!live.closed) live.startRendering(render);

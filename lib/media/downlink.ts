@@ -28,6 +28,13 @@ export const MAX_SOCKET_JSON_BUFFERED_BYTES = 4 * 1024 * 1024;
 /** The close code for a browser too slow to read what it is sent ("try again later"). */
 export const CLOSE_TOO_SLOW = 1013;
 
+/** Closes `ws` with `code`; a socket already closing is left alone. */
+export function closeSocket(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch { /* already closing */ }
+}
+
 /**
  * Sends a JSON message when the socket is open; never throws for a closed one. A socket
  * that does not read (over `MAX_SOCKET_JSON_BUFFERED_BYTES` queued) is closed with 1013
@@ -36,9 +43,7 @@ export const CLOSE_TOO_SLOW = 1013;
 export function sendJson(ws: WebSocket, msg: ServerMessage): void {
   if (ws.readyState !== WebSocket.OPEN) return;
   if (ws.bufferedAmount > MAX_SOCKET_JSON_BUFFERED_BYTES) {
-    try {
-      ws.close(CLOSE_TOO_SLOW, "too slow");
-    } catch { /* already closing */ }
+    closeSocket(ws, CLOSE_TOO_SLOW, "too slow");
     return;
   }
   ws.send(JSON.stringify(msg));

@@ -183,7 +183,10 @@ export class MediaHub implements SessionRuntime {
       (why: string, source: FailureSource, reason: EndReason) =>
         this.liveFailed(id, why, source, reason),
     );
-    if (session.transport === "webrtc_sfu") live.sfu = this.sfuLink(live);
+    if (session.transport === "webrtc_sfu") {
+      live.sfu = this.sfuLink(live);
+      live.fmp4Fallback = session.fmp4_fallback === true;
+    }
     live.attach(ws, session.status);
     await this.markPresence(id, true);
     await activate(

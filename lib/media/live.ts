@@ -8,7 +8,7 @@ import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink, SpeechEvent } from "../render/port.ts";
 import { Turns } from "./turns.ts";
 import { liveEngineEvents } from "./engine_events.ts";
-import type { SfuLink } from "../sfu/mod.ts";
+import { rejectsVideo, type SfuLink } from "../sfu/mod.ts";
 import {
   bindSocket,
   contain,
@@ -16,12 +16,14 @@ import {
   CONTAINED,
   type FailureSource,
 } from "./contain.ts";
-import { Downlink, sendJson } from "./downlink.ts";
+import { closeSocket, Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
+import { stopPipeline } from "./teardown.ts";
 import {
   type ClientMessage,
   CLOSE_TAKEN_OVER,
   CLOSE_TOO_BIG,
+  CLOSE_UNSUPPORTED_MEDIA,
   DEFAULT_BROWSER_SAMPLE_RATE,
   pcmFromBytes,
   type ServerMessage,
@@ -49,6 +51,11 @@ export class LiveSession {
   render: RenderSession | null = null;
   /** A webrtc_sfu session's SFU side: media goes out as RTP, sockets get WebRTC offers. */
   sfu: SfuLink | null = null;
+  /**
+   * Created `auto` (webrtc_sfu sessions): a socket whose browser cannot play WebRTC is
+   * served fMP4 from the same renderer; else it gets the fatal `unsupported_media`.
+   */
+  fmp4Fallback = false;
   readonly stats: LiveStats = {
     segmentsSent: 0,
     segmentsDropped: 0,
@@ -76,6 +83,8 @@ export class LiveSession {
   closed = false;
 
   private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
+  /** On a webrtc_sfu session: the socket served fMP4 instead (`webrtc.unsupported`). */
+  private fmp4Socket: WebSocket | null = null;
   /** The socket whose stream has its init segment (speech events can reach it). */
   private streamingTo: WebSocket | null = null;
   /** The last `session.state` sent through `sendState`. */
@@ -186,9 +195,7 @@ export class LiveSession {
         code: "session_already_active",
         fatal: false,
       });
-      try {
-        old.close(CLOSE_TAKEN_OVER, "taken over by a newer connection");
-      } catch { /* already closing */ }
+      closeSocket(old, CLOSE_TAKEN_OVER, "taken over by a newer connection");
     }
     ws.binaryType = "arraybuffer";
     const gate = new FrameGate(() => this.deps.now());
@@ -197,8 +204,9 @@ export class LiveSession {
       close: () => {
         if (this.socket === ws) {
           this.socket = null;
-          if (this.sfu) this.sfu.detach(ws);
-          else this.render?.detach();
+          this.sfu?.detach(ws);
+          if (!this.sfu || this.fmp4Socket === ws) this.render?.detach();
+          this.fmp4Socket = null;
           this.onDetached?.();
         }
       },
@@ -207,8 +215,13 @@ export class LiveSession {
     });
     sendJson(ws, { type: "session.state", status });
     if (this.sfu) {
+      // The older socket may have been served fMP4: its stream stops (the run pauses),
+      // and its speech, on that stream's timeline, is not replayed.
+      const fromFmp4 = this.fmp4Socket !== null;
+      if (fromFmp4) this.render?.detach();
+      this.fmp4Socket = null;
       this.sfu.attach(ws);
-      this.turns.replaySpeaking();
+      if (!fromFmp4) this.turns.replaySpeaking();
     } else if (this.render) this.render.attach(this.sinkFor(ws));
   }
 
@@ -220,13 +233,16 @@ export class LiveSession {
     this.render = render;
     if (this.sfu) {
       const log = this.deps.log;
-      const speech = (e: SpeechEvent) => this.turns.speech(e);
+      // Speech on the sender's clock means nothing to a socket played over MSE.
+      const speech = (e: SpeechEvent) => {
+        if (!this.fmp4Socket) this.turns.speech(e);
+      };
       this.sfu.publish(
         render,
         (why) => this.onFailed?.(why, "render", "render_failed"),
         contain(log, "render", "rtp speech", this.contained, speech),
       );
-      return;
+      if (!this.fmp4Socket) return;
     }
     if (this.socket) render.attach(this.sinkFor(this.socket));
   }
@@ -269,9 +285,7 @@ export class LiveSession {
         this.deps.log.warn("media socket closed for oversize frames", {
           session_id: this.sessionId,
         });
-        try {
-          ws.close(CLOSE_TOO_BIG, "frame too big");
-        } catch { /* already closing */ }
+        closeSocket(ws, CLOSE_TOO_BIG, "frame too big");
     }
   }
 
@@ -286,8 +300,7 @@ export class LiveSession {
       case "text": {
         if (this.engine?.textTurns === false) {
           // The engine has no typed turns (vendor_b): refused, the session goes on.
-          this.stats.invalidMessages++;
-          this.sendError("invalid_message", false);
+          this.invalidMessage();
           break;
         }
         this.turns.userTranscript(msg.text, true);
@@ -296,15 +309,47 @@ export class LiveSession {
       }
       case "interrupt":
         return this.turns.interrupt();
+      case "webrtc.unsupported":
+        this.webrtcUnsupported();
+        break;
       case "webrtc.answer":
       case "webrtc.candidate":
-        if (this.sfu && this.socket) void this.sfu.handle(this.socket, msg);
-        else {
-          this.stats.invalidMessages++;
-          this.sendError("invalid_message", false);
-        }
+        if (
+          this.sfu && msg.type === "webrtc.answer" && rejectsVideo(msg.sdp)
+        ) {
+          this.webrtcUnsupported();
+        } else if (this.sfu && this.socket) {
+          void this.sfu.handle(this.socket, msg);
+        } else this.invalidMessage();
         break;
     }
+  }
+
+  /**
+   * The current socket's browser cannot play WebRTC (it said so, or its answer rejected
+   * the video): created `auto`, the socket is served fMP4 from the same renderer
+   * instead; created `webrtc_sfu`, it gets the fatal `unsupported_media` and closes.
+   */
+  private webrtcUnsupported(): void {
+    const ws = this.socket;
+    if (!ws || this.fmp4Socket === ws) return;
+    if (!this.sfu) return this.invalidMessage();
+    if (!this.fmp4Fallback) {
+      this.sendError("unsupported_media", true);
+      return closeSocket(ws, CLOSE_UNSUPPORTED_MEDIA, "cannot play WebRTC");
+    }
+    this.deps.log.info("browser cannot play WebRTC: serving websocket_fmp4", {
+      session_id: this.sessionId,
+    });
+    this.sfu.detach(ws);
+    this.fmp4Socket = ws;
+    this.render?.attach(this.sinkFor(ws));
+  }
+
+  /** A message the socket may not send on this session: refused, nothing else. */
+  private invalidMessage(): void {
+    this.stats.invalidMessages++;
+    this.sendError("invalid_message", false);
   }
 
   send(msg: ServerMessage): void {
@@ -322,39 +367,11 @@ export class LiveSession {
   async teardown(force: boolean, timeoutMs: number): Promise<string[]> {
     this.closed = true;
     this.turns.close();
-    const problems: string[] = [];
-    const engine = this.engine;
-    const render = this.render;
-    const engineDone = (async () => {
-      if (!engine) return;
-      if (force) {
-        engine.close();
-        return;
-      }
-      const ok = await engine.end(timeoutMs).catch(() => false);
-      if (!ok) {
-        problems.push(
-          `conversation engine did not close within ${
-            Math.round(timeoutMs / 1000)
-          } s`,
-        );
-        engine.close();
-      }
-    })();
-    const renderDone = (async () => {
-      if (!render) return;
-      const { clean } = await render.stop({ graceful: !force, timeoutMs })
-        .catch(() => ({
-          clean: false,
-        }));
-      if (!clean && !force) {
-        problems.push(
-          `renderer did not stop within ${Math.round(timeoutMs / 1000)} s`,
-        );
-      }
-    })();
-    await Promise.all([engineDone, renderDone, this.sfu?.close()]);
-    return problems;
+    return await stopPipeline(
+      { engine: this.engine, render: this.render, sfu: this.sfu },
+      force,
+      timeoutMs,
+    );
   }
 
   /** `session.state` for a move the socket has not seen yet (e.g. `ending`), once. */
@@ -368,17 +385,14 @@ export class LiveSession {
   finish(status: string, reason?: EndReason): void {
     const ws = this.socket;
     this.socket = null;
-    if (ws) {
-      sendJson(
-        ws,
-        reason
-          ? { type: "session.ended", status, reason }
-          : { type: "session.ended", status },
-      );
-      try {
-        ws.close(1000, "session ended");
-      } catch { /* already closing */ }
-    }
+    if (!ws) return;
+    sendJson(
+      ws,
+      reason
+        ? { type: "session.ended", status, reason }
+        : { type: "session.ended", status },
+    );
+    closeSocket(ws, 1000, "session ended");
   }
 
   /**
@@ -388,9 +402,7 @@ export class LiveSession {
   goAway(): void {
     const ws = this.socket;
     this.socket = null;
-    try {
-      ws?.close(1001, "service shutting down");
-    } catch { /* already closing */ }
+    if (ws) closeSocket(ws, 1001, "service shutting down");
   }
 
   /** Drops everything at once (failure paths, shutdown). */

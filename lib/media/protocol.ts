@@ -31,6 +31,8 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
     type: z.literal("webrtc.answer"),
     sdp: z.string().min(1).max(MAX_SDP_LENGTH),
   }),
+  // The browser cannot play WebRTC (no RTCPeerConnection, no H.264): DECISIONS 11.
+  z.object({ type: z.literal("webrtc.unsupported") }),
   z.object({
     type: z.literal("webrtc.candidate"),
     candidate: z.object({
@@ -109,7 +111,8 @@ export type SocketErrorCode =
   | "llm_failed"
   | "tts_failed"
   | "avatar_render_failed"
-  | "invalid_message";
+  | "invalid_message"
+  | "unsupported_media";
 
 export type ServerMessage =
   | { type: "session.state"; status: string }
@@ -145,6 +148,11 @@ export type ServerMessage =
 
 /** Close code for a socket replaced by a newer one for the same session. */
 export const CLOSE_TAKEN_OVER = 4000;
+/**
+ * Close code for a socket of a session created `webrtc_sfu` whose browser cannot play
+ * WebRTC (after the fatal `unsupported_media`; DECISIONS 11).
+ */
+export const CLOSE_UNSUPPORTED_MEDIA = 4003;
 /** Close code for a socket that kept sending frames over `MAX_FRAME_BYTES` (RFC 6455 1009). */
 export const CLOSE_TOO_BIG = 1009;
 /** Oversize frames one socket may send; the next one closes it with 1009. */

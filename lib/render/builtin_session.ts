@@ -14,6 +14,7 @@ import type {
   RenderStats,
   RtpSink,
   SpeechCut,
+  SpeechEvent,
 } from "./port.ts";
 import { AAC_DELAY } from "./segments.ts";
 import { samplesToMs, SpeechTimeline } from "./speech.ts";
@@ -51,6 +52,12 @@ export class BuiltinSession implements RenderSession {
    * it runs, speech positions are its samples and its sink gets the speech events.
    */
   #rtp: { out: RtpOutput; sink: RtpSink } | null = null;
+  /**
+   * While the RTP output runs, the speech events it delivered, at their position in the
+   * fMP4 run, for the fMP4 viewer (a webrtc_sfu socket served fMP4 instead, DECISIONS
+   * 11): each goes with the fragment that covers it.
+   */
+  #runSpeech: { pos: number; event: SpeechEvent }[] = [];
   #retiring = new Set<Promise<unknown>>();
   #last: Uint8Array | null = null;
   #frame: Frame;
@@ -128,6 +135,13 @@ export class BuiltinSession implements RenderSession {
     }
     // A new viewer joins mid-speech: it hears of the speech under way.
     if (!this.#rtp) this.#speech.newViewer();
+    else {
+      const tag = this.#speech.speakingTag;
+      this.#runSpeech = tag === null ? [] : [{
+        pos: 0,
+        event: { speaking: true, tag, mediaTimeMs: 0 },
+      }];
+    }
     run.attach(sink);
   }
 
@@ -164,6 +178,7 @@ export class BuiltinSession implements RenderSession {
     if (!rtp) return;
     this.#rtp = null;
     this.#speech.newRun();
+    this.#runSpeech = [];
     this.#retire(rtp.out.stop({ graceful: false, timeoutMs: 0 }));
     rtp.sink.onError(err);
   }
@@ -177,14 +192,24 @@ export class BuiltinSession implements RenderSession {
     return this.#run?.watched ? this.#run.samples : null;
   }
 
-  /** Hands the RTP sink the speech events of the audio written to it so far. */
-  #speechToRtp(rtp: { out: RtpOutput; sink: RtpSink }): void {
+  /**
+   * Hands the RTP sink the speech events of the audio written to it so far; with a
+   * watched fMP4 run (`toRun`: its position less the RTP output's, before this frame),
+   * keeps them for its viewer too.
+   */
+  #speechToRtp(
+    rtp: { out: RtpOutput; sink: RtpSink },
+    toRun: number | null,
+  ): void {
     if (!this.#speech.hasPending) return;
     for (const { pos, event } of this.#speech.deliveredAt(rtp.out.samples)) {
       try {
         rtp.sink.onSpeech?.({ ...event, mediaTimeMs: rtp.out.wallMsAt(pos) });
       } catch (err) {
         this.log.error("render rtp sink failed", { err });
+      }
+      if (toRun !== null && this.#runSpeech.length < MAX_MARKS) {
+        this.#runSpeech.push({ pos: pos + toRun, event });
       }
     }
   }
@@ -223,9 +248,18 @@ export class BuiltinSession implements RenderSession {
    * its audio's end (AAC's encoder delay included), in the viewer's time.
    */
   #speechTo(sink: RenderSink, audioEnd: number, viewerStart: number): void {
-    if (this.#rtp || !this.#speech.hasPending) return;
     const startMs = samplesToMs(viewerStart);
-    for (const e of this.#speech.delivered(audioEnd - AAC_DELAY)) {
+    let events: SpeechEvent[] = [];
+    if (this.#rtp) {
+      const end = audioEnd - AAC_DELAY;
+      while (this.#runSpeech.length > 0 && this.#runSpeech[0].pos < end) {
+        const { pos, event } = this.#runSpeech.shift()!;
+        events.push({ ...event, mediaTimeMs: samplesToMs(pos) });
+      }
+    } else if (this.#speech.hasPending) {
+      events = this.#speech.delivered(audioEnd - AAC_DELAY);
+    }
+    for (const e of events) {
       try {
         sink.onSpeech?.({
           ...e,
@@ -327,6 +361,7 @@ export class BuiltinSession implements RenderSession {
     }
     const rtp = this.#rtp;
     if (!run && !rtp) return;
+    const toRun = run && rtp ? run.samples - rtp.out.samples : null;
     if (draw || this.#last === null) {
       this.#frame.data = new Uint8Array(
         this.painter.width * this.painter.height * 3 / 2,
@@ -352,7 +387,7 @@ export class BuiltinSession implements RenderSession {
     );
     if (rtp && !rtp.out.write(this.#last, audio)) {
       this.#failRtp(new Error("render rtp encoder fell behind real time"));
-    } else if (rtp) this.#speechToRtp(rtp);
+    } else if (rtp) this.#speechToRtp(rtp, toRun);
     if (run && !run.write(this.#last, audio)) {
       run.fail(new Error("render encoder fell behind real time"));
     }

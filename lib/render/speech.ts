@@ -44,6 +44,11 @@ export class SpeechTimeline {
     | null = null;
   #pending: { pos: number; event: SpeechEvent }[] = [];
 
+  /** The tag speaking now (undefined: untagged speech), or null when silent. */
+  get speakingTag(): string | undefined | null {
+    return this.#speaking ? this.#speaking.tag : null;
+  }
+
   /** Whether events wait for a segment to cover them. */
   get hasPending(): boolean {
     return this.#pending.length > 0;

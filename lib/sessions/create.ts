@@ -10,6 +10,7 @@ import {
   DEFAULT_BG_ID,
   findAvatar,
   findBackground,
+  PHOTO_OWN_BG,
 } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
@@ -33,6 +34,7 @@ import {
   type SessionResponse,
 } from "../api/schemas.ts";
 import { kvTry } from "../kv/store.ts";
+import { getPhotoManifest } from "../photo/mod.ts";
 import {
   concurrencyLimit,
   type TenantSettings,
@@ -64,19 +66,33 @@ export interface CreateSessionResult {
   replayed: boolean;
 }
 
-/** The catalog entries named by `avatar_config` (defaults when omitted), else 400. */
-export function resolveAvatar(
+/**
+ * The avatar and background named by `avatar_config` (catalog defaults when omitted),
+ * else 400 `AVTR_RENDER_MISCONFIGURED`. A photo avatar (`ph_…`, DECISIONS 12) must be
+ * stored under `tenantId` (another tenant's reads as unknown); without `bg_id` it keeps
+ * its own background (`PHOTO_OWN_BG`).
+ */
+export async function resolveAvatar(
+  deps: AppDeps,
+  tenantId: string,
   config: CreateSessionInput["avatar_config"],
-): { avatarId: string; bgId: string } {
+): Promise<{ avatarId: string; bgId: string }> {
   const avatarId = config?.avatar_id ?? DEFAULT_AVATAR_ID;
-  const bgId = config?.bg_id ?? DEFAULT_BG_ID;
-  if (!findAvatar(avatarId)) {
+  const photo = avatarId.startsWith("ph_");
+  const known = photo
+    ? await getPhotoManifest(deps.readKv, tenantId, avatarId) !== null
+    : findAvatar(avatarId) !== undefined;
+  if (!known) {
     throw new ApiError(
       "AVTR_RENDER_MISCONFIGURED",
-      "avatar_config.avatar_id names no avatar of the catalog",
+      "avatar_config.avatar_id names no avatar of the catalog or of your tenant",
       { param: "avatar_config.avatar_id" },
     );
   }
+  if (photo && config?.bg_id === undefined) {
+    return { avatarId, bgId: PHOTO_OWN_BG };
+  }
+  const bgId = config?.bg_id ?? DEFAULT_BG_ID;
   if (!findBackground(bgId)) {
     throw new ApiError(
       "AVTR_RENDER_MISCONFIGURED",
@@ -164,7 +180,7 @@ export async function createSession(
   const input = parseCreateSession(request.body);
   const handOff = deps.handOff;
   if (!handOff) checkProviderTargets(deps, input);
-  resolveAvatar(input.avatar_config);
+  await resolveAvatar(deps, request.tenantId, input.avatar_config);
   requireTokenSecret(deps);
 
   let claim: IdempotencyClaim | undefined;
@@ -254,7 +270,11 @@ export async function startSession(
   }
   checkProviderTargets(deps, input);
   let transport = await resolveTransport(deps, input.transport);
-  const { avatarId, bgId } = resolveAvatar(input.avatar_config);
+  const { avatarId, bgId } = await resolveAvatar(
+    deps,
+    request.tenantId,
+    input.avatar_config,
+  );
   requireTokenSecret(deps);
   let committed = false;
   try {
@@ -301,6 +321,9 @@ export async function startSession(
       status: "created",
       provider_type: input.provider_type,
       transport,
+      ...(transport === "webrtc_sfu" && input.transport === "auto"
+        ? { fmp4_fallback: true as const }
+        : {}),
       avatar_id: avatarId,
       bg_id: bgId,
       ...(input.webhook_url ? { webhook_url: input.webhook_url } : {}),

@@ -50,6 +50,11 @@ export interface SessionRecord {
   provider_type: ProviderType;
   /** Resolved: never `auto`. */
   transport: Exclude<Transport, "auto">;
+  /**
+   * Set when `auto` resolved to `webrtc_sfu`: a socket whose browser cannot play WebRTC
+   * is served `websocket_fmp4` instead (DECISIONS 11); REST still says `webrtc_sfu`.
+   */
+  fmp4_fallback?: true;
   avatar_id: string;
   bg_id: string;
   webhook_url?: string;

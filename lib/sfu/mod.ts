@@ -38,3 +38,4 @@ export {
   type SweepResult,
 } from "./sweep.ts";
 export { type SfuLink, sfuLinkFor } from "./signalling.ts";
+export { rejectsVideo } from "./sdp.ts";

@@ -94,6 +94,11 @@ export interface BrowserOptions {
   consoleErrors?: boolean;
   /** Collect every page's CSP violations into `csp`. */
   csp?: boolean;
+  /**
+   * A PulseAudio server (`unix:…`) the browser plays its sound to, unmuted (headless
+   * Chromium is muted otherwise).
+   */
+  pulseServer?: string;
 }
 
 export interface Browser {
@@ -115,6 +120,12 @@ export async function openBrowser(options: BrowserOptions): Promise<Browser> {
     headless: true,
     args: options.media ? [...FLAGS, ...MEDIA_FLAGS] : FLAGS,
     viewport: options.viewport ?? DESKTOP,
+    ...(options.pulseServer
+      ? {
+        ignoreDefaultArgs: ["--mute-audio"],
+        env: { ...Deno.env.toObject(), PULSE_SERVER: options.pulseServer },
+      }
+      : {}),
   });
   await context.grantPermissions(options.permissions, {
     origin: options.origin,

@@ -163,3 +163,19 @@ Deno.test("loadConfig() reads RENDER_RESERVATION_S: 30 s by default, at least 1"
     );
   }
 });
+
+Deno.test("loadConfig() reads AVATAR_STORE_MAX_PER_TENANT: 20 by default, 0 allowed", () => {
+  assert.equal(loadConfig({}).avatarStoreMaxPerTenant, 20);
+  assert.equal(
+    loadConfig({ AVATAR_STORE_MAX_PER_TENANT: "0" }).avatarStoreMaxPerTenant,
+    0,
+  );
+  for (const bad of ["-1", "2.5", "many"]) {
+    assert.throws(
+      () => loadConfig({ AVATAR_STORE_MAX_PER_TENANT: bad }),
+      (err) =>
+        err instanceof ConfigError &&
+        /AVATAR_STORE_MAX_PER_TENANT/.test(err.message),
+    );
+  }
+});

@@ -4,35 +4,11 @@ import { verifyApiKey } from "../../lib/auth/api_keys.ts";
 import { closeDeps, createDeps } from "../../lib/wire.ts";
 import { memoryLogger } from "../../lib/log.ts";
 import { OPERATOR } from "../../lib/auth/principal.ts";
-
-const ROOT = new URL("../..", import.meta.url).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { type Run, runTask } from "./_task.ts";
 
 /** Runs `deno task keys ...args` as the operator would, against the KV file `kvPath`. */
-async function keys(kvPath: string, ...args: string[]): Promise<Run> {
-  const env: Record<string, string> = { KV_PATH: kvPath, NO_COLOR: "1" };
-  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
-    const v = Deno.env.get(name);
-    if (v !== undefined) env[name] = v;
-  }
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "keys", ...args],
-    cwd: ROOT,
-    env,
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
+function keys(kvPath: string, ...args: string[]): Promise<Run> {
+  return runTask("keys", kvPath, args);
 }
 
 async function withKv<T>(

@@ -10,6 +10,7 @@ import {
   PrereqError,
   PREREQS,
 } from "../../scripts/test_prereqs.ts";
+import { FIREFOX, WEBKIT_DRIVER } from "../e2e/_drivers.ts";
 
 interface Sandbox {
   root: string;
@@ -28,7 +29,7 @@ async function sandbox(
   const bin = `${root}/fakebin`;
   await Deno.mkdir(bin);
   await Deno.mkdir(`${root}/usr/bin`, { recursive: true });
-  for (const p of present) await Deno.writeTextFile(root + p, "");
+  for (const p of present) await touch(root + p);
   if (options.systemd) {
     await Deno.mkdir(`${root}/run/systemd/system`, { recursive: true });
   }
@@ -51,7 +52,15 @@ ${
     }
 shift
 for a in "$@"; do
-  case "$a" in -*) ;; *) touch '${root}/usr/bin/'"$a" ;; esac
+  case "$a" in
+${
+      PREREQS.map((p) =>
+        `    ${p.pkg}) mkdir -p '${root}${
+          p.path.replace(/\/[^/]*$/, "")
+        }'; touch '${root}${p.path}' ;;`
+      ).join("\n")
+    }
+  esac
 done
 `,
   );
@@ -66,10 +75,17 @@ done
   };
 }
 
-const [CHROMIUM, JANUS, ESPEAK] = PREREQS;
+/** The browser matrix's packages (Firefox, WebKitGTK, Xvfb, PulseAudio, GStreamer). */
+const MATRIX = PREREQS.slice(3);
+const ALL = PREREQS.map((p) => p.pkg).join(" ");
+
+async function touch(file: string): Promise<void> {
+  await Deno.mkdir(file.replace(/\/[^/]*$/, ""), { recursive: true });
+  await Deno.writeTextFile(file, "");
+}
 
 Deno.test("everything present: nothing runs, nothing is installed", async () => {
-  const box = await sandbox([CHROMIUM.path, JANUS.path, ESPEAK.path]);
+  const box = await sandbox(PREREQS.map((p) => p.path));
   try {
     const installed = await ensurePrereqs({
       root: box.root,
@@ -93,30 +109,28 @@ Deno.test("missing as root with apt-get: one update, one install of what is miss
       path: box.bin,
       log: (l) => lines.push(l),
     });
-    assert.deepEqual(installed, ["chromium", "janus", "espeak-ng"]);
+    assert.deepEqual(installed, PREREQS.map((p) => p.pkg));
     assert.deepEqual(await box.calls(), [
       "apt-get update -qq",
       "policy-rc.d: exit 101",
-      "apt-get install -y -qq chromium janus espeak-ng",
+      `apt-get install -y -qq ${ALL}`,
       "policy-rc.d: exit 101",
       "systemctl disable --now janus.service",
       "update-rc.d janus disable",
     ]);
     assert.deepEqual(lines, [
-      "installing chromium janus espeak-ng from Debian for the tests (apt-get, once)",
+      `installing ${ALL} from Debian for the tests (apt-get, once)`,
     ]);
     // The temporary policy is gone again; the tools are there.
     await assert.rejects(Deno.stat(`${box.root}/usr/sbin/policy-rc.d`));
-    await Deno.stat(box.root + CHROMIUM.path);
-    await Deno.stat(box.root + JANUS.path);
-    await Deno.stat(box.root + ESPEAK.path);
+    for (const p of PREREQS) await Deno.stat(box.root + p.path);
   } finally {
     await box.close();
   }
 });
 
 Deno.test("only Chromium missing: only chromium is installed, the janus service left alone", async () => {
-  const box = await sandbox([JANUS.path, ESPEAK.path]);
+  const box = await sandbox(PREREQS.slice(1).map((p) => p.path));
   try {
     const installed = await ensurePrereqs({
       root: box.root,
@@ -137,7 +151,7 @@ Deno.test("only Chromium missing: only chromium is installed, the janus service 
 });
 
 Deno.test("not root: one sentence naming what to install, and no apt-get call", async () => {
-  const box = await sandbox([JANUS.path, ESPEAK.path]);
+  const box = await sandbox(PREREQS.slice(1).map((p) => p.path));
   try {
     await assert.rejects(
       ensurePrereqs({ root: box.root, uid: 1000, path: box.bin }),
@@ -153,7 +167,7 @@ Deno.test("not root: one sentence naming what to install, and no apt-get call", 
 });
 
 Deno.test("no apt-get: one sentence naming what to install", async () => {
-  const box = await sandbox([]);
+  const box = await sandbox(MATRIX.map((p) => p.path));
   try {
     await assert.rejects(
       ensurePrereqs({ root: box.root, uid: 0, path: `${box.root}/nothing` }),
@@ -168,7 +182,7 @@ Deno.test("no apt-get: one sentence naming what to install", async () => {
 });
 
 Deno.test("apt-get fails: one sentence, apt's output as detail, an existing policy-rc.d kept", async () => {
-  const box = await sandbox([], { aptFails: true });
+  const box = await sandbox(MATRIX.map((p) => p.path), { aptFails: true });
   await Deno.mkdir(`${box.root}/usr/sbin`);
   await Deno.writeTextFile(
     `${box.root}/usr/sbin/policy-rc.d`,
@@ -217,7 +231,7 @@ Deno.test("`deno task test` runs the script first, with the permissions it needs
     const stderr = new TextDecoder().decode(out.stderr);
     if (Deno.uid() === 0) {
       assert.equal(out.code, 0, stderr);
-      assert.match(stdout, /\ninstalled chromium janus espeak-ng\n$/);
+      assert.ok(stdout.endsWith(`\ninstalled ${ALL}\n`), stdout);
     } else {
       assert.equal(out.code, 1, stdout);
       assert.match(stderr, /^The tests need Chromium .*: install them /);
@@ -225,4 +239,28 @@ Deno.test("`deno task test` runs the script first, with the permissions it needs
   } finally {
     await box.close();
   }
+});
+
+Deno.test("the browser matrix's tools are prerequisites: Firefox ESR, WebKitWebDriver, Xvfb, PulseAudio", () => {
+  const paths = PREREQS.map((p) => p.path);
+  for (
+    const tool of [
+      FIREFOX,
+      WEBKIT_DRIVER,
+      "/usr/bin/Xvfb",
+      "/usr/bin/pulseaudio",
+      "/usr/bin/parec",
+    ]
+  ) {
+    assert.ok(paths.includes(tool), `${tool} is not installed by the script`);
+  }
+  assert.deepEqual(MATRIX.map((p) => p.pkg), [
+    "firefox-esr",
+    "webkit2gtk-driver",
+    "xvfb",
+    "pulseaudio",
+    "pulseaudio-utils",
+    "gstreamer1.0-libav",
+    "gstreamer1.0-plugins-bad",
+  ]);
 });

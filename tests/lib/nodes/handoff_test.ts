@@ -18,6 +18,12 @@ import { engineBody, NODE_SECRET, startTopology } from "./_topology.ts";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { deploymentHasSfu } from "../../../lib/nodes/registry.ts";
 import { instanceStaleMs } from "../../../lib/media/presence.ts";
+import { ApiError } from "../../../lib/api/errors.ts";
+import { parseCreateSession } from "../../../lib/api/schemas.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { PHOTO_OWN_BG } from "../../../lib/avatars.ts";
+import { addPhotoAvatar } from "../../../lib/photo/mod.ts";
+import { startSession } from "../../../lib/sessions/create.ts";
 
 Deno.test("a create on the control plane runs on the media node with most free slots; the control plane holds no credential", async () => {
   const topo = await startTopology([
@@ -243,5 +249,54 @@ Deno.test("a control plane drives no SFU, even with SFU_URL set: its media nodes
   } finally {
     await closeDeps(control);
     await closeDeps(media);
+  }
+});
+
+Deno.test("a photo avatar is checked on the control plane and again on the node it lands on", async () => {
+  const topo = await startTopology([{ RENDER_MAX_SESSIONS: "2" }]);
+  try {
+    const deps = topo.control.app.deps;
+    const photo = await addPhotoAvatar(deps, OPERATOR, {
+      tenantId: "admin",
+      name: "Grace",
+      bytes: Deno.readFileSync(
+        new URL("../../fixtures/photo/grace_hopper.jpg", import.meta.url),
+      ),
+      consentBy: "test",
+    });
+    const res = await topo.create(
+      engineBody(topo.engine, { avatar_config: { avatar_id: photo.avatarId } }),
+    );
+    assert.equal(res.status, 200);
+    const id = (await res.json()).session_id;
+    assert.equal(await topo.ownerOf(id), topo.nodes[0]);
+    const rec = await topo.kv.get<{ avatar_id: string; bg_id: string }>([
+      "sessions",
+      id,
+    ]);
+    assert.deepEqual([rec.value?.avatar_id, rec.value?.bg_id], [
+      photo.avatarId,
+      PHOTO_OWN_BG,
+    ]);
+
+    const missing = "ph_01JZZZZZZZZZZZZZZZZZZZZZZZ";
+    const refused = await topo.create(
+      engineBody(topo.engine, { avatar_config: { avatar_id: missing } }),
+    );
+    assert.equal(refused.status, 400);
+    assert.equal((await refused.json()).param, "avatar_config.avatar_id");
+    // The node does not take the control plane's word for it (the avatar may be gone).
+    await assert.rejects(
+      startSession(topo.nodes[0].app.deps, {
+        tenantId: "admin",
+        sessionId: "session:01JZZZZZZZZZZZZZZZZZZZZZZZ",
+        input: parseCreateSession(
+          engineBody(topo.engine, { avatar_config: { avatar_id: missing } }),
+        ),
+      }),
+      (e) => e instanceof ApiError && e.code === "AVTR_RENDER_MISCONFIGURED",
+    );
+  } finally {
+    await topo.close();
   }
 });

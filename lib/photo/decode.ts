@@ -1,0 +1,253 @@
+/**
+ * Decoding an uploaded portrait (JPEG or PNG) in pure JS, with DECISIONS 12's limits
+ * checked from the bytes and the header before any pixel is decoded, and the JPEG's EXIF
+ * orientation applied (jpeg-js ignores it).
+ */
+import jpeg from "jpeg-js";
+import { convertIndexedToRgb, decode as decodePng } from "fast-png";
+import { PhotoRefusal } from "./refusal.ts";
+
+/** Largest accepted upload, in bytes. */
+export const MAX_PHOTO_BYTES = 8 * 1024 * 1024;
+/** Largest accepted side, in pixels. */
+export const MAX_PHOTO_SIDE = 4096;
+
+/** 8-bit RGB pixels, row-major, no padding. */
+export interface RgbImage {
+  width: number;
+  height: number;
+  data: Uint8Array;
+}
+
+export type PhotoFormat = "jpeg" | "png";
+
+export interface PhotoHeader {
+  format: PhotoFormat;
+  /** As stored, before the EXIF orientation. */
+  width: number;
+  height: number;
+  /** EXIF orientation 1…8 (1 for PNG and for JPEGs without one). */
+  orientation: number;
+}
+
+const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+/** Reads format, size and orientation from the header; refuses what breaks the limits. */
+export function readPhotoHeader(bytes: Uint8Array): PhotoHeader {
+  if (bytes.length > MAX_PHOTO_BYTES) {
+    throw new PhotoRefusal("larger than 8 MiB");
+  }
+  let header: PhotoHeader;
+  if (
+    bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 &&
+    bytes[2] === 0xff
+  ) {
+    header = jpegHeader(bytes);
+  } else if (PNG_MAGIC.every((b, i) => bytes[i] === b)) {
+    header = pngHeader(bytes);
+  } else {
+    throw new PhotoRefusal("not a JPEG or PNG");
+  }
+  if (header.width < 1 || header.height < 1) {
+    throw new PhotoRefusal("corrupted image");
+  }
+  if (header.width > MAX_PHOTO_SIDE || header.height > MAX_PHOTO_SIDE) {
+    throw new PhotoRefusal("larger than 4096 px");
+  }
+  return header;
+}
+
+/** Decodes a JPEG or PNG to RGB, upright (EXIF orientation applied). */
+export function decodePhoto(bytes: Uint8Array): RgbImage {
+  const header = readPhotoHeader(bytes);
+  let image: RgbImage;
+  try {
+    image = header.format === "jpeg" ? decodeJpeg(bytes) : decodePngRgb(bytes);
+  } catch (e) {
+    if (e instanceof PhotoRefusal) throw e;
+    throw new PhotoRefusal("corrupted image");
+  }
+  if (image.width !== header.width || image.height !== header.height) {
+    throw new PhotoRefusal("corrupted image");
+  }
+  return orient(image, header.orientation);
+}
+
+function decodeJpeg(bytes: Uint8Array): RgbImage {
+  const out = jpeg.decode(bytes, {
+    useTArray: true,
+    formatAsRGBA: false,
+    // A truncated or damaged scan throws instead of decoding as grey.
+    tolerantDecoding: false,
+    maxResolutionInMP: (MAX_PHOTO_SIDE * MAX_PHOTO_SIDE) / 1e6 + 1,
+    maxMemoryUsageInMB: 256,
+  });
+  return { width: out.width, height: out.height, data: out.data };
+}
+
+function decodePngRgb(bytes: Uint8Array): RgbImage {
+  const png = decodePng(bytes, { checkCrc: true });
+  const { width, height } = png;
+  let data = png.data;
+  let channels = png.channels;
+  if (png.palette) {
+    data = convertIndexedToRgb(png);
+    channels = data.length / (width * height); // 3, or 4 with a tRNS chunk
+  }
+  const shift = png.depth === 16 && !png.palette ? 8 : 0;
+  const n = width * height;
+  if (data.length < n * channels) throw new PhotoRefusal("corrupted image");
+  const rgb = new Uint8Array(n * 3);
+  const hasAlpha = channels === 2 || channels === 4;
+  const colour = channels >= 3;
+  const max = shift ? 65535 : 255;
+  for (let i = 0; i < n; i++) {
+    const s = i * channels;
+    let r = data[s] >> shift;
+    let g = colour ? data[s + 1] >> shift : r;
+    let b = colour ? data[s + 2] >> shift : r;
+    if (hasAlpha) {
+      // Transparent parts become white, as a viewer shows them on a page.
+      const a = data[s + channels - 1] / max;
+      r = Math.round(r * a + 255 * (1 - a));
+      g = Math.round(g * a + 255 * (1 - a));
+      b = Math.round(b * a + 255 * (1 - a));
+    }
+    rgb[i * 3] = r;
+    rgb[i * 3 + 1] = g;
+    rgb[i * 3 + 2] = b;
+  }
+  return { width, height, data: rgb };
+}
+
+function pngHeader(bytes: Uint8Array): PhotoHeader {
+  // Signature, then IHDR first: length (4), "IHDR", width (4), height (4).
+  if (
+    bytes.length < 24 ||
+    String.fromCharCode(...bytes.subarray(12, 16)) !== "IHDR"
+  ) {
+    throw new PhotoRefusal("corrupted image");
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return {
+    format: "png",
+    width: view.getUint32(16),
+    height: view.getUint32(20),
+    orientation: 1,
+  };
+}
+
+/** Start-of-frame markers: every SOFn but DHT (C4), JPG (C8) and DAC (CC). */
+function isSof(marker: number): boolean {
+  return marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 &&
+    marker !== 0xc8 &&
+    marker !== 0xcc;
+}
+
+function jpegHeader(bytes: Uint8Array): PhotoHeader {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let orientation = 1;
+  let pos = 2;
+  while (pos + 4 <= bytes.length) {
+    if (bytes[pos] !== 0xff) throw new PhotoRefusal("corrupted image");
+    const marker = bytes[pos + 1];
+    if (marker === 0xff) {
+      pos++; // fill byte
+      continue;
+    }
+    if (marker === 0xd9 || marker === 0xda) break; // end of image, start of scan
+    const length = view.getUint16(pos + 2);
+    if (length < 2 || pos + 2 + length > bytes.length) break;
+    const body = pos + 4;
+    if (marker === 0xe1) {
+      orientation = exifOrientation(bytes, body, length - 2) ?? orientation;
+    }
+    if (isSof(marker)) {
+      if (length < 7) break;
+      return {
+        format: "jpeg",
+        height: view.getUint16(body + 1),
+        width: view.getUint16(body + 3),
+        orientation,
+      };
+    }
+    pos += 2 + length;
+  }
+  throw new PhotoRefusal("corrupted image");
+}
+
+/** The orientation tag (0x0112) of an APP1 Exif segment, when it holds one. */
+function exifOrientation(
+  bytes: Uint8Array,
+  start: number,
+  length: number,
+): number | undefined {
+  if (
+    length < 14 ||
+    String.fromCharCode(...bytes.subarray(start, start + 6)) !== "Exif\0\0"
+  ) {
+    return undefined;
+  }
+  const tiff = start + 6;
+  const end = start + length;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const order = String.fromCharCode(bytes[tiff], bytes[tiff + 1]);
+  if (order !== "II" && order !== "MM") return undefined;
+  const little = order === "II";
+  const ifd = tiff + view.getUint32(tiff + 4, little);
+  if (ifd + 2 > end) return undefined;
+  const count = view.getUint16(ifd, little);
+  for (let i = 0; i < count; i++) {
+    const entry = ifd + 2 + i * 12;
+    if (entry + 12 > end) return undefined;
+    if (view.getUint16(entry, little) === 0x0112) {
+      const value = view.getUint16(entry + 8, little);
+      return value >= 1 && value <= 8 ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Turns the stored pixels upright for EXIF orientation `o` (1…8). */
+export function orient(image: RgbImage, o: number): RgbImage {
+  if (o <= 1 || o > 8) return image;
+  const { width: w, height: h, data } = image;
+  const swap = o >= 5;
+  const ow = swap ? h : w;
+  const oh = swap ? w : h;
+  const out = new Uint8Array(data.length);
+  for (let y = 0; y < oh; y++) {
+    for (let x = 0; x < ow; x++) {
+      let sx: number, sy: number;
+      switch (o) {
+        case 2:
+          [sx, sy] = [w - 1 - x, y];
+          break;
+        case 3:
+          [sx, sy] = [w - 1 - x, h - 1 - y];
+          break;
+        case 4:
+          [sx, sy] = [x, h - 1 - y];
+          break;
+        case 5:
+          [sx, sy] = [y, x];
+          break;
+        case 6:
+          [sx, sy] = [y, h - 1 - x];
+          break;
+        case 7:
+          [sx, sy] = [w - 1 - y, h - 1 - x];
+          break;
+        default:
+          [sx, sy] = [w - 1 - y, x];
+          break; // 8
+      }
+      const s = (sy * w + sx) * 3;
+      const d = (y * ow + x) * 3;
+      out[d] = data[s];
+      out[d + 1] = data[s + 1];
+      out[d + 2] = data[s + 2];
+    }
+  }
+  return { width: ow, height: oh, data: out };
+}

