@@ -128,6 +128,59 @@ export function stackedAlphaCanvas(
   };
 }
 
+/**
+ * Stacked-alpha pictures composited on the CPU into a 2D canvas, where WebGL is not
+ * available (e.g. headless Firefox): the picture drawn into a scratch canvas, each
+ * pixel's colour un-premultiplied by the alpha read from the bottom half.
+ */
+export function stackedAlphaCanvas2d(
+  canvas: HTMLCanvasElement,
+  width: number,
+  codedHeight: number,
+): PictureCanvas {
+  const height = codedHeight >> 1;
+  canvas.width = width;
+  canvas.height = height;
+  const ctx = canvas.getContext("2d");
+  const scratch = document.createElement("canvas");
+  scratch.width = width;
+  scratch.height = codedHeight;
+  const sctx = scratch.getContext("2d", { willReadFrequently: true });
+  if (!ctx || !sctx) throw new Error("This browser gives no 2D canvas");
+  const out = ctx.createImageData(width, height);
+  const o = out.data;
+  return {
+    draw(source) {
+      sctx.drawImage(source, 0, 0, width, codedHeight);
+      const px = sctx.getImageData(0, 0, width, codedHeight).data;
+      const n = width * height * 4;
+      for (let i = 0; i < n; i += 4) {
+        const a = px[n + i + 1];
+        const k = a > 0 ? 255 / a : 0;
+        o[i] = Math.min(255, px[i] * k);
+        o[i + 1] = Math.min(255, px[i + 1] * k);
+        o[i + 2] = Math.min(255, px[i + 2] * k);
+        o[i + 3] = a;
+      }
+      ctx.putImageData(out, 0, 0);
+    },
+    close: () => {},
+  };
+}
+
+/** A stacked-alpha canvas: WebGL, else the CPU compositor. */
+export function alphaCanvas(
+  canvas: HTMLCanvasElement,
+  width: number,
+  codedHeight: number,
+): PictureCanvas {
+  try {
+    return stackedAlphaCanvas(canvas, width, codedHeight);
+  } catch {
+    return stackedAlphaCanvas2d(canvas, width, codedHeight);
+  }
+}
+
 /** The canvas for a picture of `width`×`height` (coded; stacked when `alpha`). */
 export function pictureCanvas(
   canvas: HTMLCanvasElement,
@@ -136,7 +189,7 @@ export function pictureCanvas(
   height: number,
 ): PictureCanvas {
   return alpha
-    ? stackedAlphaCanvas(canvas, width, height)
+    ? alphaCanvas(canvas, width, height)
     : opaqueCanvas(canvas, width, height);
 }
 
@@ -180,7 +233,7 @@ export class VideoCompositor {
     const size = `${v.videoWidth}x${v.videoHeight}`;
     if (size !== this.#size) {
       this.#pic?.close();
-      this.#pic = stackedAlphaCanvas(this.canvas, v.videoWidth, v.videoHeight);
+      this.#pic = alphaCanvas(this.canvas, v.videoWidth, v.videoHeight);
       this.#size = size;
     }
     this.#pic!.draw(v);

@@ -16,11 +16,15 @@ import { CaptionSchedule } from "./captions.ts";
 import { MediaClock } from "./clock.ts";
 import { AvatarSurface, pictureCanvas } from "./canvas.ts";
 import {
-  webCodecsAvailable,
+  NO_WEBCODECS,
   WebCodecsPlayback,
   type WebCodecsStats,
-  webCodecsSupports,
 } from "./webcodecs/player.ts";
+import {
+  webCodecsAvailable,
+  webCodecsPreferred,
+  webCodecsSupports,
+} from "./webcodecs/support.ts";
 import { type IceServer, RtcPlayback, type SocketCandidate } from "./webrtc.ts";
 import type { LiveBufferStats } from "./mse.ts";
 import type { RtcStats } from "./webrtc.ts";
@@ -32,8 +36,11 @@ export interface PlaybackOptions {
   transport?: "webrtc_sfu" | "websocket_fmp4" | "auto";
   iceServers?: IceServer[];
   maxLatencyS: number;
-  /** `auto`: WebCodecs where the browser can; `video`: always the `<video>`. */
-  decoder?: "auto" | "video";
+  /**
+   * `auto`: WebCodecs where it is preferred (Chromium), `webcodecs`: wherever the
+   * decoders exist; `video`: always the `<video>`.
+   */
+  decoder?: "auto" | "webcodecs" | "video";
   /** Where a canvas-drawn avatar goes; default one put in the video's place. */
   canvas?: HTMLCanvasElement;
   /** The audio output worklet's module URL (WebCodecs); default a Blob URL. */
@@ -53,22 +60,6 @@ export interface PlaybackOptions {
   /** A transcript is heard (./captions.ts). */
   onCaption: (detail: CaptionDetail) => void;
 }
-
-const NO_WEBCODECS: WebCodecsStats = {
-  streams: 0,
-  segments: 0,
-  framesDecoded: 0,
-  framesDrawn: 0,
-  framesSkipped: 0,
-  clockMs: null,
-  shownMs: null,
-  latencyMs: 0,
-  underruns: 0,
-  liveEdgeJumps: 0,
-  jitterTargetMs: 0,
-  queuedMs: 0,
-  outputLatencyMs: 0,
-};
 
 /** The media side of one player: WebRTC or fMP4 as the current socket streams. */
 export class Playback {
@@ -243,7 +234,12 @@ export class Playback {
     this.#captions.reset();
     if (this.#mode === "webcodecs") this.#wc!.reset();
     else if (this.#mode === "mse") this.#startMse();
-    else if (this.#o.decoder === "video" || !webCodecsAvailable()) {
+    else if (
+      this.#o.decoder === "video" ||
+      (this.#o.decoder === "webcodecs"
+        ? !webCodecsAvailable()
+        : !webCodecsPreferred())
+    ) {
       this.#mode = "mse";
       this.#startMse();
     } else {

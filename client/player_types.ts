@@ -21,11 +21,12 @@ export interface AvatarPlayerOptions {
   wsBaseUrl: string;
   video: HTMLVideoElement;
   /**
-   * How a `websocket_fmp4` stream is decoded: `auto` (default) with WebCodecs where the
-   * browser has `VideoDecoder` and `AudioDecoder` and accepts the stream, drawn on a
-   * canvas at WebRTC-class latency, else MSE in the `<video>`; `video` always MSE.
+   * How a `websocket_fmp4` stream is decoded: `auto` (default) with WebCodecs in
+   * Chromium-based browsers that accept the stream (drawn on a canvas at lower latency),
+   * else MSE in the `<video>`; `webcodecs` wherever `VideoDecoder` and `AudioDecoder`
+   * exist (untested outside Chromium); `video` always MSE.
    */
-  decoder?: "auto" | "video";
+  decoder?: "auto" | "webcodecs" | "video";
   /**
    * Where the avatar is drawn when it is not the `<video>` (WebCodecs, or a transparent
    * background on any path). Default: a canvas the player puts in the video's place

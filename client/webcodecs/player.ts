@@ -10,6 +10,7 @@
  */
 import { AudioOut, type AudioOutStats } from "./audio_out.ts";
 import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
+import { audioConfig, videoConfig } from "./support.ts";
 
 /** Where decoded frames go: a 2D canvas, or the stacked-alpha compositor. */
 export interface FrameSink {
@@ -32,6 +33,23 @@ export interface WebCodecsStats extends AudioOutStats {
   latencyMs: number;
 }
 
+/** The stats of a player that decodes nothing with WebCodecs. */
+export const NO_WEBCODECS: WebCodecsStats = {
+  streams: 0,
+  segments: 0,
+  framesDecoded: 0,
+  framesDrawn: 0,
+  framesSkipped: 0,
+  clockMs: null,
+  shownMs: null,
+  latencyMs: 0,
+  underruns: 0,
+  liveEdgeJumps: 0,
+  jitterTargetMs: 0,
+  queuedMs: 0,
+  outputLatencyMs: 0,
+};
+
 export interface WebCodecsOptions {
   /** Where frames are drawn (made for the stream's picture size). */
   sink: (width: number, height: number) => FrameSink;
@@ -46,54 +64,6 @@ export interface WebCodecsOptions {
 
 /** Decoded frames waiting for their time, at most (about 2 s at 25 fps). */
 const MAX_FRAMES = 50;
-
-/** Whether this browser has what WebCodecs playback needs. */
-export function webCodecsAvailable(): boolean {
-  const g = globalThis as Record<string, unknown>;
-  return typeof g.VideoDecoder === "function" &&
-    typeof g.AudioDecoder === "function" &&
-    typeof g.AudioWorkletNode === "function" &&
-    typeof g.EncodedVideoChunk === "function";
-}
-
-/**
- * Whether both decoders accept the stream's configuration (`media.init`'s init
- * segment); false when either is missing or refuses.
- */
-export async function webCodecsSupports(init: Uint8Array): Promise<boolean> {
-  if (!webCodecsAvailable()) return false;
-  try {
-    const tracks = parseInitSegment(init);
-    for (const t of tracks) {
-      const r = t.kind === "video"
-        ? await VideoDecoder.isConfigSupported(videoConfig(t))
-        : await AudioDecoder.isConfigSupported(audioConfig(t));
-      if (!r.supported) return false;
-    }
-    return tracks.some((t) => t.kind === "video");
-  } catch {
-    return false;
-  }
-}
-
-function videoConfig(t: Fmp4Track): VideoDecoderConfig {
-  return {
-    codec: t.codec,
-    description: t.description,
-    optimizeForLatency: true,
-    codedWidth: t.width,
-    codedHeight: t.height,
-  };
-}
-
-function audioConfig(t: Fmp4Track): AudioDecoderConfig {
-  return {
-    codec: t.codec,
-    description: t.description,
-    sampleRate: t.sampleRate,
-    numberOfChannels: t.channels,
-  };
-}
 
 /** One stream at a time (each socket sends its own init segment) onto one canvas. */
 export class WebCodecsPlayback {
@@ -124,6 +94,7 @@ export class WebCodecsPlayback {
   /** Where the newest decoded audio ends (µs). */
   #audioEndUs = 0;
   #shownUs: number | null = null;
+  #sinkFailed = false;
 
   constructor(o: WebCodecsOptions) {
     this.#o = o;
@@ -411,8 +382,17 @@ export class WebCodecsPlayback {
     const h = frame.displayHeight;
     if (!this.#sink || w !== this.#size.w || h !== this.#size.h) {
       this.#sink?.close();
-      this.#sink = this.#o.sink(w, h);
-      this.#size = { w, h };
+      this.#sink = null;
+      try {
+        this.#sink = this.#o.sink(w, h);
+        this.#size = { w, h };
+      } catch (err) {
+        // Nowhere to draw (no canvas context): said once, the frames are dropped.
+        frame.close();
+        if (!this.#sinkFailed) this.#o.onError("media_error", errorText(err));
+        this.#sinkFailed = true;
+        return;
+      }
     }
     this.#sink.draw(frame);
     this.#shownUs = frame.timestamp;

@@ -37,6 +37,11 @@ export interface MatrixOptions {
   rejectsVideo?: boolean;
   /** Opens the browser once more, refusing autoplay with sound. */
   openMutedOnly?: (pulseServer: string) => Promise<PageDriver>;
+  /**
+   * The client decodes `websocket_fmp4` with WebCodecs here (`decoder: "auto"`): also
+   * run the example page as it ships (WebCodecs, transparent avatar).
+   */
+  webCodecs?: boolean;
 }
 
 /** Polls `expression` in the page until it is truthy; returns its value. */
@@ -259,6 +264,50 @@ async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
   assert.deepEqual(await page.eval(`globalThis.__problems`), []);
 }
 
+/**
+ * The example page as it ships (WebCodecs where the browser has it, a transparent
+ * avatar): the stream decoded in the page and drawn on a canvas, its audio heard on
+ * the browser's sink, the answer's caption shown.
+ */
+async function webCodecsSession(
+  page: PageDriver,
+  pageBase: string,
+  ctx: { pulse: Pulse },
+): Promise<void> {
+  await page.goto(pageBase);
+  await page.eval(COLLECT);
+  await page.eval(`(document.getElementById("start").click(), true)`);
+  await until(
+    page,
+    `(() => { const s = globalThis.avatarPlayer?.stats;
+      return s?.decoder === "webcodecs" && s.webcodecs.framesDrawn > 25 &&
+        s.webcodecs.clockMs > 1000; })()`,
+    "WebCodecs drawing on the audio clock",
+  );
+  await page.eval(`(document.getElementById("mute").click(), true)`);
+  const rec = ctx.pulse.record();
+  try {
+    await page.eval(`(() => {
+      document.getElementById("text").value = "hello avatar";
+      document.getElementById("send").click();
+      return true;
+    })()`);
+    await until(
+      page,
+      `document.getElementById("caption").textContent.includes(${
+        JSON.stringify(replyFor("hello avatar"))
+      })`,
+      "the answer's caption",
+    );
+    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
+  } finally {
+    await rec.stop();
+  }
+  await page.eval(`(document.getElementById("end").click(), true)`);
+  assert.equal(await until(page, ENDED, "the end"), "ended requested");
+  assert.deepEqual(await page.eval(`globalThis.__problems`), []);
+}
+
 /** Runs the matrix in one browser: `auto`, then `websocket_fmp4`. */
 export async function runMatrix(
   t: Deno.TestContext,
@@ -322,6 +371,15 @@ export async function runMatrix(
             `${name} ${run} (${plays}): playing ${r.firstPlayMs} ms after ` +
               `Start; sound at RMS ${r.peakRms}`,
           );
+        },
+      );
+    }
+    if (options.webCodecs) {
+      await t.step(
+        "websocket_fmp4 as the example page ships it: WebCodecs, transparent, sound, captions",
+        async () => {
+          current = "websocket_fmp4";
+          await webCodecsSession(page!, pageBase, ctx);
         },
       );
     }

@@ -4,7 +4,8 @@
  * client. The avatar plays on a canvas with moving video and an advancing audio clock;
  * a takeover (dropped socket) starts a new stream whose GOP burst is skipped to the live
  * edge; a transparent avatar shows the page behind it, not inside it (screenshots:
- * test-output/screenshots/transparent-*.png), on the WebCodecs and the MSE paths; with
+ * test-output/screenshots/transparent-*.png), on the WebCodecs and the MSE paths and
+ * without WebGL; with
  * `VideoDecoder` deleted the same page plays over MSE.
  */
 import assert from "node:assert/strict";
@@ -29,6 +30,16 @@ async function waitDrawing(page: Page, frames: number, ms: number) {
       return w.framesDrawn >= f && (w.clockMs ?? -1) >= t;
     },
     [from.framesDrawn + frames, (from.clockMs ?? 0) + ms],
+    WAIT,
+  );
+}
+
+/** Ends the page's session (render slots are few: each step starts its own). */
+async function endOnPage(page: Page): Promise<void> {
+  await page.getByRole("button", { name: "End", exact: true }).click();
+  await page.waitForFunction(
+    () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
+    undefined,
     WAIT,
   );
 }
@@ -119,6 +130,7 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
     await t.step(
       "a transparent avatar shows the page around it (WebCodecs)",
       async () => {
+        await endOnPage(page);
         await startOnPage(page, pageBase, "bg=transparent");
         await waitDrawing(page, 10, 300);
         await checkTransparent(page, "transparent-webcodecs");
@@ -128,6 +140,7 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
     await t.step(
       "a transparent avatar shows the page around it (MSE)",
       async () => {
+        await endOnPage(page);
         await startOnPage(page, pageBase, "bg=transparent&decoder=video");
         await page.waitForFunction(
           () => document.querySelector("video")!.currentTime > 0.5,
@@ -139,10 +152,36 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
       },
     );
 
+    await t.step(
+      "without WebGL a transparent avatar is composited on the CPU",
+      async () => {
+        await stack.browser.context.addInitScript(() => {
+          const get = HTMLCanvasElement.prototype.getContext;
+          HTMLCanvasElement.prototype.getContext = function (
+            this: HTMLCanvasElement,
+            type: string,
+            ...rest: unknown[]
+          ) {
+            if (type === "webgl" || type === "webgl2") return null;
+            return (get as (...a: unknown[]) => unknown).call(
+              this,
+              type,
+              ...rest,
+            );
+          } as typeof HTMLCanvasElement.prototype.getContext;
+        });
+        await endOnPage(page);
+        await startOnPage(page, pageBase, "bg=transparent");
+        await waitDrawing(page, 10, 300);
+        await checkTransparent(page, "transparent-cpu");
+      },
+    );
+
     await t.step("without VideoDecoder the page plays over MSE", async () => {
       await stack.browser.context.addInitScript(() => {
         delete (globalThis as Record<string, unknown>).VideoDecoder;
       });
+      await endOnPage(page);
       await startOnPage(page, pageBase, "bg=studio");
       await page.waitForFunction(
         () => {
