@@ -265,24 +265,30 @@ async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
 }
 
 /**
- * The example page as it ships (WebCodecs where the browser has it, a transparent
- * avatar): the stream decoded in the page and drawn on a canvas, its audio heard on
- * the browser's sink, the answer's caption shown.
+ * The example page as it ships (a transparent avatar; WebCodecs where the client uses
+ * it, else MSE): the picture drawn on a canvas, its audio heard on the browser's sink,
+ * the answer's caption shown.
  */
-async function webCodecsSession(
+async function shippedSession(
   page: PageDriver,
   pageBase: string,
   ctx: { pulse: Pulse },
+  decoder: "webcodecs" | "mse",
 ): Promise<void> {
   await page.goto(pageBase);
   await page.eval(COLLECT);
   await page.eval(`(document.getElementById("start").click(), true)`);
   await until(
     page,
-    `(() => { const s = globalThis.avatarPlayer?.stats;
+    decoder === "webcodecs"
+      ? `(() => { const s = globalThis.avatarPlayer?.stats;
       return s?.decoder === "webcodecs" && s.webcodecs.framesDrawn > 25 &&
-        s.webcodecs.clockMs > 1000; })()`,
-    "WebCodecs drawing on the audio clock",
+        s.webcodecs.clockMs > 1000; })()`
+      : `(() => { const v = document.querySelector("video");
+      return globalThis.avatarPlayer?.stats.decoder === "mse" && v.hidden &&
+        !v.paused && v.currentTime > 1 &&
+        document.querySelector("canvas.avatar-canvas")?.width > 0; })()`,
+    `${decoder} drawing the transparent avatar`,
   );
   await page.eval(`(document.getElementById("mute").click(), true)`);
   const rec = ctx.pulse.record();
@@ -374,15 +380,14 @@ export async function runMatrix(
         },
       );
     }
-    if (options.webCodecs) {
-      await t.step(
-        "websocket_fmp4 as the example page ships it: WebCodecs, transparent, sound, captions",
-        async () => {
-          current = "websocket_fmp4";
-          await webCodecsSession(page!, pageBase, ctx);
-        },
-      );
-    }
+    const decoder = options.webCodecs ? "webcodecs" : "mse";
+    await t.step(
+      `websocket_fmp4 as the example page ships it: ${decoder}, transparent, sound, captions`,
+      async () => {
+        current = "websocket_fmp4";
+        await shippedSession(page!, pageBase, ctx, decoder);
+      },
+    );
     if (options.autoPlays === "mse") {
       await t.step(
         "webrtc_sfu: the fatal unsupported_media at once, no reconnect",
