@@ -24,6 +24,9 @@ import * as $admin_login from "./routes/admin/login.tsx";
 import * as $admin_logout from "./routes/admin/logout.ts";
 import * as $admin_keys_index from "./routes/admin/keys/index.tsx";
 import * as $admin_keys_key_id_revoke from "./routes/admin/keys/[key_id]/revoke.tsx";
+import * as $admin_avatars_index from "./routes/admin/avatars/index.tsx";
+import * as $admin_avatars_avatar_id_preview from "./routes/admin/avatars/[avatar_id]/preview.ts";
+import * as $admin_avatars_avatar_id_remove from "./routes/admin/avatars/[avatar_id]/remove.tsx";
 import * as $admin_sessions_index from "./routes/admin/sessions/index.tsx";
 import * as $admin_sessions_events from "./routes/admin/sessions/events.ts";
 import * as $admin_sessions_session_id from "./routes/admin/sessions/[session_id].tsx";
@@ -61,6 +64,11 @@ const manifest: Manifest = {
     "./routes/admin/logout.ts": $admin_logout,
     "./routes/admin/keys/index.tsx": $admin_keys_index,
     "./routes/admin/keys/[key_id]/revoke.tsx": $admin_keys_key_id_revoke,
+    "./routes/admin/avatars/index.tsx": $admin_avatars_index,
+    "./routes/admin/avatars/[avatar_id]/preview.ts":
+      $admin_avatars_avatar_id_preview,
+    "./routes/admin/avatars/[avatar_id]/remove.tsx":
+      $admin_avatars_avatar_id_remove,
     "./routes/admin/sessions/index.tsx": $admin_sessions_index,
     "./routes/admin/sessions/events.ts": $admin_sessions_events,
     "./routes/admin/sessions/[session_id].tsx": $admin_sessions_session_id,

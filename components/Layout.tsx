@@ -4,6 +4,7 @@ import type { ComponentChildren } from "preact";
 export type Section =
   | "sessions"
   | "keys"
+  | "avatars"
   | "tenants"
   | "try"
   | "instances"
@@ -25,6 +26,7 @@ export interface LayoutProps {
 const NAV: { section: Section; href: string; label: string }[] = [
   { section: "sessions", href: "/admin/sessions", label: "Sessions" },
   { section: "keys", href: "/admin/keys", label: "API keys" },
+  { section: "avatars", href: "/admin/avatars", label: "Photo avatars" },
   { section: "tenants", href: "/admin/tenants", label: "Tenants" },
   { section: "try", href: "/admin/try", label: "Try it" },
   { section: "instances", href: "/admin/instances", label: "Instances" },

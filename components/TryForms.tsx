@@ -11,6 +11,7 @@ import { Island } from "../lib/console/island.tsx";
 import type { TryField, TryInput } from "../lib/console/try.ts";
 import type { IceServer } from "../lib/config.ts";
 import type { SessionRecord } from "../lib/sessions.ts";
+import type { PhotoAvatarEntry } from "../lib/photo/mod.ts";
 
 /** Where the page lives: its forms post here. */
 export const TRY_PATH = "/admin/try";
@@ -32,6 +33,8 @@ export interface TryData {
   iceServers?: IceServer[];
   /** The session being talked to (or just ended). */
   session?: SessionRecord;
+  /** The photo avatars of the form's tenant (DECISIONS 12), offered beside the catalog. */
+  photoAvatars: PhotoAvatarEntry[];
   notice?: string;
 }
 
@@ -114,6 +117,17 @@ export function StartForm(
           {(control) => (
             <select name="avatar_id" {...control}>
               <CatalogOptions items={AVATARS} selected={input.avatar_id} />
+              {props.data.photoAvatars.length > 0 && (
+                <optgroup label={`Photo avatars of ${input.tenant}`}>
+                  <CatalogOptions
+                    items={props.data.photoAvatars.map((a) => ({
+                      id: a.avatar_id,
+                      name: a.name,
+                    }))}
+                    selected={input.avatar_id}
+                  />
+                </optgroup>
+              )}
             </select>
           )}
         </Field>
@@ -125,6 +139,11 @@ export function StartForm(
         >
           {(control) => (
             <select name="bg_id" {...control}>
+              {props.data.photoAvatars.length > 0 && (
+                <option value="" selected={input.bg_id === ""}>
+                  The photo's own (photo avatars)
+                </option>
+              )}
               <CatalogOptions items={BACKGROUNDS} selected={input.bg_id} />
             </select>
           )}

@@ -1,6 +1,8 @@
 /**
  * `deno task fuzz [cases] [seed]`: runs the engine, media-socket and REST fuzzers against
- * the real service (a child process each), 10,000 cases apiece by default, and prints
+ * the real service (child processes; the socket and REST fuzzers against a control
+ * plane and a media node, the socket one with a real Janus), 10,000 cases apiece by
+ * default, and prints
  * per fuzzer: cases, process deaths, 5xx answers, hangs, and whether another tenant's
  * live session kept streaming throughout. Exits 1 when any count is not zero or the
  * other tenant stalled.

@@ -1,7 +1,10 @@
 /**
  * The REST fuzzer (issue 11): garbage bodies, hostile headers and odd paths, every
- * route with every method, sent as raw HTTP/1.1 to the real service in a child process
- * while another tenant's session streams. Counts process deaths, 5xx answers (a 503
+ * route with every method, sent as raw HTTP/1.1 to the real service while another
+ * tenant's session streams. By default the service is the hosting topology
+ * (./_topology.ts: a control plane and a media node in their own processes): the cases
+ * go to the control plane, and every fifth is a handoff attack on the node's
+ * `/internal/v1/sessions` (./handoff_cases.ts). Counts process deaths, 5xx answers (a 503
  * for capacity excepted: the contract allows it), hangs, and answers that echo a
  * secret the case submitted. Deterministic by seed.
  *
@@ -16,9 +19,10 @@ import {
   printReport,
   Rng,
   type ServiceUnderTest,
-  startService,
   withBystander,
 } from "./_lib.ts";
+import { HandoffCases } from "./handoff_cases.ts";
+import { FUZZ_NODE_SECRET, startTopology } from "./_topology.ts";
 import {
   bodyCase,
   type CaseContext,
@@ -41,6 +45,8 @@ export interface RestFuzzReport extends FuzzReport {
   secretEchoes: number;
   /** Answers by status (0: the server closed without one), for a human to judge coverage. */
   statuses: Record<number, number>;
+  /** The same for the handoff cases alone (the media node's answers). */
+  handoffStatuses: Record<number, number>;
 }
 
 export interface RestFuzzOptions {
@@ -129,7 +135,11 @@ export async function send(
   });
   try {
     // The server may answer (413, 431) and close before all is written: not an error.
-    const all = requestBytes(c, `127.0.0.1:${port}`);
+    const bytes = requestBytes(c, `127.0.0.1:${port}`);
+    // A stalled case leaves the rest of its body unsent (the connection stays open).
+    const all = c.stall === undefined
+      ? bytes
+      : bytes.subarray(0, bytes.length - c.body.length + c.stall);
     const writing = (async () => {
       let off = 0;
       while (off < all.length) off += await conn.write(all.subarray(off));
@@ -186,8 +196,17 @@ function codeOf(body: string): string | undefined {
   }
 }
 
-/** The case of index `i`: bodies, headers, paths and the route × method matrix in turn. */
-function caseOf(rng: Rng, ctx: CaseContext, i: number): RestCase {
+/**
+ * The case of index `i`: bodies, headers, paths and the route × method matrix in turn,
+ * and on a topology, handoff attacks on the node.
+ */
+function caseOf(
+  rng: Rng,
+  ctx: CaseContext,
+  i: number,
+  handoffs: HandoffCases,
+): RestCase {
+  if (ctx.node && i % 5 === 4) return handoffs.next(rng, ctx.node);
   switch (i % 4) {
     case 0:
       return bodyCase(rng, ctx);
@@ -205,13 +224,23 @@ export async function runRestFuzz(
   options: RestFuzzOptions,
 ): Promise<RestFuzzReport> {
   const own = options.svc === undefined;
-  // A high limit, so the cases reach the routes rather than 429.
-  const svc = options.svc ??
-    await startService({ RATE_LIMIT_PER_MINUTE: "100000000" });
+  // A high limit, so the cases reach the routes rather than 429; the node keeps the
+  // default, so failed handoffs spend its address window while signed ones still pass.
+  const topo = own
+    ? await startTopology({
+      env: { RATE_LIMIT_PER_MINUTE: "100000000" },
+      nodeEnv: {
+        RATE_LIMIT_PER_MINUTE: "600",
+        REQUEST_BODY_TIMEOUT_MS: "1000",
+      },
+    })
+    : null;
+  const svc = options.svc ?? topo!;
   const report: RestFuzzReport = {
     ...emptyReport("rest"),
     secretEchoes: 0,
     statuses: {},
+    handoffStatuses: {},
   };
   try {
     const tenantKey = await mintKey(svc, "fuzz-rest");
@@ -231,9 +260,25 @@ export async function runRestFuzz(
       clientToken: session.client_token,
     };
     const rng = new Rng(options.seed);
+    const handoffs = new HandoffCases();
+    let deaths = svc.deaths;
+    const nodeTarget = async () =>
+      topo
+        ? {
+          base: topo.node.base,
+          id: await topo.nodeId(),
+          secret: new TextEncoder().encode(FUZZ_NODE_SECRET),
+        }
+        : undefined;
+    ctx.node = await nodeTarget();
     await withBystander(svc, report, async () => {
       for (let i = 0; i < options.cases; i++) {
-        const c = caseOf(rng, ctx, i);
+        // A restarted node has a new id: handoffs are signed for the one running.
+        if (svc.deaths !== deaths) {
+          deaths = svc.deaths;
+          ctx.node = await nodeTarget();
+        }
+        const c = caseOf(rng, ctx, i, handoffs);
         await runCase(svc, c, ctx, report);
         report.cases++;
       }
@@ -252,7 +297,8 @@ export async function runCase(
   report: RestFuzzReport,
   deadlineMs = CASE_DEADLINE_MS,
 ): Promise<void> {
-  const port = Number(new URL(svc.base).port);
+  const base = c.to === "node" && ctx.node ? ctx.node.base : svc.base;
+  const port = Number(new URL(base).port);
   let answer: RawAnswer | null | "hang";
   try {
     answer = await send(port, c, deadlineMs);
@@ -266,6 +312,10 @@ export async function runCase(
   } else {
     const status = answer?.status ?? 0;
     report.statuses[status] = (report.statuses[status] ?? 0) + 1;
+    if (c.kind === "handoff") {
+      report.handoffStatuses[status] = (report.handoffStatuses[status] ?? 0) +
+        1;
+    }
   }
   if (answer !== null && answer !== "hang") {
     const code = codeOf(answer.body);
@@ -307,6 +357,6 @@ if (import.meta.main) {
   console.log(
     `         answers echoing a submitted secret: ${report.secretEchoes}; by status: ${
       JSON.stringify(report.statuses)
-    }`,
+    }; the node's to handoffs: ${JSON.stringify(report.handoffStatuses)}`,
   );
 }

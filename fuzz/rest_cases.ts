@@ -6,10 +6,15 @@
  * reach. Deterministic: the same `Rng` state gives the same case.
  */
 import { garbageValue, type Rng } from "./_lib.ts";
+import type { NodeTarget } from "./handoff_cases.ts";
 
 /** One raw HTTP/1.1 request, and the secrets it carries that no answer may echo. */
 export interface RestCase {
-  kind: "body" | "header" | "path" | "matrix";
+  kind: "body" | "header" | "path" | "matrix" | "handoff";
+  /** Where it goes: the service (default) or, on a topology, the media node. */
+  to?: "node";
+  /** Body bytes sent before the sender stops writing (a stalled body); default all. */
+  stall?: number;
   method: string;
   /** The request target, as sent (not normalised). */
   target: string;
@@ -27,6 +32,8 @@ export interface CaseContext {
   tenantKey: string;
   sessionId: string;
   clientToken: string;
+  /** On a topology: the media node's base URL and what a handoff to it is signed for. */
+  node?: NodeTarget & { base: string };
 }
 
 const enc = new TextEncoder();
@@ -104,7 +111,7 @@ export function createBody(rng: Rng, sec: string): Record<string, unknown> {
           agent_id: "agent",
           api_key: sec,
           signed_url:
-            `wss://api.vendor-c.example/v1/convai/conversation?token=${sec}`,
+            `wss://api.elevenlabs.io/v1/convai/conversation?token=${sec}`,
         },
       };
       break;

@@ -3,9 +3,13 @@
  * the real service in a child process, deterministic by seed. Each case is one of:
  * oversize frames, bad JSON, wrong types in every field of every message type, unknown
  * types, odd-length PCM, absurd `audio.config` rates, floods of text/interrupt/ping,
- * takeover storms, abrupt closes and bad tokens. It counts process deaths, 5xx answers,
- * hangs (a ping not answered, a socket neither opening nor failing, /healthz silent),
- * and whether the bystander tenant's session kept streaming.
+ * takeover storms, abrupt closes, bad tokens, and SFU signalling garbage (hostile SDP
+ * answers and ICE candidates, ./sfu_cases.ts). By default it runs against the hosting
+ * topology (./_topology.ts): every socket goes through the control plane's relay to a
+ * media node with a real Janus, and the fuzz session is `webrtc_sfu`. It counts process
+ * deaths (either process), 5xx answers, hangs (a ping not answered, a socket neither
+ * opening nor failing, /healthz silent), and whether the bystander tenant's session
+ * kept streaming.
  *
  * `deno run -A fuzz/socket.ts [cases] [seed]` prints the report.
  */
@@ -22,16 +26,19 @@ import {
   printReport,
   Rng,
   type ServiceUnderTest,
-  startService,
   withBystander,
 } from "./_lib.ts";
 import { startEcepFake } from "../tests/fakes/ecep_engine_fake.ts";
+import { sfuSignal } from "./sfu_cases.ts";
+import { startTopology } from "./_topology.ts";
 
 export interface SocketFuzzOptions {
   cases: number;
   seed: number;
-  /** A running service; else one is started (and stopped) for the run. */
+  /** A running service; else the topology is started (and stopped) for the run. */
   svc?: ServiceUnderTest;
+  /** The fuzz session's transport (default `webrtc_sfu` on the topology it starts). */
+  transport?: "websocket_fmp4" | "webrtc_sfu";
 }
 
 /** How long anything the fuzzer waits for may take before it counts as a hang. */
@@ -114,6 +121,7 @@ interface Target {
   sessionId: string;
   token: string;
   sock: Sock | null;
+  transport: "websocket_fmp4" | "webrtc_sfu";
 }
 
 /** Waits for a socket to open or fail; a socket doing neither in time is a hang. */
@@ -156,7 +164,10 @@ async function renew(svc: ServiceUnderTest, t: Target, report: FuzzReport) {
     ).catch(() => null);
     if (res) await noteStatus(res, report, "end");
   }
-  const created = await createSession(svc, t.key, ecepCreateBody(t.engineUrl));
+  const created = await createSession(svc, t.key, {
+    ...ecepCreateBody(t.engineUrl),
+    transport: t.transport,
+  });
   t.sessionId = created.session_id;
   t.token = created.client_token;
   await connect(svc, t, report);
@@ -195,6 +206,14 @@ const CASES: Record<string, Case> = {
     for (let i = rng.int(1, 3); i > 0; i--) {
       t.sock!.send(rng.bool() ? new Uint8Array(n) : "x".repeat(n));
     }
+    return Promise.resolve();
+  },
+  sfuAnswer: (rng, _svc, t) => {
+    for (let i = rng.int(1, 3); i > 0; i--) t.sock!.send(sfuSignal(rng, true));
+    return Promise.resolve();
+  },
+  sfuCandidate: (rng, _svc, t) => {
+    for (let i = rng.int(1, 8); i > 0; i--) t.sock!.send(sfuSignal(rng, false));
     return Promise.resolve();
   },
   badJson: (rng, _svc, t) => {
@@ -341,7 +360,10 @@ export async function runSocketFuzz(
   options: SocketFuzzOptions,
 ): Promise<FuzzReport> {
   const report = emptyReport("socket");
-  const svc = options.svc ?? await startService({ RENDER_MAX_SESSIONS: "8" });
+  const svc = options.svc ??
+    await startTopology({ janus: true, nodeEnv: { RENDER_MAX_SESSIONS: "8" } });
+  const transport = options.transport ??
+    (options.svc ? "websocket_fmp4" : "webrtc_sfu");
   const engine = startEcepFake({ key: FUZZ_ENGINE_KEY });
   const rng = new Rng(options.seed);
   const names = Object.keys(CASES);
@@ -353,6 +375,7 @@ export async function runSocketFuzz(
       sessionId: "",
       token: "",
       sock: null,
+      transport,
     };
     await withBystander(svc, report, async () => {
       await renew(svc, t, report);

@@ -35,7 +35,7 @@ export const ERROR_CODES = {
     retryable: false,
     title: "Render configuration invalid",
     doc:
-      "`avatar_config.avatar_id` or `avatar_config.bg_id` names no entry of the avatar catalog. Omit them to use the catalog default.",
+      "`avatar_config.avatar_id` or `avatar_config.bg_id` names no entry of the avatar catalog, or `avatar_id` no photo avatar of your tenant (another tenant's reads the same as a missing one). Omit them to use the catalog default.",
   },
   AVTR_SFU_NOT_CONFIGURED: {
     status: 400,

@@ -169,21 +169,76 @@ export async function readForm(
   req: Request,
   timeoutMs = BODY_TIMEOUT_MS,
 ): Promise<URLSearchParams> {
-  const type = (req.headers.get("content-type") ?? "").split(";")[0].trim()
-    .toLowerCase();
-  if (type !== "application/x-www-form-urlencoded" || !req.body) {
+  if (contentType(req) !== "application/x-www-form-urlencoded" || !req.body) {
     return new URLSearchParams();
   }
-  let bytes: Uint8Array;
+  const bytes = await readFormBytes(req, MAX_FORM_BYTES, timeoutMs);
+  return new URLSearchParams(new TextDecoder().decode(bytes));
+}
+
+/** A `multipart/form-data` upload: its text fields and its files. */
+export interface UploadForm {
+  form: URLSearchParams;
+  files: Map<string, File>;
+}
+
+/**
+ * Reads a `multipart/form-data` body of at most `maxBytes`, counted while it arrives
+ * (a larger one is cut off unread), within `timeoutMs`; other bodies as `readForm`
+ * does. Throws `FormRefused`.
+ */
+export async function readUploadForm(
+  req: Request,
+  maxBytes: number,
+  timeoutMs: number,
+): Promise<UploadForm> {
+  const form = new URLSearchParams();
+  const files = new Map<string, File>();
+  const type = req.headers.get("content-type") ?? "";
+  if (contentType(req) !== "multipart/form-data" || !req.body) {
+    return { form, files };
+  }
+  // readBodyBytes joins the chunks into a fresh (non-shared) buffer.
+  const bytes = await readFormBytes(req, maxBytes, timeoutMs) as Uint8Array<
+    ArrayBuffer
+  >;
+  let data: FormData;
   try {
-    bytes = await readBodyBytes(req, MAX_FORM_BYTES, timeoutMs);
+    data = await new Response(bytes, { headers: { "content-type": type } })
+      .formData();
+  } catch {
+    throw new FormRefused(
+      400,
+      "Form unreadable",
+      "The form could not be read.",
+    );
+  }
+  for (const [name, value] of data) {
+    if (typeof value === "string") form.append(name, value);
+    else if (!files.has(name)) files.set(name, value);
+  }
+  return { form, files };
+}
+
+function contentType(req: Request): string {
+  return (req.headers.get("content-type") ?? "").split(";")[0].trim()
+    .toLowerCase();
+}
+
+async function readFormBytes(
+  req: Request,
+  max: number,
+  timeoutMs: number,
+): Promise<Uint8Array> {
+  try {
+    return await readBodyBytes(req, max, timeoutMs);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === "AVTR_REQUEST_TOO_LARGE") {
       throw new FormRefused(
         413,
         "Form too large",
-        "The form sent more than 64 KiB.",
+        `The form sent more than ${formatKiB(max)}.`,
       );
     }
     if (err.code === "AVTR_REQUEST_TIMEOUT") {
@@ -199,7 +254,12 @@ export async function readForm(
       "The form could not be read.",
     );
   }
-  return new URLSearchParams(new TextDecoder().decode(bytes));
+}
+
+function formatKiB(bytes: number): string {
+  return bytes >= 1024 * 1024
+    ? `${Math.round(bytes / (1024 * 1024))} MiB`
+    : `${Math.round(bytes / 1024)} KiB`;
 }
 
 /** A 303 redirect to a console path. */

@@ -16,13 +16,15 @@ export interface ConsoleState {
   session?: ConsoleSession;
   /** The parsed form body of a POST (empty otherwise). */
   form: URLSearchParams;
+  /** The files of a signed-in upload (multipart) POST; empty otherwise. */
+  files: Map<string, File>;
 }
 
 /** The console state of a request (an empty one outside the console middleware). */
 export function consoleState(ctx: Ctx): ConsoleState {
   const s = ctx.state.console as ConsoleState | undefined;
   if (s) return s;
-  const fresh: ConsoleState = { form: new URLSearchParams() };
+  const fresh: ConsoleState = { form: new URLSearchParams(), files: new Map() };
   ctx.state.console = fresh;
   return fresh;
 }

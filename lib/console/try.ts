@@ -116,7 +116,10 @@ export function readTryForm(form: URLSearchParams, by: Administrator): {
         external_engine: { url: input.engine_url, auth_headers: authHeaders },
       },
       transport: input.transport,
-      avatar_config: { avatar_id: input.avatar_id, bg_id: input.bg_id },
+      // No background chosen: a photo avatar keeps its own, a drawn one the default.
+      avatar_config: input.bg_id
+        ? { avatar_id: input.avatar_id, bg_id: input.bg_id }
+        : { avatar_id: input.avatar_id },
     },
     errors,
     forbidden,

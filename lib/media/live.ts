@@ -97,6 +97,12 @@ export class LiveSession {
     streaming: () =>
       this.sfu !== null ||
       (this.socket !== null && this.streamingTo === this.socket),
+    overflow: () =>
+      this.onFailed?.(
+        "the conversation engine sent more audio ahead than the session holds",
+        "provider",
+        "provider_failed",
+      ),
   });
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {}

@@ -43,6 +43,15 @@ export function instanceStaleMs(config: Pick<Config, "heartbeatMs">): number {
   return config.heartbeatMs * STALE_HEARTBEATS;
 }
 
+/**
+ * Whether a control plane may send credentials or tokens to an instance at `url`
+ * (handoffs, relayed sockets): https, or http when private targets are allowed.
+ */
+export function instanceUrlAllowed(deps: AppDeps, url: string): boolean {
+  if (url.startsWith("https://")) return true;
+  return url.startsWith("http://") && deps.config.allowPrivateNetworkTargets;
+}
+
 /** Whether `rec` (an instance's record, or null when absent) has a fresh heartbeat. */
 export function heartbeatFresh(
   deps: AppDeps,

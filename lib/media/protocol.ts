@@ -125,6 +125,10 @@ export type ServerMessage =
     role: "user" | "avatar";
     text: string;
     final: boolean;
+    /** Avatar text: where its audio begins on the stream's timeline. */
+    media_time_ms?: number;
+    /** Avatar text whose audio was cut before it was heard. */
+    heard?: false;
   }
   | { type: "error"; code: SocketErrorCode; fatal: boolean }
   | { type: "session.ended"; status: string; reason?: EndReason }

@@ -3,19 +3,28 @@
  * browser's socket is joined to a socket opened to the holder (its `url` from the
  * instance registry), frame for frame in both directions, so any instance can take any
  * request. The holder checks the token again; nothing is stored here.
+ *
+ * A relay is itself a browser-facing socket: it applies the media socket's frame gate
+ * (./gate.ts: size, text and microphone rates) before forwarding, and bounds what it
+ * queues either way (`RELAY_MAX_BUFFERED_BYTES`, then 1013). It never dials its own
+ * instance, and marks the socket it opens (`RELAY_HEADER`, signed) so the holder never
+ * relays it again: a restarted instance at the same URL answers its old sessions itself.
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
 import { isTerminal, readSession } from "../sessions/store.ts";
 import { bindSocket } from "./contain.ts";
-import { CLOSE_TOO_BIG, isOversize, MAX_OVERSIZE_FRAMES } from "./protocol.ts";
+import { FrameGate } from "./gate.ts";
+import { CLOSE_TOO_BIG, DEFAULT_BROWSER_SAMPLE_RATE } from "./protocol.ts";
 import {
   heartbeatFresh,
   instanceKey,
   type InstanceRecord,
+  instanceUrlAllowed,
 } from "./presence.ts";
+import { RELAY_HEADER, relaySecrets, signRelayMark } from "./relay_mark.ts";
 
-/** Bytes the browser side may have queued before the relay gives up on it (1013). */
+/** Bytes either side may have queued before the relay gives up on it (1013). */
 export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 /**
  * Bytes of browser frames held while the upstream socket opens (frames are at most
@@ -23,11 +32,25 @@ export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
  */
 export const RELAY_MAX_PENDING_BYTES = 256 * 1024;
 
-/** Where other instances reach `owner`, or null when it has no fresh heartbeat. */
+/**
+ * Where other instances reach `owner`, or null when it has no fresh heartbeat, when a
+ * control plane would reach it without TLS (as it never hands off to such a node),
+ * or when it is this instance (by id, or by URL: a restarted process at the same
+ * address finds its dead predecessor's record still fresh).
+ */
 async function holderUrl(deps: AppDeps, owner: string): Promise<string | null> {
+  if (owner === deps.instanceId) return null;
   const entry = await kvTry(deps.kv.get<InstanceRecord>(instanceKey(owner)));
   const rec = entry.value;
-  return heartbeatFresh(deps, rec) && rec.url ? rec.url : null;
+  if (!heartbeatFresh(deps, rec) || !rec.url) return null;
+  if (deps.config.role === "control" && !instanceUrlAllowed(deps, rec.url)) {
+    // The socket's token would cross the network in the clear, as a handoff would.
+    deps.log.warn("relay refused: the holder's URL is not https", {
+      node: owner,
+    });
+    return null;
+  }
+  return rec.url === deps.instanceUrl ? null : rec.url;
 }
 
 /** The holder's media socket URL for `sessionId`, or null when it is not reachable. */
@@ -43,6 +66,15 @@ export async function holderSocketUrl(
     encodeURIComponent(sessionId)
   }/ws?token=${encodeURIComponent(token)}`;
 }
+
+/**
+ * Deno's WebSocket takes handshake headers (non-standard); the `dom` lib this project
+ * also loads types the constructor without them.
+ */
+const WebSocketWithHeaders = WebSocket as unknown as new (
+  url: string,
+  options: { headers: HeadersInit },
+) => WebSocket;
 
 /** How long the holder's `/healthz` may take to show it is still up. */
 const HOLDER_PROBE_MS = 2_000;
@@ -88,16 +120,22 @@ function safeClose(ws: WebSocket, code: number, reason = ""): void {
 }
 
 /**
- * Joins `browser` (a freshly upgraded socket) to the holder at `upstreamUrl`. Closing
- * either side closes the other with the same code.
+ * Joins `browser` (a freshly upgraded socket) to `owner`, the holder at `upstreamUrl`.
+ * Closing either side closes the other with the same code.
  */
 export function relaySocket(
   deps: AppDeps,
   browser: WebSocket,
   upstreamUrl: string,
   sessionId: string,
+  owner: string,
 ): void {
-  const upstream = new WebSocket(upstreamUrl);
+  const [secret] = relaySecrets(deps.config);
+  const headers: Record<string, string> = {};
+  if (secret) {
+    headers[RELAY_HEADER] = signRelayMark(secret, owner, sessionId, deps.now());
+  }
+  const upstream = new WebSocketWithHeaders(upstreamUrl, { headers });
   upstream.binaryType = "arraybuffer";
   browser.binaryType = "arraybuffer";
   const pending: (string | ArrayBuffer)[] = [];
@@ -113,8 +151,9 @@ export function relaySocket(
   open.add(finish);
 
   let pendingBytes = 0;
-  let oversize = 0;
   let upstreamOpened = false;
+  const gate = new FrameGate(() => deps.now());
+  let browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
   const log = deps.log;
   const broken = () => finish(1011, "relay error");
   /**
@@ -145,13 +184,15 @@ export function relaySocket(
   bindSocket(browser, log, "relayed media socket", "relay", broken, {
     message: (ev) => {
       const data = ev.data as unknown;
-      // The same first rule as the holder's (DECISIONS 6): over 64 KiB is refused unread.
-      if (isOversize(data)) {
-        if (++oversize > MAX_OVERSIZE_FRAMES) {
-          finish(CLOSE_TOO_BIG, "frame too big");
-          return;
-        }
-        if (browser.readyState === WebSocket.OPEN) {
+      // The holder's gate, here first (DECISIONS 6): a relay is as exposed as a holder.
+      const verdict = gate.check(data, browserRate);
+      if (verdict.kind === "close") {
+        finish(CLOSE_TOO_BIG, "frame too big");
+        return;
+      }
+      if (verdict.kind === "drop") return;
+      if (verdict.kind === "refuse") {
+        if (verdict.answer && browser.readyState === WebSocket.OPEN) {
           browser.send(
             JSON.stringify({
               type: "error",
@@ -162,8 +203,18 @@ export function relaySocket(
         }
         return;
       }
+      if (
+        verdict.kind === "message" && verdict.message.type === "audio.config"
+      ) {
+        browserRate = verdict.message.sample_rate;
+      }
       const frame = data as string | ArrayBuffer;
       if (upstream.readyState === WebSocket.OPEN) {
+        if (upstream.bufferedAmount > RELAY_MAX_BUFFERED_BYTES) {
+          log.warn("relay holder too slow", { session_id: sessionId });
+          finish(1013, "too slow");
+          return;
+        }
         upstream.send(frame);
         return;
       }

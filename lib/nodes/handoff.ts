@@ -102,8 +102,10 @@ function noNode(): ApiError {
 
 /**
  * Control plane: hands the create to a media node, trying the next one when a node is
- * full or cannot be reached. Resolves with the session id the node committed; throws the
- * node's refusal as it is, 503 `AVTR_RENDER_CAPACITY` when no node took it, 504
+ * full, refuses for now (any 429 or 503) or cannot be reached. Resolves with the session
+ * id the node committed; throws a node's other refusals as they are, the last node's
+ * 429/503 when every node refused (503 `AVTR_RENDER_CAPACITY` when none took it, or a
+ * node's refusal was its own rate window), 504
  * `AVTR_RENDER_TIMEOUT` when a node did not answer in time (it may still have committed:
  * no other node is tried, so the session cannot be made twice).
  */
@@ -134,8 +136,7 @@ export async function handOffCreate(
             "content-type": "application/json",
             [SIGNATURE_HEADER]: signCall(
               secret,
-              "POST",
-              HANDOFF_PATH,
+              { method: "POST", path: HANDOFF_PATH, node: node.id },
               bytes,
               deps.now(),
             ),
@@ -161,8 +162,12 @@ export async function handOffCreate(
       }
       const answer = await readAnswer(res, request.sessionId);
       if (answer.ok) return answer.sessionId;
-      if (answer.error.code === "AVTR_RENDER_CAPACITY") {
-        refusal = answer.error;
+      if (res.status === 429 || res.status === 503) {
+        // Full, or refusing for now: another node may take it. A node's own rate
+        // window counts its callers (the control plane), never the tenant.
+        if (answer.error.code !== "AVTR_RATE_LIMIT_EXCEEDED") {
+          refusal = answer.error;
+        }
         continue;
       }
       if (res.status === 401 || res.status === 404) {

@@ -12,6 +12,7 @@ import {
   heartbeatFresh,
   instanceKey,
   type InstanceRecord,
+  instanceUrlAllowed,
 } from "../media/presence.ts";
 import type { ServiceRole } from "./config.ts";
 
@@ -23,12 +24,6 @@ export interface MediaNode {
   free: number;
   /** Whether it has a realtime SFU, so can take `webrtc_sfu` sessions. */
   sfu: boolean;
-}
-
-/** Whether the control plane may send credentials to `url` (https, or http when allowed). */
-export function handoffUrlAllowed(deps: AppDeps, url: string): boolean {
-  if (url.startsWith("https://")) return true;
-  return url.startsWith("http://") && deps.config.allowPrivateNetworkTargets;
 }
 
 /** Every instance record, as the console and the control plane read them. */
@@ -52,7 +47,7 @@ export async function mediaNodes(deps: AppDeps): Promise<MediaNode[]> {
   const nodes: (MediaNode & { tie: number })[] = [];
   for (const v of await readInstances(deps)) {
     if (v.role !== "media" || !v.url || v.draining || !v.live) continue;
-    if (!handoffUrlAllowed(deps, v.url)) {
+    if (!instanceUrlAllowed(deps, v.url)) {
       deps.log.warn("media node skipped: its URL is not https", { node: v.id });
       continue;
     }

@@ -80,7 +80,9 @@ function decodeJpeg(bytes: Uint8Array): RgbImage {
     // A truncated or damaged scan throws instead of decoding as grey.
     tolerantDecoding: false,
     maxResolutionInMP: (MAX_PHOTO_SIDE * MAX_PHOTO_SIDE) / 1e6 + 1,
-    maxMemoryUsageInMB: 256,
+    // jpeg-js's own estimate for a 4096×4096 photo is above 256 MB (measured: a
+    // 4096×4096 upload peaks near 1 GB of RSS while prepared); the side limit bounds it.
+    maxMemoryUsageInMB: 1024,
   });
   return { width: out.width, height: out.height, data: out.data };
 }

@@ -9,13 +9,16 @@ export { MIN_FACE_WIDTH, type PhotoMeta, preparePhoto } from "./prepare.ts";
 export {
   addPhotoAvatar,
   type AddPhotoInput,
+  administeredPhotoManifest,
   getPhotoManifest,
   listPhotoAvatars,
   PHOTO_AVATAR_ID,
   PHOTO_NAME_MAX,
   type PhotoAvatarEntry,
   type PhotoManifest,
+  readPhotoAvatar,
   removePhotoAvatar,
 } from "./store.ts";
+export { photoPreview } from "./preview.ts";
 export { loadPhotoAvatar } from "./cache.ts";
 export type { PhotoAvatar } from "../render/photo/types.ts";

@@ -10,7 +10,7 @@ import {
   PHOTO_SIZE,
   type PhotoAvatar,
 } from "../render/photo/types.ts";
-import { decodePhoto, type RgbImage } from "./decode.ts";
+import { decodePhoto, readPhotoHeader, type RgbImage } from "./decode.ts";
 import { type FoundFace, type PhotoModels, withPhotoModels } from "./models.ts";
 import { PhotoRefusal } from "./refusal.ts";
 import { type Rect, resample } from "./resample.ts";
@@ -40,12 +40,21 @@ export interface PhotoMeta {
 
 /**
  * Decodes, checks and prepares a portrait; rejects with `PhotoRefusal` naming the cause
- * (the face-model queue's "busy" included). `models` defaults to the process's own.
+ * (the face-model queue's "busy" included). The header's limits are checked at once;
+ * the rest, which takes a whole photo's memory and CPU, runs in the process's one slot.
  */
 export async function preparePhoto(
   bytes: Uint8Array,
   meta: PhotoMeta,
-  run: <T>(fn: (m: PhotoModels) => Promise<T>) => Promise<T> = withPhotoModels,
+): Promise<PhotoAvatar> {
+  readPhotoHeader(bytes);
+  return await withPhotoModels((models) => prepare(models, bytes, meta));
+}
+
+async function prepare(
+  models: PhotoModels,
+  bytes: Uint8Array,
+  meta: PhotoMeta,
 ): Promise<PhotoAvatar> {
   const image = decodePhoto(bytes);
   const scale = Math.min(
@@ -59,14 +68,13 @@ export async function preparePhoto(
       Math.round(image.height * scale),
     )
     : image;
-  const { face, mask } = await run(async (models) => {
-    const faces = await models.faces(small);
-    if (faces.length === 0) throw new PhotoRefusal("no face found");
-    if (faces.length > 1) throw new PhotoRefusal("more than one face");
-    checkFace(faces[0], image.width / small.width);
-    return { face: faces[0], mask: await models.segment(small) };
-  });
+  const faces = await models.faces(small);
+  if (faces.length === 0) throw new PhotoRefusal("no face found");
+  if (faces.length > 1) throw new PhotoRefusal("more than one face");
+  const face = faces[0];
   const toOriginal = image.width / small.width;
+  checkFace(face, toOriginal);
+  const mask = await models.segment(small);
   const rect = cropRect(face.mesh, toOriginal, image.width, image.height);
   const rgb = resample(
     image.data,
@@ -132,7 +140,8 @@ function meshBox(mesh: Float32Array) {
   return { minX, maxX, minY, maxY };
 }
 
-function checkFace(face: FoundFace, toOriginal: number): void {
+/** Refuses a face narrower than `MIN_FACE_WIDTH` in the original, or turned too far. */
+export function checkFace(face: FoundFace, toOriginal: number): void {
   const box = meshBox(face.mesh);
   if ((box.maxX - box.minX) * toOriginal < MIN_FACE_WIDTH) {
     throw new PhotoRefusal("face too small");

@@ -89,7 +89,6 @@ export async function addPhotoAvatar(
   input: AddPhotoInput,
 ): Promise<PhotoAvatar> {
   const { tenantId } = input;
-  if (!input.consentBy) throw new PhotoRefusal("consent not given");
   if (!TENANT_ID_PATTERN.test(tenantId)) {
     throw new PhotoRefusal("tenant id is not valid");
   }
@@ -99,6 +98,7 @@ export async function addPhotoAvatar(
       "Photo avatars of another tenant cannot be added",
     );
   }
+  if (!input.consentBy) throw new PhotoRefusal("consent not given");
   const name = input.name.trim();
   if (name.length < 1 || name.length > PHOTO_NAME_MAX || /\p{Cc}/u.test(name)) {
     throw new PhotoRefusal("name must be 1 to 80 printable characters");
@@ -192,6 +192,18 @@ export async function getPhotoManifest(
   return (await kvTry(
     kv.get<PhotoManifest>(photoAvatarKey(tenantId, avatarId)),
   )).value;
+}
+
+/** The manifest as `by` may see it: null for another tenant's, for a tenant administrator. */
+export async function administeredPhotoManifest(
+  kv: Deno.Kv,
+  by: Administrator,
+  tenantId: string,
+  avatarId: string,
+): Promise<PhotoManifest | null> {
+  return administers(by, tenantId)
+    ? await getPhotoManifest(kv, tenantId, avatarId)
+    : null;
 }
 
 /**

@@ -117,7 +117,7 @@ export class BuiltinSession implements RenderSession {
   stats(): RenderStats {
     return {
       audioLatencyMs: [...this.#latency],
-      droppedAudioSamples: this.#queue.dropped,
+      droppedAudioSamples: this.#queue.refused,
       queuedAudioSamples: this.#queue.length,
       skippedDraws: this.#skipped,
     };
@@ -271,16 +271,29 @@ export class BuiltinSession implements RenderSession {
     }
   }
 
-  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void {
-    if (this.#closed || pcm.length === 0) return;
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): boolean {
+    if (this.#closed || pcm.length === 0) return true;
     const samples = this.#resampler.process(pcm, sampleRate);
+    if (!this.#queue.push(samples)) return false;
     if (this.#marks.length < MAX_MARKS) {
       this.#marks.push({ idx: this.#pushed, at: this.opts.clock.now() });
     }
     this.#pushed += samples.length;
     this.#speech.pushed(tag, samples.length);
-    const dropped = this.#queue.push(samples);
-    if (dropped > 0) this.#speech.droppedOldest(dropped);
+    return true;
+  }
+
+  endAudio(tag: string): boolean {
+    if (this.#closed) return true;
+    return this.#speech.end(tag, this.#streamPos());
+  }
+
+  markText(tag: string, id: number, offsetMs?: number): void {
+    if (this.#closed) return;
+    const offset = offsetMs === undefined
+      ? undefined
+      : Math.round(offsetMs * STREAM_RATE / 1000);
+    this.#speech.mark(tag, id, offset);
   }
 
   interrupt(options: { tag?: string; all?: boolean } = {}): SpeechCut | null {

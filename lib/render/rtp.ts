@@ -2,7 +2,8 @@
  * The RTP output of a render session (DECISIONS 11): one ffmpeg for the session's life
  * encoding H.264 baseline (`packetization-mode=1`, pt 96, SPS/PPS before every keyframe,
  * a keyframe every second; every frame in the first 0.5 s, every 4th until 2 s) and Opus (pt 111) and
- * sending each as RTP (`-f rtp`) to an SFU mountpoint's ingest ports. It sits beside
+ * sending each as RTP (`-f rtp`, SRTP when the mountpoint has a key) to an SFU
+ * mountpoint's ingest ports. It sits beside
  * the fMP4 output: the same frames and audio, another encoder.
  */
 import { Encoder } from "./encoder.ts";
@@ -13,7 +14,12 @@ export interface RtpTarget {
   host: string;
   videoPort: number;
   audioPort: number;
+  /** SRTP master key and salt (base64, `AES_CM_128_HMAC_SHA1_80`); absent: plain RTP. */
+  srtp?: string;
 }
+
+/** The SRTP suite of the ingest (the mountpoint's `srtpsuite: 80`). */
+const SRTP_SUITE = "AES_CM_128_HMAC_SHA1_80";
 
 /** Payload types the mountpoint expects (lib/sfu/janus.ts). */
 export const RTP_VIDEO_PT = 96;
@@ -30,8 +36,14 @@ export function rtpEncoderArgs(
 ): string[] {
   const gop = String(fmt.fps);
   const host = target.host.includes(":") ? `[${target.host}]` : target.host;
-  const rtp = (port: number) =>
-    `rtp://${host}:${port}?rtcpport=${port + 1}&pkt_size=${RTP_PACKET_SIZE}`;
+  const rtp = (port: number) => [
+    ...(target.srtp
+      ? ["-srtp_out_suite", SRTP_SUITE, "-srtp_out_params", target.srtp]
+      : []),
+    `${target.srtp ? "srtp" : "rtp"}://${host}:${port}?rtcpport=${
+      port + 1
+    }&pkt_size=${RTP_PACKET_SIZE}`,
+  ];
   return [
     ...rawInputArgs(fmt, videoSocket, audioSocket),
     "-map",
@@ -55,7 +67,7 @@ export function rtpEncoderArgs(
     String(RTP_VIDEO_PT),
     "-f",
     "rtp",
-    rtp(target.videoPort),
+    ...rtp(target.videoPort),
     "-map",
     "1:a:0",
     "-c:a",
@@ -72,7 +84,7 @@ export function rtpEncoderArgs(
     String(RTP_AUDIO_PT),
     "-f",
     "rtp",
-    rtp(target.audioPort),
+    ...rtp(target.audioPort),
   ];
 }
 

@@ -1,10 +1,12 @@
 /**
  * The SFU port over Janus's streaming plugin (DECISIONS 11). Mountpoints are `rtp`,
  * private, with H.264 (pt 96, packetization-mode 1, `bufferkf`) and Opus (pt 111), every
- * medium on `port: 0` / `rtcpport: 0` bound to the ingest host. A mountpoint's `secret`
- * and `pin` are HMACs of its random id under the plugin's `admin_key`: unguessable
- * without that key, never stored, and any instance sharing the key can destroy a
- * mountpoint a dead instance left behind. Each viewer gets its own Janus session,
+ * medium on `port: 0` / `rtcpport: 0` bound to the ingest host (loopback when Janus is
+ * on this host), and SRTP-keyed (DECISIONS 11): a packet from anyone but the holder's
+ * encoder fails its authentication and is dropped, wherever the ports can be reached
+ * from. A mountpoint's `secret`, `pin` and SRTP key are HMACs of its random id under
+ * the plugin's `admin_key`: unguessable without that key, never stored, and any
+ * instance sharing the key can destroy a mountpoint a dead instance left behind. Each viewer gets its own Janus session,
  * whose long poll carries its events; closing a viewer destroys that session.
  */
 import { z } from "zod";
@@ -65,13 +67,28 @@ const watchEventSchema = z.looseObject({
   result: z.looseObject({ status: z.string() }).optional(),
 });
 
-/** The default ingest host: SFU_URL's host when it is an IPv4 literal, else loopback. */
-export function defaultIngestHost(url: string): string {
+/**
+ * The default ingest host: loopback when Janus is on this host (SFU_URL names a
+ * loopback or local address, or a name), else SFU_URL's IPv4 host (its private network).
+ */
+export function defaultIngestHost(
+  url: string,
+  local: readonly string[] = localAddresses(),
+): string {
   const host = new URL(url).hostname;
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) ? host : "127.0.0.1";
+  if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(host)) return "127.0.0.1";
+  return host.startsWith("127.") || local.includes(host) ? "127.0.0.1" : host;
 }
 
-async function hmacText(key: string, text: string): Promise<string> {
+function localAddresses(): string[] {
+  try {
+    return Deno.networkInterfaces().map((i) => i.address);
+  } catch {
+    return [];
+  }
+}
+
+async function hmacBytes(key: string, text: string): Promise<Uint8Array> {
   const k = await crypto.subtle.importKey(
     "raw",
     new TextEncoder().encode(key),
@@ -79,19 +96,28 @@ async function hmacText(key: string, text: string): Promise<string> {
     false,
     ["sign"],
   );
-  const mac = new Uint8Array(
+  return new Uint8Array(
     await crypto.subtle.sign("HMAC", k, new TextEncoder().encode(text)),
   );
-  return btoa(String.fromCharCode(...mac)).replace(/[+/=]/g, "").slice(0, 32);
 }
 
 /** A mountpoint's secret (`kind` "secret") or pin (`kind` "pin"). */
-export function mountpointCredential(
+export async function mountpointCredential(
   adminKey: string,
   kind: "secret" | "pin",
   id: number,
 ): Promise<string> {
-  return hmacText(adminKey, `avatar-sfu-${kind}:${id}`);
+  const mac = await hmacBytes(adminKey, `avatar-sfu-${kind}:${id}`);
+  return btoa(String.fromCharCode(...mac)).replace(/[+/=]/g, "").slice(0, 32);
+}
+
+/** A mountpoint's SRTP master key and salt: 30 bytes, base64 (SDES `inline:` form). */
+export async function mountpointSrtpKey(
+  adminKey: string,
+  id: number,
+): Promise<string> {
+  const mac = await hmacBytes(adminKey, `avatar-sfu-srtp:${id}`);
+  return btoa(String.fromCharCode(...mac.subarray(0, 30)));
 }
 
 /** The plugin's answer to a message, or an `SfuError` for a plugin error. */
@@ -170,6 +196,7 @@ export function createJanusSfu(options: JanusSfuOptions): SfuPort {
             }
             : { pt: 111, codec: "opus" }),
         });
+        const srtp = await mountpointSrtpKey(options.adminKey, id);
         const msg = await message(path, {
           request: "create",
           admin_key: options.adminKey,
@@ -180,6 +207,9 @@ export function createJanusSfu(options: JanusSfuOptions): SfuPort {
           permanent: false,
           secret: await mountpointCredential(options.adminKey, "secret", id),
           pin: await mountpointCredential(options.adminKey, "pin", id),
+          // SRTP with a 80-bit tag (AES_CM_128_HMAC_SHA1_80), as the encoder sends it.
+          srtpsuite: 80,
+          srtpcrypto: srtp,
           media: [media("video"), media("audio")],
         }, signal);
         const created = parsed(createdSchema, pluginData(msg, "full"));
@@ -195,6 +225,7 @@ export function createJanusSfu(options: JanusSfuOptions): SfuPort {
           host: created.stream.host ?? ingestHost,
           videoPort,
           audioPort,
+          srtp,
         } satisfies Mountpoint;
       });
     },

@@ -30,6 +30,11 @@ export interface Mountpoint {
   videoPort: number;
   /** Opus (pt 111) RTP. */
   audioPort: number;
+  /**
+   * The ingest's SRTP master key and salt (base64, 30 bytes, suite
+   * `AES_CM_128_HMAC_SHA1_80`): the mountpoint takes only packets under it.
+   */
+  srtp: string;
 }
 
 /** A mountpoint the SFU holds, as listed (ours carry `label` = the session id). */

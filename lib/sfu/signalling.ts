@@ -22,6 +22,12 @@ type WebrtcClientMessage = Extract<
   { type: "webrtc.answer" | "webrtc.candidate" }
 >;
 import type { IceCandidate, Mountpoint, SfuPort, Viewer } from "./port.ts";
+import {
+  type CandidatePolicy,
+  screenAnswerSdp,
+  screenCandidate,
+  strictPolicy,
+} from "./candidates.ts";
 
 /** New viewers offered a minute after the SFU dropped one, and the pause before each. */
 const MAX_RETRIES = 3;
@@ -58,6 +64,8 @@ export class SfuLink {
     private readonly log: Logger,
     private readonly sessionId: string,
     private readonly hooks: SfuLinkHooks,
+    /** Which browser candidates may reach the SFU (./candidates.ts). */
+    private readonly policy: CandidatePolicy = strictPolicy(mountpoint),
   ) {}
 
   /** Opens a viewer for `ws` (the session's socket now) and sends it the SFU's offer. */
@@ -141,11 +149,16 @@ export class SfuLink {
     });
   }
 
-  /** A browser's `webrtc.answer` or `webrtc.candidate` on `ws` (schema-checked). */
+  /**
+   * A browser's `webrtc.answer` or `webrtc.candidate` on `ws` (schema-checked), its
+   * candidates screened first (./candidates.ts): a dropped one is not passed on.
+   */
   handle(ws: WebSocket, msg: WebrtcClientMessage): Promise<void> {
-    return msg.type === "webrtc.answer"
-      ? this.answer(ws, msg.sdp)
-      : this.candidate(ws, msg.candidate);
+    if (msg.type === "webrtc.answer") {
+      return this.answer(ws, screenAnswerSdp(msg.sdp, this.policy));
+    }
+    if (!screenCandidate(msg.candidate, this.policy)) return Promise.resolve();
+    return this.candidate(ws, msg.candidate);
   }
 
   /** The browser's answer on `ws`. */
@@ -224,5 +237,8 @@ export function sfuLinkFor(
   return new SfuLink(deps.sfu, mp, deps.log, sessionId, {
     onState: (state) => void setViewerState(deps, sessionId, state),
     ...hooks,
+  }, {
+    ...strictPolicy(mp),
+    allowPrivate: deps.config.allowPrivateNetworkTargets,
   });
 }

@@ -9,6 +9,7 @@ import {
   originAllowed,
   readCookie,
   readForm,
+  readUploadForm,
   redirect,
   securityHeaders,
   SESSION_COOKIE,
@@ -18,11 +19,17 @@ import { consoleState, errorPage } from "../../lib/console/render.tsx";
 import { loadConsoleSession } from "../../lib/console/session.ts";
 import { toApiError } from "../../lib/api/errors.ts";
 import type { Ctx } from "../../lib/api/http.ts";
+import { MAX_PHOTO_BYTES } from "../../lib/photo/mod.ts";
 
 /** Paths reachable without a console session. */
 const PUBLIC_PATHS = new Set(["/admin/login"]);
 /** Pages allowed to use the microphone (Permissions-Policy); every other denies it. */
 const MICROPHONE_PATHS = new Set(["/admin/try"]);
+/** Forms that may carry a photo (multipart): the photo's limit plus the form's own. */
+const UPLOAD_PATHS = new Set(["/admin/avatars"]);
+const UPLOAD_MAX_BYTES = MAX_PHOTO_BYTES + 64 * 1024;
+/** An 8-MiB photo over a slow uplink needs longer than a form's 10 s. */
+const UPLOAD_TIMEOUT_MS = 120_000;
 /** The live stream answers 401 instead of redirecting (EventSource then stops). */
 const STREAM_PATH = "/admin/sessions/events";
 
@@ -40,20 +47,34 @@ async function guard(ctx: Ctx): Promise<Response> {
   const state = consoleState(ctx);
   const method = ctx.req.method;
   const unsafe = method !== "GET" && method !== "HEAD";
+  if (unsafe && !originAllowed(ctx)) {
+    return errorPage(
+      ctx,
+      403,
+      "Request refused",
+      "This form was not sent from this console's own pages (the Origin header is missing or belongs to another site). Go back, reload the page and try again.",
+    );
+  }
+
+  const sid = readCookie(ctx.req, SESSION_COOKIE);
+  if (sid) state.session = await loadConsoleSession(ctx.deps, sid) ?? undefined;
   if (unsafe) {
-    if (!originAllowed(ctx)) {
-      return errorPage(
-        ctx,
-        403,
-        "Request refused",
-        "This form was not sent from this console's own pages (the Origin header is missing or belongs to another site). Go back, reload the page and try again.",
-      );
-    }
     try {
-      state.form = await readForm(
-        ctx.req,
-        ctx.deps.config.requestBodyTimeoutMs,
-      );
+      // Only a signed-in upload page may send a photo; any other form stays at 64 KiB.
+      if (state.session && UPLOAD_PATHS.has(ctx.url.pathname)) {
+        const upload = await readUploadForm(
+          ctx.req,
+          UPLOAD_MAX_BYTES,
+          UPLOAD_TIMEOUT_MS,
+        );
+        state.form = upload.form;
+        state.files = upload.files;
+      } else {
+        state.form = await readForm(
+          ctx.req,
+          ctx.deps.config.requestBodyTimeoutMs,
+        );
+      }
     } catch (err) {
       if (err instanceof FormRefused) {
         return errorPage(ctx, err.status, err.title, err.message);
@@ -61,9 +82,6 @@ async function guard(ctx: Ctx): Promise<Response> {
       throw err;
     }
   }
-
-  const sid = readCookie(ctx.req, SESSION_COOKIE);
-  if (sid) state.session = await loadConsoleSession(ctx.deps, sid) ?? undefined;
   if (PUBLIC_PATHS.has(ctx.url.pathname)) return await ctx.next();
 
   if (!state.session) {

@@ -27,8 +27,10 @@ import {
   placeApiError,
   readTryForm,
   rememberTrySession,
+  TRY_TENANT_PATTERN,
   trySessionTenant,
 } from "../../lib/console/try.ts";
+import { listPhotoAvatars } from "../../lib/photo/mod.ts";
 import { ApiError } from "../../lib/api/errors.ts";
 import { iceServersFor } from "../../lib/sfu/mod.ts";
 import { deploymentHasSfu } from "../../lib/nodes/registry.ts";
@@ -52,11 +54,16 @@ async function formData(
   ctx: Ctx,
   extra: Partial<TryData> = {},
 ): Promise<TryData> {
+  const admin = requireAdmin(ctx);
+  const input = extra.input ?? defaultTryInput(ctx.deps, admin);
   return {
-    input: defaultTryInput(ctx.deps, requireAdmin(ctx)),
+    input,
     errors: {},
     engineConfigured: ctx.deps.config.tryEngineUrl !== undefined,
     sfuConfigured: await deploymentHasSfu(ctx.deps),
+    photoAvatars: TRY_TENANT_PATTERN.test(input.tenant)
+      ? await listPhotoAvatars(ctx.deps.kv, admin, input.tenant)
+      : [],
     ...extra,
   };
 }
@@ -79,8 +86,7 @@ async function start(ctx: Ctx, form: URLSearchParams): Promise<Response> {
     form,
     requireAdmin(ctx),
   );
-  const { engineConfigured, sfuConfigured } = await formData(ctx);
-  const base = { input, engineConfigured, sfuConfigured };
+  const base = await formData(ctx, { input });
   if (!body) return show(ctx, { ...base, errors }, forbidden ? 403 : 400);
   let sessionId: string;
   try {

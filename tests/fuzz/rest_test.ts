@@ -3,7 +3,7 @@ import { emptyReport, type ServiceUnderTest } from "../../fuzz/_lib.ts";
 import { type RestFuzzReport, runCase, runRestFuzz } from "../../fuzz/rest.ts";
 import type { CaseContext, RestCase } from "../../fuzz/rest_cases.ts";
 
-Deno.test("REST fuzzer: a few hundred cases, no death, no 5xx, no hang, no echoed secret; the other tenant streams throughout", async () => {
+Deno.test("REST fuzzer on the topology: a few hundred cases, handoff attacks on the node among them, no death, no 5xx, no hang, no echoed secret; the other tenant streams throughout", async () => {
   const report = await runRestFuzz({ cases: 400, seed: 20261123 });
   const findings = report.findings.join("\n");
   assert.equal(report.cases, 400);
@@ -17,6 +17,14 @@ Deno.test("REST fuzzer: a few hundred cases, no death, no 5xx, no hang, no echoe
     assert.ok(
       (report.statuses[status] ?? 0) > 0,
       `no ${status}: ${JSON.stringify(report.statuses)}`,
+    );
+  }
+  // The handoff cases reach the node's checks: refused heads, stalled and oversized
+  // bodies, signed garbage.
+  for (const status of [400, 401, 408, 413]) {
+    assert.ok(
+      (report.handoffStatuses[status] ?? 0) > 0,
+      `no handoff ${status}: ${JSON.stringify(report.handoffStatuses)}`,
     );
   }
 });
@@ -51,6 +59,7 @@ Deno.test("REST fuzzer counts a 500, a hang and an echoed secret when a server g
     ...emptyReport("rest"),
     secretEchoes: 0,
     statuses: {},
+    handoffStatuses: {},
   };
   const get = (target: string, headers: [string, string][] = []): RestCase => ({
     kind: "path",

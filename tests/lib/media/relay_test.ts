@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import type { AppDeps } from "../../../lib/deps.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import {
@@ -31,12 +32,17 @@ function slowHolder(delayMs: number) {
 
 /** A front instance that relays every socket to `upstream`. */
 function front(upstream: string) {
-  const deps = { log: memoryLogger(), onClose: [] } as unknown as AppDeps;
+  const deps = {
+    log: memoryLogger(),
+    onClose: [],
+    now: Date.now,
+    config: { nodeSecret: new TextEncoder().encode("n".repeat(32)) },
+  } as unknown as AppDeps;
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen() {} },
     (req) => {
       const { socket, response } = Deno.upgradeWebSocket(req);
-      relaySocket(deps, socket, upstream, "session:relay");
+      relaySocket(deps, socket, upstream, "session:relay", "holder");
       return response;
     },
   );
@@ -93,4 +99,79 @@ Deno.test("relay refuses frames over 64 KiB before passing them on; the third cl
     assert.equal(await b.closed(), 1009);
     assert.deepEqual(holder.sizes, [10], "nothing oversize went through");
   });
+});
+
+Deno.test("relay applies the socket's rate gates: a flood of 60-KiB frames reaches the holder only as fast as the holder's own gate would take it", async () => {
+  await withRelay(0, async (b, holder) => {
+    for (let i = 0; i < 200; i++) {
+      b.send(new Uint8Array(60 * 1024));
+      b.send("x".repeat(60 * 1024));
+    }
+    b.send(new Uint8Array(2));
+    await new Promise((r) => setTimeout(r, 500));
+    const big = holder.sizes.filter((n) => n === 60 * 1024);
+    // Text: the burst (60) and what refills in the test; binary: the microphone's
+    // 4-s burst at 24 kHz (about 3 frames of 1.28 s) and its refill.
+    assert.ok(big.length <= 2 * 60 + 10, `${big.length} frames`);
+    const total = holder.sizes.reduce((a, n) => a + n, 0);
+    assert.ok(total < 5 * 1024 * 1024, `${total} bytes passed on`);
+    // The browser heard why (rate-limited invalid_message), and is still open.
+    assert.ok(b.json.some((m) => m.code === "invalid_message"));
+    assert.equal(b.closeCode, null);
+  });
+});
+
+/** A holder that completes the WebSocket handshake and then never reads. */
+function deafHolder() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns: Deno.Conn[] = [];
+  void (async () => {
+    for await (const c of listener) {
+      conns.push(c);
+      const buf = new Uint8Array(8192);
+      const n = await c.read(buf);
+      const req = new TextDecoder().decode(buf.subarray(0, n ?? 0));
+      const key = /sec-websocket-key: *(\S+)/i.exec(req)?.[1] ?? "";
+      const accept = createHash("sha1")
+        .update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+      await c.write(new TextEncoder().encode(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" +
+          `Connection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+      ));
+    }
+  })().catch(() => {});
+  return {
+    url: `ws://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/`,
+    close() {
+      for (const c of conns) c.close();
+      listener.close();
+    },
+  };
+}
+
+Deno.test("relay closes 1013 when the holder stops reading and its queue passes the bound (the browser cannot grow the relay's memory)", async () => {
+  const holder = deafHolder();
+  const f = front(holder.url);
+  const b = new Browser(new WebSocket(`${f.base.replace("http", "ws")}/`));
+  try {
+    await b.opened;
+    // The largest frames the gate passes on, as fast as it passes them.
+    const answer = JSON.stringify({
+      type: "webrtc.answer",
+      sdp: "x".repeat(32_000),
+    });
+    b.send(JSON.stringify({ type: "audio.config", sample_rate: 48000 }));
+    const deadline = Date.now() + 30_000;
+    while (b.closeCode === null && Date.now() < deadline) {
+      b.send(answer);
+      b.send(new Uint8Array(9600));
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(b.closeCode, 1013);
+  } finally {
+    b.close();
+    for (const hook of f.deps.onClose) await hook();
+    await f.server.shutdown();
+    holder.close();
+  }
 });

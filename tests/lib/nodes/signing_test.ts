@@ -6,89 +6,74 @@
 import assert from "node:assert/strict";
 import {
   MAX_SKEW_MS,
-  ReplayGuard,
+  parseSignature,
   SIGNATURE_HEADER,
   signCall,
-  verifyCall,
+  verifyBody,
+  verifyHead,
 } from "../../../lib/nodes/signing.ts";
 import { HANDOFF_PATH } from "../../../lib/nodes/handoff.ts";
-import { engineBody, NODE_SECRET, startTopology } from "./_topology.ts";
+import {
+  engineBody,
+  NODE_SECRET,
+  type Served,
+  startTopology,
+} from "./_topology.ts";
 
 const enc = new TextEncoder();
 const SECRET = enc.encode(NODE_SECRET);
+/** What a handoff to `node` signs. */
+const targetOf = (node: Served) => ({
+  method: "POST",
+  path: HANDOFF_PATH,
+  node: node.app.deps.instanceId,
+});
 
-Deno.test("verifyCall() takes its own signature once, and refuses any change, another secret or a stale time", () => {
+const TARGET = { method: "POST", path: HANDOFF_PATH, node: "node-a" };
+
+Deno.test("verifyHead()/verifyBody() take their own signature, and refuse any change, another node, another secret or a stale time", () => {
   const now = Date.now();
   const body = enc.encode('{"a":1}');
-  const sig = signCall(SECRET, "POST", HANDOFF_PATH, body, now);
-  const check = (
-    header: string | null,
-    opts: {
-      body?: Uint8Array;
-      path?: string;
-      at?: number;
-      secret?: Uint8Array;
-    } = {},
-  ) =>
-    verifyCall(
-      opts.secret ?? SECRET,
-      header,
-      "POST",
-      opts.path ?? HANDOFF_PATH,
-      opts.body ?? body,
-      opts.at ?? now,
-      new ReplayGuard(),
-    );
-  assert.equal(check(sig), true);
-  assert.equal(check(sig, { body: enc.encode('{"a":2}') }), false);
-  assert.equal(check(sig, { path: "/internal/v1/other" }), false);
-  assert.equal(check(sig, { secret: enc.encode("x".repeat(40)) }), false);
-  assert.equal(check(sig, { at: now + MAX_SKEW_MS + 1 }), false);
-  assert.equal(check(sig, { at: now - MAX_SKEW_MS - 1 }), false);
-  assert.equal(check(null), false);
-  assert.equal(check(sig.replace("v1=", "v2=")), false);
-  assert.equal(check(`t=${now},v1=${"0".repeat(64)}`), false);
+  const header = signCall(SECRET, TARGET, body, now);
+  const sig = parseSignature(header)!;
+  assert.ok(sig);
+  assert.equal(verifyHead(SECRET, sig, TARGET, now), null);
+  assert.equal(verifyBody(SECRET, sig, TARGET, body), true);
+  assert.equal(verifyBody(SECRET, sig, TARGET, enc.encode('{"a":2}')), false);
+  assert.equal(verifyBody(SECRET, sig, TARGET, enc.encode('{"a":1} ')), false);
+  assert.equal(
+    verifyHead(SECRET, sig, { ...TARGET, path: "/internal/v1/other" }, now),
+    "bad_mac",
+  );
+  assert.equal(
+    verifyHead(SECRET, sig, { ...TARGET, node: "node-b" }, now),
+    "other_node",
+  );
+  // The node id in the header is covered by the MAC: rewriting it does not help.
+  const moved = parseSignature(header.replace("n=node-a", "n=node-b"))!;
+  assert.equal(
+    verifyHead(SECRET, moved, { ...TARGET, node: "node-b" }, now),
+    "bad_mac",
+  );
+  // So is the length.
+  const longer = parseSignature(header.replace(/,l=\d+,/, ",l=9999,"))!;
+  assert.equal(verifyHead(SECRET, longer, TARGET, now), "bad_mac");
+  assert.equal(
+    verifyHead(enc.encode("x".repeat(40)), sig, TARGET, now),
+    "bad_mac",
+  );
+  assert.equal(verifyHead(SECRET, sig, TARGET, now + MAX_SKEW_MS + 1), "stale");
+  assert.equal(verifyHead(SECRET, sig, TARGET, now - MAX_SKEW_MS - 1), "stale");
+  assert.equal(parseSignature(null), null);
+  assert.equal(parseSignature(header.replace("v1=", "v2=")), null);
+  assert.equal(parseSignature(`t=${now},v1=${"0".repeat(64)}`), null);
   // During a rotation both the new and the previous secret verify; nothing else does.
   const previous = enc.encode("p".repeat(40));
   const rotating = [enc.encode("n".repeat(40)), previous];
-  const byPrevious = signCall(previous, "POST", HANDOFF_PATH, body, now);
-  assert.equal(check(byPrevious, { secret: previous }), true);
-  assert.equal(
-    verifyCall(
-      rotating,
-      byPrevious,
-      "POST",
-      HANDOFF_PATH,
-      body,
-      now,
-      new ReplayGuard(),
-    ),
-    true,
-  );
-  assert.equal(
-    verifyCall(
-      rotating,
-      sig,
-      "POST",
-      HANDOFF_PATH,
-      body,
-      now,
-      new ReplayGuard(),
-    ),
-    false,
-  );
-  const guard = new ReplayGuard();
-  const args = ["POST", HANDOFF_PATH, body, now, guard] as const;
-  assert.equal(verifyCall(SECRET, sig, ...args), true);
-  assert.equal(verifyCall(SECRET, sig, ...args), false, "a replay");
-});
-
-Deno.test("ReplayGuard stays bounded and forgets signatures past their window", () => {
-  const guard = new ReplayGuard(3);
-  for (let i = 0; i < 10; i++) assert.ok(guard.first(`s${i}`, 1_000 + i, 0));
-  assert.equal(guard.first("s9", 2_000, 0), false);
-  // Expired entries go: the same signature is new again after its window.
-  assert.equal(guard.first("s9", 5_000, 3_000), true);
+  const byPrevious = parseSignature(signCall(previous, TARGET, body, now))!;
+  assert.equal(verifyHead(rotating, byPrevious, TARGET, now), null);
+  assert.equal(verifyBody(rotating, byPrevious, TARGET, body), true);
+  assert.equal(verifyHead(rotating, sig, TARGET, now), "bad_mac");
 });
 
 Deno.test("POST /internal/v1/sessions: 404 off a media node; 401 unsigned, mis-signed or replayed; 400 malformed; 201 once", async () => {
@@ -104,7 +89,7 @@ Deno.test("POST /internal/v1/sessions: 404 off a media node; 401 unsigned, mis-s
       body,
     });
   const sign = (body: Uint8Array, secret = SECRET) =>
-    signCall(secret, "POST", HANDOFF_PATH, body, Date.now());
+    signCall(secret, targetOf(node), body, Date.now());
   try {
     const handoff = enc.encode(JSON.stringify({
       session_id: "session:01M83AHJ0NN1B3HBT5F5PWK4W3",
@@ -181,8 +166,7 @@ Deno.test("POST /internal/v1/sessions: failed signatures spend their address's w
             "content-type": "application/json",
             [SIGNATURE_HEADER]: signCall(
               SECRET,
-              "POST",
-              HANDOFF_PATH,
+              targetOf(fresh.nodes[0]),
               body,
               Date.now(),
             ),

@@ -3,6 +3,8 @@ import { encode as encodePng } from "fast-png";
 import assert from "node:assert/strict";
 import { decodePhoto, type RgbImage } from "../../../lib/photo/decode.ts";
 import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { addPhotoAvatar } from "../../../lib/photo/store.ts";
 
 export const FIXTURES = new URL("../../fixtures/photo/", import.meta.url);
 
@@ -86,3 +88,26 @@ export async function refusal(p: Promise<unknown>): Promise<PhotoRefusal> {
   }
   assert.fail("resolved instead of refusing");
 }
+
+export const HOPPER = fixtureBytes("grace_hopper.jpg");
+
+/** A photo store on `:memory:` KV with a clock one ms a call, disposed with `await using`. */
+export async function setup(max = 20) {
+  const kv = await Deno.openKv(":memory:");
+  let t = Date.UTC(2026, 10, 26);
+  const deps = { kv, now: () => t++, config: { avatarStoreMaxPerTenant: max } };
+  return { kv, deps, [Symbol.asyncDispose]: () => Promise.resolve(kv.close()) };
+}
+
+/** Adds the Hopper portrait as the operator for tenant `acme`, `over` changing any input. */
+export const add = (
+  deps: Parameters<typeof addPhotoAvatar>[0],
+  over: Partial<Parameters<typeof addPhotoAvatar>[2]> = {},
+) =>
+  addPhotoAvatar(deps, OPERATOR, {
+    tenantId: "acme",
+    name: "Grace",
+    bytes: HOPPER,
+    consentBy: "cli",
+    ...over,
+  });

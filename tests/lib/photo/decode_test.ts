@@ -7,7 +7,6 @@ import {
   readPhotoHeader,
 } from "../../../lib/photo/decode.ts";
 import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
-import { resample } from "../../../lib/photo/resample.ts";
 import { fixture, fixtureBytes } from "./_helpers.ts";
 
 function cause(fn: () => unknown): string {
@@ -231,27 +230,11 @@ Deno.test("decodePhoto() reads PNGs with alpha over white, 16-bit grey and palet
   });
 });
 
-Deno.test("resample() averages areas when shrinking and repeats the edge outside", () => {
-  // A 1-px checkerboard shrunk 4× averages to mid grey instead of aliasing to black or white.
-  const src = new Uint8Array(16 * 16);
-  for (let y = 0; y < 16; y++) {
-    for (let x = 0; x < 16; x++) src[y * 16 + x] = (x + y) % 2 ? 255 : 0;
-  }
-  const small = resample(src, 16, 16, 1, { x: 0, y: 0, w: 16, h: 16 }, 4, 4);
-  assert.ok(small.every((v) => v === 128 || v === 127), `${small}`);
-  // A rectangle reaching left of the image repeats its first column.
-  const ramp = new Uint8Array(8).map((_, i) => i * 30);
-  const out = resample(ramp, 8, 1, 1, { x: -4, y: 0, w: 8, h: 1 }, 8, 1);
-  assert.deepEqual([...out], [0, 0, 0, 0, 0, 30, 60, 90]);
-  // Enlarging a flat image keeps it flat.
-  const flat = resample(
-    new Uint8Array(3 * 4).fill(77),
-    2,
-    2,
-    3,
-    { x: 0, y: 0, w: 2, h: 2 },
-    5,
-    5,
-  );
-  assert.ok(flat.every((v) => v === 77));
+Deno.test("decodePhoto() decodes a JPEG of the largest accepted size, 4096×4096", () => {
+  const side = 4096;
+  const rgba = new Uint8Array(side * side * 4).fill(180);
+  const bytes = jpeg.encode({ width: side, height: side, data: rgba }, 50).data;
+  const out = decodePhoto(bytes);
+  assert.deepEqual([out.width, out.height], [side, side]);
+  assert.ok(Math.abs(out.data[out.data.length - 1] - 180) <= 2);
 });

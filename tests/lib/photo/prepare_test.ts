@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { LANDMARK_COUNT, PHOTO_SIZE } from "../../../lib/render/photo/types.ts";
 import { preparePhoto } from "../../../lib/photo/mod.ts";
-import { rgbToI420 } from "../../../lib/photo/prepare.ts";
+import { checkFace, rgbToI420 } from "../../../lib/photo/prepare.ts";
+import { i420ToRgb } from "../../../lib/photo/preview.ts";
+import { resample } from "../../../lib/photo/resample.ts";
 import { withPhotoModels } from "../../../lib/photo/models.ts";
 import { toYuv } from "../../../lib/render/raster.ts";
 import {
@@ -129,6 +131,14 @@ Deno.test("withPhotoModels() runs one photo at a time and refuses as busy past i
   const e = await refusal(job());
   assert.deepEqual(e.message, "busy preparing other photos, try again");
   assert(e.retryable);
+  // A photo is decoded in its turn only: a damaged scan is refused as busy, not decoded.
+  const damaged = fixtureBytes("grace_hopper.jpg").slice(0, 20_000);
+  assert.equal((await refusal(preparePhoto(damaged, meta))).message, e.message);
+  // Its header is read at once: a text file is refused for what it is even now.
+  assert.equal(
+    (await refusal(preparePhoto(new TextEncoder().encode("hi"), meta))).message,
+    "not a JPEG or PNG",
+  );
   release();
   await Promise.all(accepted);
   assert.deepEqual(most, 1);
@@ -153,4 +163,85 @@ Deno.test("rgbToI420() converts as raster.ts's toYuv, chroma averaged per 2×2 b
   const mean = toYuv([105, 125, 65]);
   assert.deepEqual([out[8], out[10]], [Math.round(mean.u), Math.round(mean.v)]);
   assert.deepEqual([out[9], out[11]], [128, 128]);
+});
+
+Deno.test("i420ToRgb() inverts rgbToI420 within rounding on flat colours", () => {
+  for (
+    const c of [[200, 30, 40], [10, 220, 90], [128, 128, 128], [250, 240, 230]]
+  ) {
+    const rgb = new Uint8Array(4 * 4 * 3).map((_, i) => c[i % 3]);
+    const back = i420ToRgb(rgbToI420(rgb, 4, 4), 4, 4);
+    for (let i = 0; i < back.length; i++) {
+      assert.ok(Math.abs(back[i] - rgb[i]) <= 2, `${c} → ${back.slice(0, 3)}`);
+    }
+  }
+});
+
+Deno.test("checkFace() takes the face's width in original pixels and bounds yaw, pitch and roll", async (t) => {
+  /** A face whose mesh spans `width` px across, turned by the given degrees. */
+  const face = (width: number, yaw = 0, pitch = 0, roll = 0) => {
+    const mesh = new Float32Array(478 * 3);
+    for (let i = 0; i < 478; i++) {
+      mesh[i * 3] = 100 + (i % 2) * width;
+      mesh[i * 3 + 1] = 100 + (i % 3) * 50;
+    }
+    const rad = (d: number) => d * Math.PI / 180;
+    return {
+      mesh,
+      yaw: rad(yaw),
+      pitch: rad(pitch),
+      roll: rad(roll),
+      score: 1,
+    };
+  };
+  const cause = (fn: () => void) => {
+    try {
+      fn();
+      return "accepted";
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+  const cases: [string, ReturnType<typeof face>, number, string][] = [
+    ["160 px wide, frontal", face(160), 1, "accepted"],
+    ["159 px wide", face(159), 1, "face too small"],
+    ["80 px in a photo shrunk by 2 for the model", face(80), 2, "accepted"],
+    ["yaw 24°", face(200, 24), 1, "accepted"],
+    ["yaw -26°", face(200, -26), 1, "face not frontal"],
+    ["pitch 26°", face(200, 0, 26), 1, "face not frontal"],
+    ["roll 19°", face(200, 0, 0, 19), 1, "accepted"],
+    ["roll -21°", face(200, 0, 0, -21), 1, "face not frontal"],
+  ];
+  for (const [name, f, toOriginal, expected] of cases) {
+    await t.step(name, () => {
+      assert.equal(cause(() => checkFace(f, toOriginal)), expected);
+    });
+  }
+});
+
+Deno.test("preparePhoto() takes the astronaut PNG once her face is 200 px wide (×2)", async () => {
+  const a = fixture("astronaut.png");
+  const whole = { x: 0, y: 0, w: a.width, h: a.height };
+  const twice = {
+    width: a.width * 2,
+    height: a.height * 2,
+    data: resample(
+      a.data,
+      a.width,
+      a.height,
+      3,
+      whole,
+      a.width * 2,
+      a.height * 2,
+    ),
+  };
+  const avatar = await preparePhoto(png(twice), meta);
+  const l = avatar.landmarks;
+  const nose = point(l, 1);
+  assert.ok(Math.abs(nose.x - PHOTO_SIZE / 2) < 30, `nose at ${nose.x}`);
+  assert.ok(point(l, 33).x < point(l, 263).x && point(l, 13).y > point(l, 1).y);
+  assert.ok(
+    avatar.alpha[Math.round(nose.y) * PHOTO_SIZE + Math.round(nose.x)] > 200,
+  );
+  assert.ok(avatar.alpha[5 * PHOTO_SIZE + 5] < 30);
 });

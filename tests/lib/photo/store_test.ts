@@ -5,7 +5,6 @@ import {
   addPhotoAvatar,
   getPhotoManifest,
   listPhotoAvatars,
-  loadPhotoAvatar,
   removePhotoAvatar,
 } from "../../../lib/photo/mod.ts";
 import {
@@ -13,17 +12,9 @@ import {
   photoCountKey,
   readPhotoAvatar,
 } from "../../../lib/photo/store.ts";
-import { fixtureBytes, refusal } from "./_helpers.ts";
+import { add, fixtureBytes, HOPPER, refusal, setup } from "./_helpers.ts";
 
-const HOPPER = fixtureBytes("grace_hopper.jpg");
 const ACME = { tenantId: "acme" };
-
-async function setup(max = 20) {
-  const kv = await Deno.openKv(":memory:");
-  let t = Date.UTC(2026, 10, 26);
-  const deps = { kv, now: () => t++, config: { avatarStoreMaxPerTenant: max } };
-  return { kv, deps, [Symbol.asyncDispose]: () => Promise.resolve(kv.close()) };
-}
 
 async function allKeys(kv: Deno.Kv): Promise<string[]> {
   const out: string[] = [];
@@ -32,18 +23,6 @@ async function allKeys(kv: Deno.Kv): Promise<string[]> {
   }
   return out;
 }
-
-const add = (
-  deps: Parameters<typeof addPhotoAvatar>[0],
-  over: Partial<Parameters<typeof addPhotoAvatar>[2]> = {},
-) =>
-  addPhotoAvatar(deps, OPERATOR, {
-    tenantId: "acme",
-    name: "Grace",
-    bytes: HOPPER,
-    consentBy: "cli",
-    ...over,
-  });
 
 Deno.test("addPhotoAvatar() stores manifest and chunks under the tenant, each chunk below 64 KiB", async () => {
   await using s = await setup();
@@ -184,42 +163,6 @@ Deno.test("a tenant administrator adds and lists its own tenant's photo avatars 
     [],
   );
   assert.equal((await listPhotoAvatars(s.kv, ACME, "acme")).length, 1);
-});
-
-Deno.test("loadPhotoAvatar() reads each avatar once per instance and keeps it after a remove", async () => {
-  await using s = await setup();
-  const avatar = await add(s.deps);
-  let gets = 0;
-  const counting = new Proxy(s.kv, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop, target);
-      if (prop === "get" || prop === "getMany") gets++;
-      return typeof v === "function" ? v.bind(target) : v;
-    },
-  });
-  const [a, b] = await Promise.all([
-    loadPhotoAvatar(counting, "acme", avatar.avatarId),
-    loadPhotoAvatar(counting, "acme", avatar.avatarId),
-  ]);
-  assert.ok(a && a === b);
-  const readsForOne = gets;
-  assert.ok(readsForOne >= 2); // manifest, then its chunks
-  assert.equal(await loadPhotoAvatar(counting, "acme", avatar.avatarId), a);
-  assert.equal(gets, readsForOne);
-  await removePhotoAvatar(s.kv, OPERATOR, "acme", avatar.avatarId);
-  assert.equal(await loadPhotoAvatar(counting, "acme", avatar.avatarId), a);
-  // Unknown ids and other tenants' ids are null, and a miss is not remembered.
-  assert.equal(
-    await loadPhotoAvatar(counting, "globex", avatar.avatarId),
-    null,
-  );
-  const later = await add(s.deps, { tenantId: "globex" });
-  assert.equal(
-    await loadPhotoAvatar(counting, "globex", later.avatarId).then((x) =>
-      x?.tenantId
-    ),
-    "globex",
-  );
 });
 
 Deno.test("readPhotoAvatar() refuses a chunk damaged in the store", async () => {

@@ -1,6 +1,11 @@
 import { ApiError } from "../../../../lib/api/errors.ts";
 import { type Ctx, upgradeWebSocket } from "../../../../lib/api/http.ts";
 import { holderSocketUrl, relaySocket } from "../../../../lib/media/relay.ts";
+import {
+  checkRelayMark,
+  RELAY_HEADER,
+  relaySecrets,
+} from "../../../../lib/media/relay_mark.ts";
 import { mediaHubOf } from "../../../../lib/media/service.ts";
 import { isTerminal, readSession } from "../../../../lib/sessions.ts";
 import { verifyMediaToken } from "../../../../lib/auth/tokens.ts";
@@ -12,7 +17,8 @@ import { mediaSubject } from "../../../../lib/api/rate_subjects.ts";
  * and a flat error body before the upgrade. A socket for a session another instance
  * holds is relayed to that instance. A reconnect past the session's takeover rate (429) and
  * a socket for a `created` session without a free render slot (503) are refused before
- * the upgrade too.
+ * the upgrade too. A socket that already came through a relay (its signed mark) is never
+ * relayed again: an instance that does not hold it answers it itself.
  */
 export const handler = {
   async GET(ctx: Ctx): Promise<Response> {
@@ -39,7 +45,24 @@ export const handler = {
     if (!session) {
       throw new ApiError("AVTR_SESSION_NOT_FOUND", "Session not found");
     }
-    if (session.owner !== ctx.deps.instanceId && !isTerminal(session.status)) {
+    // A mark names the holder the relay meant to reach, whoever this instance is.
+    const mark = checkRelayMark(
+      relaySecrets(ctx.deps.config),
+      ctx.req.headers.get(RELAY_HEADER),
+      session.owner,
+      sessionId,
+      ctx.deps.now(),
+    );
+    if (mark === "invalid") {
+      throw new ApiError(
+        "AVTR_REQUEST_INVALID",
+        "The relay mark of this socket does not verify",
+      );
+    }
+    if (
+      mark === "absent" && session.owner !== ctx.deps.instanceId &&
+      !isTerminal(session.status)
+    ) {
       const upstream = await holderSocketUrl(
         ctx.deps,
         session.owner,
@@ -50,7 +73,7 @@ export const handler = {
         const { socket, response } = upgradeWebSocket(ctx.req, {
           idleTimeout: 60,
         });
-        relaySocket(ctx.deps, socket, upstream, sessionId);
+        relaySocket(ctx.deps, socket, upstream, sessionId, session.owner);
         return response;
       }
       // The holder is gone: the hub answers with the fatal invalid_session.
