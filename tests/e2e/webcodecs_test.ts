@@ -107,6 +107,48 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
       },
     );
 
+    await t.step(
+      "the service's captions fire when the audio clock reaches them",
+      async () => {
+        await page.evaluate(() => {
+          const w = globalThis as unknown as Win & { heard: unknown[] };
+          w.heard = [];
+          w.avatarPlayer.on("caption", (d) =>
+            w.heard.push({
+              ...d,
+              clock: w.avatarPlayer.stats.webcodecs.clockMs,
+            }));
+          w.avatarPlayer.sendText("hello avatar");
+        });
+        const heard = await page.waitForFunction(
+          () => {
+            const w = globalThis as unknown as {
+              heard: Array<
+                {
+                  role: string;
+                  text: string;
+                  media_time_ms: number | null;
+                  clock: number;
+                }
+              >;
+            };
+            const a = w.heard.filter((c) =>
+              c.role === "avatar" && c.media_time_ms !== null
+            );
+            return a.length > 0 ? a : null;
+          },
+          undefined,
+          WAIT,
+        ).then((h) => h.jsonValue());
+        for (const c of heard!) {
+          assert.ok(
+            Math.abs(c.clock - c.media_time_ms!) <= 100,
+            `"${c.text}" at ${c.media_time_ms} ms fired at ${c.clock} ms`,
+          );
+        }
+      },
+    );
+
     await t.step("a takeover's stream plays from the live edge", async () => {
       await page.evaluate(() =>
         (globalThis as unknown as Win).avatarPlayer._ws!.close()
