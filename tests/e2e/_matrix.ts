@@ -114,6 +114,31 @@ const PLAYS = `(() => {
   return s.rtc.framesDecoded > 0 ? "rtc" : s.segmentsAppended > 0 ? "mse" : null;
 })()`;
 
+/**
+ * Mutes the microphone, types "hello avatar", waits until `shown` (the answer on the
+ * page) and until the answer is audible on the browser's sink; the peak RMS heard.
+ */
+async function hearAnswer(
+  page: PageDriver,
+  pulse: Pulse,
+  shown: string,
+): Promise<number> {
+  await page.eval(`(document.getElementById("mute").click(), true)`);
+  const rec = pulse.record();
+  try {
+    await page.eval(`(() => {
+      document.getElementById("text").value = "hello avatar";
+      document.getElementById("send").click();
+      return true;
+    })()`);
+    await until(page, shown, "the avatar's answer");
+    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
+    return Math.round(rec.peak());
+  } finally {
+    await rec.stop();
+  }
+}
+
 /** One session in the browser, from Start to End. */
 async function session(
   page: PageDriver,
@@ -165,28 +190,14 @@ async function session(
   await waitFor(() => ctx.mic.loud >= loud + 10, "loud microphone frames");
 
   // Audible sound: a typed turn's answer, heard on the browser's sink.
-  await page.eval(`(document.getElementById("mute").click(), true)`);
-  const rec = ctx.pulse.record();
-  let peakRms = 0;
-  try {
-    await page.eval(`(() => {
-      document.getElementById("text").value = "hello avatar";
-      document.getElementById("send").click();
-      return true;
-    })()`);
-    await until(
-      page,
-      `[...document.querySelectorAll('#log li[data-role="avatar"]')]
-        .some((li) => li.textContent.includes(${
-        JSON.stringify(replyFor("hello avatar"))
-      }))`,
-      "the avatar's answer",
-    );
-    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
-    peakRms = Math.round(rec.peak());
-  } finally {
-    await rec.stop();
-  }
+  const peakRms = await hearAnswer(
+    page,
+    ctx.pulse,
+    `[...document.querySelectorAll('#log li[data-role="avatar"]')]
+      .some((li) => li.textContent.includes(${
+      JSON.stringify(replyFor("hello avatar"))
+    }))`,
+  );
 
   // The end's status and reason reach the page.
   await page.eval(`(document.getElementById("end").click(), true)`);
@@ -290,25 +301,13 @@ async function shippedSession(
         document.querySelector("canvas.avatar-canvas")?.width > 0; })()`,
     `${decoder} drawing the transparent avatar`,
   );
-  await page.eval(`(document.getElementById("mute").click(), true)`);
-  const rec = ctx.pulse.record();
-  try {
-    await page.eval(`(() => {
-      document.getElementById("text").value = "hello avatar";
-      document.getElementById("send").click();
-      return true;
-    })()`);
-    await until(
-      page,
-      `document.getElementById("caption").textContent.includes(${
-        JSON.stringify(replyFor("hello avatar"))
-      })`,
-      "the answer's caption",
-    );
-    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
-  } finally {
-    await rec.stop();
-  }
+  await hearAnswer(
+    page,
+    ctx.pulse,
+    `document.getElementById("caption").textContent.includes(${
+      JSON.stringify(replyFor("hello avatar"))
+    })`,
+  );
   await page.eval(`(document.getElementById("end").click(), true)`);
   assert.equal(await until(page, ENDED, "the end"), "ended requested");
   assert.deepEqual(await page.eval(`globalThis.__problems`), []);
