@@ -363,8 +363,12 @@ export class WebCodecsPlayback {
     let due = -1;
     if (!this.#drewFirst) due = 0;
     else if (now !== null) {
+      // The frame nearest the clock, not the last one begun: a frame is due half its
+      // duration early, so the picture is on average level with the sound rather than
+      // half a frame (20 ms at 25 fps) behind it.
       for (let i = 0; i < this.#frames.length; i++) {
-        if (this.#frames[i].timestamp <= now) due = i;
+        const f = this.#frames[i];
+        if (f.timestamp - (f.duration ?? 0) / 2 <= now) due = i;
         else break;
       }
     } else if (!this.#audioRuns()) {

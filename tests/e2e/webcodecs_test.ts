@@ -108,6 +108,50 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
     );
 
     await t.step(
+      "the picture is level with the sound, on the shortest audio output",
+      async () => {
+        // The output's latency is the smallest this browser's device offers.
+        const least = await page.evaluate(async () => {
+          const ctx = new AudioContext({ latencyHint: 0 });
+          await ctx.resume();
+          await new Promise((r) => setTimeout(r, 200));
+          const ms = (ctx.baseLatency + (ctx.outputLatency || 0)) * 1000;
+          await ctx.close();
+          return Math.round(ms);
+        });
+        const { outputLatencyMs } = (await stats(page)).webcodecs;
+        assert.ok(
+          outputLatencyMs <= least + 1,
+          `output latency ${outputLatencyMs} ms, the device's least ${least} ms`,
+        );
+        // The frame shown is the one nearest the heard clock: sampled on every display
+        // frame, the clock minus the shown frame's timestamp centres on 0, not on half
+        // a video frame (20 ms at 25 fps).
+        const offsets = await page.evaluate(() =>
+          new Promise<number[]>((resolve) => {
+            const p = (globalThis as unknown as Win).avatarPlayer;
+            const out: number[] = [];
+            const tick = () => {
+              const w = p.stats.webcodecs;
+              if (w.shownMs !== null && w.clockMs !== null) {
+                out.push(w.clockMs - w.shownMs);
+              }
+              if (out.length >= 120) resolve(out);
+              else requestAnimationFrame(tick);
+            };
+            requestAnimationFrame(tick);
+          })
+        );
+        offsets.sort((a, b) => a - b);
+        const median = offsets[offsets.length >> 1];
+        assert.ok(
+          Math.abs(median) <= 10,
+          `A/V offset median ${median} ms (${offsets.join(",")})`,
+        );
+      },
+    );
+
+    await t.step(
       "the service's captions fire when the audio clock reaches them",
       async () => {
         await page.evaluate(() => {
