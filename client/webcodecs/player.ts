@@ -354,7 +354,7 @@ export class WebCodecsPlayback {
   }
 
   /**
-   * Draws the newest frame due on the audio clock (the first frame of a stream at once,
+   * Draws the frame nearest the audio clock (the first frame of a stream at once,
    * so a picture shows before audio starts); closes the frames it passed over.
    */
   #present(): void {
