@@ -223,10 +223,22 @@ export function drawMouth(
         const tip = Math.max(0, 1 - (u / 0.4) ** 2) * m.tongueUp;
         tongueTop += (Math.min(tongueTop, teethU + 0.5) - tongueTop) * tip;
       }
-      // The cavity: faintly lit at the lips, dark at the back and the corners.
+      // The cavity: the lips' wet inner side at its rim (wider at the corners, so
+      // they close softly), falling off to dark at the back; the dark deepest a
+      // little above the middle, where the throat is.
       const t = (hy - yu) / gh;
       const ef = Math.min(1, 2 * Math.min(t, 1 - t));
-      const kc = (0.07 + 0.2 * (1 - ef) ** 2) * side * lipShadow;
+      const rim = Math.max(
+        (1 - ef) ** 2,
+        smoothstep(
+          0.55,
+          1,
+          Math.abs(hx - (hUp.x[0] + hUp.x[hUp.x.length - 1]) / 2) /
+            Math.max(1, (hUp.x[hUp.x.length - 1] - hUp.x[0]) / 2),
+        ),
+      );
+      const back = Math.exp(-(((t - 0.4) / 0.35) ** 2));
+      const kc = (0.08 + 0.32 * rim + 0.06 * (1 - back)) * side * lipShadow;
       let cy = 16 + (lip.y - 16) * kc;
       let cu = 128 + (lip.u - 128) * 0.4, cv = 128 + (lip.v - 128) * 0.55 + 2;
       // Tongue: behind the lower teeth, its far side darker, its edge soft.
@@ -251,7 +263,10 @@ export function drawMouth(
       // Each tooth's biting edge a little higher at its sides: a scalloped row.
       const edgeU = teethU - 0.12 * showU * up.lift;
       const edgeL = teethL + 0.12 * showL * low.lift;
-      const upperA = own ? 0 : front * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+      // Rounded lips stand forward of the teeth: they show little, in shade.
+      const upperA = own ? 0 : front *
+        Math.max(0, 1 - 1.25 * m.round * (1 - 0.5 * m.teeth)) *
+        smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
       const lowerA = front * lowerOn * smoothstep(edgeL - 0.6, edgeL + 0.6, hy);
       let tk = 0, ta = 0;
       if (upperA > 0) {
