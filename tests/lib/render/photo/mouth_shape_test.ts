@@ -127,3 +127,35 @@ Deno.test("the philtrum keeps its texture on rounded vowels", () => {
     assert.ok(t > 0.92 * rest, `${v}: ${t.toFixed(2)} vs ${rest.toFixed(2)}`);
   }
 });
+
+Deno.test("an open mouth closes softly at its corners and lightens towards the tongue", () => {
+  for (const v of ["aa", "E"]) {
+    const f = frameOf(v);
+    const o = opening(f);
+    // Along the opening's middle row, from the lips into the corner: the lips' wet
+    // inner side, then the dark; no cut (a step of half the lips' luma was).
+    const y = Math.round((o.top + o.bottom) / 2);
+    for (const dir of [1, -1]) {
+      const x0 = Math.round(o.cx - dir * (o.w / 2 + 6));
+      let step = 0;
+      for (let k = 0; k < 16; k++) {
+        const a = f[y * W + x0 + dir * k], b = f[y * W + x0 + dir * (k + 1)];
+        step = Math.max(step, a - b);
+      }
+      assert.ok(step < 25, `${v}: a ${step} step into the corner (${dir})`);
+    }
+    // Down the middle (aa shows no lower teeth): from the darkest row to the
+    // tongue the light comes back over rows, not in one edge.
+    if (v !== "aa") continue;
+    const col = (yy: number) => f[yy * W + Math.round(o.cx)];
+    let dark = o.top;
+    for (let yy = o.top; yy <= o.bottom; yy++) {
+      if (col(yy) < col(dark)) dark = yy;
+    }
+    let rise = 0;
+    for (let yy = dark; yy < o.bottom + 3; yy++) {
+      rise = Math.max(rise, col(yy + 1) - col(yy));
+    }
+    assert.ok(rise < 15, `${v}: the tongue's edge rises ${rise} in a row`);
+  }
+});
