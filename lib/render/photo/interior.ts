@@ -12,7 +12,7 @@ import {
   LIP_OUTER_LOWER,
 } from "./landmarks.ts";
 import { unhead } from "./pose.ts";
-import { type DrawInterior, fillLens, line } from "./lens.ts";
+import { type DrawInterior, fillLens, line, smoothLine } from "./lens.ts";
 import { bilinear } from "./warp.ts";
 
 /** Multiplies luma by `f(x, y)` (< 1 darkens) between two rows around a frame curve. */
@@ -81,10 +81,11 @@ export const drawMouth: DrawInterior = (
   scratch,
 ) => {
   const w = rig.width, h = rig.height;
-  const up = line(LIP_INNER_UPPER, pose.x, pose.y);
-  const lo = line(LIP_INNER_LOWER, pose.x, pose.y);
+  const rawUp = line(LIP_INNER_UPPER, pose.x, pose.y);
+  const rawLo = line(LIP_INNER_LOWER, pose.x, pose.y);
   const mid = LIP_INNER_UPPER.length >> 1;
-  const gap = lo.y[mid] - up.y[mid];
+  const gap = rawLo.y[mid] - rawUp.y[mid];
+  const up = smoothLine(rawUp), lo = smoothLine(rawLo);
   const m = state.mouth;
   const { faceH, mouthHw, skin, lipTone: lip } = rig;
   // The photo's own lips may be a little apart at rest: only what opens beyond that
@@ -151,10 +152,10 @@ export const drawMouth: DrawInterior = (
       // shut well inside the inner lips' ends.)
       const corner = Math.max(
         smoothstep(0.62, 1, ax),
-        smoothstep(0.45, 0.1, gh / Math.max(1, gap)),
+        smoothstep(0.35, 0.08, gh / Math.max(1, gap)),
       ) ** 1.5;
       const kc = (0.04 + 0.2 * t * t + 0.3 * (1 - ef) ** 2) * side * lipShadow +
-        0.55 * corner;
+        0.5 * corner;
       let cy = 16 + (lip.y - 16) * kc;
       let cu = 128 + (lip.u - 128) * (0.4 + 0.6 * corner),
         cv = 128 + (lip.v - 128) * (0.55 + 0.55 * corner) + 2;
@@ -209,7 +210,7 @@ export const drawMouth: DrawInterior = (
         const rl = polylineY(restLo.x, restLo.y, hx);
         let a = smoothstep(rl - 0.5, rl - 2, hy);
         if (a > 0) {
-          a *= 1 - smoothstep(0.75, 1, Math.abs(u));
+          a *= (1 - smoothstep(0.75, 1, Math.abs(u))) * (1 - corner);
           cy += (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) * lipShadow - cy) *
             a;
           cu +=
@@ -221,7 +222,10 @@ export const drawMouth: DrawInterior = (
         }
       }
       px.y = cy, px.u = cu, px.v = cv;
-    }, (x, g) => smoothstep(0.3, 2.5, g - restGap(x)));
+      // A portrait showing its teeth: where the lips now meet closer than in the
+      // photo (a rounded mouth's corners), the hole is filled too, with the lips'
+      // inner side, not left showing the photo's teeth where they were.
+    }, (x, g) => smoothstep(0.3, own ? 1.5 : 2.5, own ? g : g - restGap(x)));
     // The lips' inner edges turn into the shadow of the opening.
     const yuAt = (x: number) => polylineY(up.x, up.y, x);
     const ylAt = (x: number) => polylineY(lo.x, lo.y, x);

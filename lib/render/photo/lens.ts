@@ -26,6 +26,33 @@ export function line(
   };
 }
 
+/**
+ * `l` through a Catmull-Rom spline, `k` points per segment (x kept non-decreasing):
+ * the mouth's opening is a curve, where the 11 landmarks of each lip drew a polygon
+ * with visible facets. A convex opening's spline runs just outside its polygon, over
+ * the lips' inner edge, so no unwarped pixel is left between them.
+ */
+export function smoothLine(l: Line, k = 4): Line {
+  const n = l.x.length, m = (n - 1) * k + 1;
+  const x = new Float64Array(m), y = new Float64Array(m);
+  const at = (a: Float64Array, i: number) => a[Math.max(0, Math.min(n - 1, i))];
+  for (let i = 0; i < n - 1; i++) {
+    for (let j = 0; j < k; j++) {
+      const t = j / k, t2 = t * t, t3 = t2 * t;
+      const w0 = -0.5 * t3 + t2 - 0.5 * t, w1 = 1.5 * t3 - 2.5 * t2 + 1;
+      const w2 = -1.5 * t3 + 2 * t2 + 0.5 * t, w3 = 0.5 * t3 - 0.5 * t2;
+      const o = i * k + j;
+      x[o] = w0 * at(l.x, i - 1) + w1 * l.x[i] + w2 * l.x[i + 1] +
+        w3 * at(l.x, i + 2);
+      y[o] = w0 * at(l.y, i - 1) + w1 * l.y[i] + w2 * l.y[i + 1] +
+        w3 * at(l.y, i + 2);
+      if (o > 0 && x[o] < x[o - 1]) x[o] = x[o - 1];
+    }
+  }
+  x[m - 1] = Math.max(x[m - 2], l.x[n - 1]), y[m - 1] = l.y[n - 1];
+  return { x, y };
+}
+
 /** A colour being shaded (reused, no allocation per pixel). */
 export interface Px {
   y: number;
