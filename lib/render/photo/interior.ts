@@ -157,8 +157,8 @@ export const drawMouth: DrawInterior = (
       const kc = (0.04 + 0.2 * t * t + 0.3 * (1 - ef) ** 2) * side * lipShadow +
         0.5 * corner;
       let cy = 16 + (lip.y - 16) * kc;
-      let cu = 128 + (lip.u - 128) * (0.4 + 0.6 * corner),
-        cv = 128 + (lip.v - 128) * (0.55 + 0.55 * corner) + 2;
+      let cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner),
+        cv = 128 + (lip.v - 128) * (0.55 + 0.3 * corner) + 2;
       // Tongue: behind the lower teeth, its far side darker, its edge soft.
       const tongueA =
         smoothstep(tongueTop - 0.08 * gh, tongueTop + 0.12 * gh, hy) *

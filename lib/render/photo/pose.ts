@@ -90,7 +90,7 @@ export function posePoints(
   // corners stay shut up to the inner corners, measured from the inner lips'
   // corners (61/291 are the outer ones).
   const innerHw = Math.max(1, (rig.sx[308] - rig.sx[78]) / 2) / mouthHw;
-  const ring = 0.25 * m.round * out.drop;
+  const ring = 0.4 * m.round * out.drop;
 
   // The head: rotation about the neck, a shift, the breath under it.
   // A photographed head over a still background reads best moving less than the
