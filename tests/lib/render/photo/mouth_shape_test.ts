@@ -2,7 +2,8 @@
  * The photo mouth's shapes as a person sees them: a rounded vowel opens a small oval
  * (U smaller than O), not a box; the lips stay lips around it; the skin between the
  * nose and the upper lip keeps the photo's texture; an open mouth's inside is not one
- * flat dark.
+ * flat dark; a smiling portrait's rounded mouth does not show the photo's teeth at its
+ * shut corners.
  */
 import assert from "node:assert/strict";
 import { createPhotoPainter } from "../../../../lib/render/photo/mod.ts";
@@ -10,7 +11,19 @@ import { visemeIndex } from "../../../../lib/render/visemes.ts";
 import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
 import { buildRig } from "../../../../lib/render/photo/rig.ts";
 import { createPose, posePoints } from "../../../../lib/render/photo/pose.ts";
-import { faceWith, mouthBox, paintOnce, point, testAvatar } from "./_avatar.ts";
+import {
+  faceWith,
+  mouthBox,
+  paintOnce,
+  point,
+  smileAvatar,
+  testAvatar,
+} from "./_avatar.ts";
+import {
+  LIP_INNER_LOWER,
+  LIP_INNER_UPPER,
+} from "../../../../lib/render/photo/landmarks.ts";
+import { polylineY } from "../../../../lib/render/photo/geometry.ts";
 
 const avatar = await testAvatar();
 const W = avatar.width, H = avatar.height;
@@ -157,5 +170,38 @@ Deno.test("an open mouth closes softly at its corners and lightens towards the t
       rise = Math.max(rise, col(yy + 1) - col(yy));
     }
     assert.ok(rise < 15, `${v}: the tongue's edge rises ${rise} in a row`);
+  }
+});
+
+Deno.test("a smiling portrait's rounded mouth fills its corners, not with the photo's teeth", async () => {
+  const a = await smileAvatar();
+  const p = createPhotoPainter(a, { bg: null, seed: 1 });
+  const rig = buildRig(a), pose = createPose(rig);
+  for (const v of ["O", "U"] as const) {
+    const { state, weights } = faceWith({ [visemeIndex(v)]: 1 });
+    const f = paintOnce(p, state, weights).data;
+    posePoints(rig, state, 0, 0, pose);
+    const ux = LIP_INNER_UPPER.map((i) => pose.x[i]),
+      uy = LIP_INNER_UPPER.map((i) => pose.y[i]);
+    const lx = LIP_INNER_LOWER.map((i) => pose.x[i]),
+      ly = LIP_INNER_LOWER.map((i) => pose.y[i]);
+    // Inside the opening over its first two segments at each corner: where the
+    // lips came closer than in the photo, the photo's own (bright) teeth were left
+    // showing where they had been; now the lips' inner side and the dark.
+    let drawn = 0, photo = 0;
+    for (const [xa, xb] of [[ux[0], ux[2]], [ux.at(-3)!, ux.at(-1)!]]) {
+      for (let x = Math.ceil(xa); x < xb; x++) {
+        const y0 = polylineY(ux, uy, x + 0.5), y1 = polylineY(lx, ly, x + 0.5);
+        for (let y = Math.ceil(y0 + 1); y < y1 - 1; y++) {
+          drawn += f[y * W + x];
+          photo += a.i420[y * W + x];
+        }
+      }
+    }
+    assert.ok(photo > 0, `${v}: no corner pixels`);
+    assert.ok(
+      drawn < 0.82 * photo,
+      `${v}: corners ${(drawn / photo).toFixed(2)} of the photo's luma`,
+    );
   }
 });
