@@ -65,6 +65,8 @@ export class LiveSession {
     framesThrottled: 0,
   };
   onInitSent: (() => void) | null = null;
+  /** `stacked`: the video carries alpha (transparent background, DECISIONS 6). */
+  alpha: "stacked" | null = null;
   /** Called when the last socket goes away (not on takeover). */
   onDetached: (() => void) | null = null;
   /**
@@ -143,7 +145,7 @@ export class LiveSession {
     return {
       onInit: (mime, init) => {
         if (this.socket !== ws) return;
-        link.init(mime, init);
+        link.init(mime, init, this.alpha);
         this.streamingTo = ws;
         this.turns.newStream();
         this.onInitSent?.();

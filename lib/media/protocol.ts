@@ -116,7 +116,7 @@ export type SocketErrorCode =
 
 export type ServerMessage =
   | { type: "session.state"; status: string }
-  | { type: "media.init"; mime: string }
+  | { type: "media.init"; mime: string; alpha?: "stacked" }
   | { type: "turn.start"; turn_id: string; role: "user" | "avatar" }
   | { type: "turn.end"; turn_id: string }
   | {
@@ -140,7 +140,7 @@ export type ServerMessage =
   }
   | { type: "turn.interrupted"; turn_id: string; played_ms: number }
   | { type: "pong" }
-  | { type: "webrtc.offer"; sdp: string }
+  | { type: "webrtc.offer"; sdp: string; alpha?: "stacked" }
   | {
     type: "webrtc.candidate";
     candidate: {
