@@ -2,97 +2,18 @@
  * What the warp cannot take from the photo: the inside of the open mouth (the upper
  * teeth fixed to the skull, the lower teeth and the tongue riding on the jaw, a cavity
  * darker towards the back, the upper lip's shadow, all in the tones of the photo's own
- * lips and skin), the eyes behind the moving lids (the eyeball from the photo, the iris
- * moved by the gaze), and the shade under the lower lip that deepens as the jaw drops.
+ * lips and skin), and the shade under the lower lip that deepens as the jaw drops.
+ * The eyes are ./eyes.ts.
  */
-import type { FaceState } from "../face.ts";
 import { polylineY, smoothstep } from "./geometry.ts";
 import {
   LIP_INNER_LOWER,
   LIP_INNER_UPPER,
   LIP_OUTER_LOWER,
 } from "./landmarks.ts";
-import { type Pose, unhead } from "./pose.ts";
-import type { EyeRig, Rig } from "./rig.ts";
-import { bilinear, type WarpSource } from "./warp.ts";
-
-/** A contour's frame points, x increasing. */
-interface Line {
-  x: Float64Array;
-  y: Float64Array;
-}
-
-function line(
-  idx: readonly number[],
-  xs: Float64Array,
-  ys: Float64Array,
-): Line {
-  return {
-    x: Float64Array.from(idx, (i) => xs[i]),
-    y: Float64Array.from(idx, (i) => ys[i]),
-  };
-}
-
-/** A colour being shaded (reused, no allocation per pixel). */
-interface Px {
-  y: number;
-  u: number;
-  v: number;
-}
-
-/**
- * Fills the region between the frame polylines `up` and `lo` (sharing their corners):
- * `shade(x, y, px)` colours the point (x, y); edges are blended by vertical coverage,
- * and each column by `reveal(x, gap)` (0 keeps what is there).
- * Luma at every pixel, chroma at each 2×2 block's centre.
- */
-function fillLens(
-  out: Uint8Array,
-  w: number,
-  h: number,
-  up: Line,
-  lo: Line,
-  shade: (x: number, y: number, px: Px) => void,
-  reveal: (x: number, gap: number) => number = () => 1,
-): void {
-  const px: Px = { y: 0, u: 0, v: 0 };
-  const x0 = Math.max(0, Math.floor(Math.min(up.x[0], lo.x[0])));
-  const x1 = Math.min(
-    w,
-    Math.ceil(Math.max(up.x[up.x.length - 1], lo.x[lo.x.length - 1])),
-  );
-  const cw = w >> 1, uOff = w * h, vOff = uOff + cw * (h >> 1);
-  for (let scale = 1; scale <= 2; scale++) {
-    for (let X = x0 - (x0 % scale); X < x1; X += scale) {
-      const xc = X + scale / 2;
-      const yu = polylineY(up.x, up.y, xc), yl = polylineY(lo.x, lo.y, xc);
-      if (yl - yu < 0.05) continue;
-      const k = reveal(xc, yl - yu);
-      if (k <= 0) continue;
-      const r0 = Math.max(0, Math.floor(yu / scale - 0.5)),
-        r1 = Math.min(h / scale, Math.ceil(yl / scale + 0.5));
-      for (let r = r0; r < r1; r++) {
-        const yc = (r + 0.5) * scale;
-        // Pixels centred inside are the mesh's hole (no triangle wrote them): filled
-        // whole; those centred just outside belong to the lips: blended by how much
-        // of them the opening covers.
-        const top = yc >= yu ? 1 : Math.max(0, 0.5 - (yu - yc) / scale);
-        const bottom = yc < yl ? 1 : Math.max(0, 0.5 - (yc - yl) / scale);
-        const cov = top * bottom * Math.min(1, (yl - yu) / scale) * k;
-        if (cov <= 0) continue;
-        shade(xc, yc, px);
-        if (scale === 1) {
-          const i = r * w + X;
-          out[i] += (px.y - out[i]) * cov;
-        } else {
-          const i = r * cw + X / 2;
-          out[uOff + i] += (px.u - out[uOff + i]) * cov;
-          out[vOff + i] += (px.v - out[vOff + i]) * cov;
-        }
-      }
-    }
-  }
-}
+import { unhead } from "./pose.ts";
+import { type DrawInterior, fillLens, line, smoothLine } from "./lens.ts";
+import { bilinear } from "./warp.ts";
 
 /** Multiplies luma by `f(x, y)` (< 1 darkens) between two rows around a frame curve. */
 function darken(
@@ -150,25 +71,21 @@ function toothShade(
   return { k, lift: 1 - Math.sin(Math.PI * f) };
 }
 
-/** Scratch per painter, so frames allocate nothing. */
-export interface InteriorScratch {
-  p: Float64Array;
-}
-
 /** Draws the mouth's inside and the shade under the lower lip into `out`. */
-export function drawMouth(
-  rig: Rig,
-  pose: Pose,
-  state: FaceState,
-  src: WarpSource,
-  out: Uint8Array,
-  scratch: InteriorScratch,
-): void {
+export const drawMouth: DrawInterior = (
+  rig,
+  pose,
+  state,
+  src,
+  out,
+  scratch,
+) => {
   const w = rig.width, h = rig.height;
-  const up = line(LIP_INNER_UPPER, pose.x, pose.y);
-  const lo = line(LIP_INNER_LOWER, pose.x, pose.y);
+  const rawUp = line(LIP_INNER_UPPER, pose.x, pose.y);
+  const rawLo = line(LIP_INNER_LOWER, pose.x, pose.y);
   const mid = LIP_INNER_UPPER.length >> 1;
-  const gap = lo.y[mid] - up.y[mid];
+  const gap = rawLo.y[mid] - rawUp.y[mid];
+  const up = smoothLine(rawUp), lo = smoothLine(rawLo);
   const m = state.mouth;
   const { faceH, mouthHw, skin, lipTone: lip } = rig;
   // The photo's own lips may be a little apart at rest: only what opens beyond that
@@ -223,14 +140,28 @@ export function drawMouth(
         const tip = Math.max(0, 1 - (u / 0.4) ** 2) * m.tongueUp;
         tongueTop += (Math.min(tongueTop, teethU + 0.5) - tongueTop) * tip;
       }
-      // The cavity: faintly lit at the lips, dark at the back and the corners.
+      // The cavity: the lips' wet inner side at its rim; at the corners, where the
+      // lips meet, that side fills the narrowing gap (the corner closes softly, not
+      // cut); inside, darkest under the upper teeth, a little light coming back off
+      // the tongue and the lower lip towards the bottom.
       const t = (hy - yu) / gh;
       const ef = Math.min(1, 2 * Math.min(t, 1 - t));
-      const kc = (0.07 + 0.2 * (1 - ef) ** 2) * side * lipShadow;
+      const ax = Math.abs(hx - (hUp.x[0] + hUp.x[hUp.x.length - 1]) / 2) /
+        Math.max(1, (hUp.x[hUp.x.length - 1] - hUp.x[0]) / 2);
+      // (Towards the ends or where the gap narrows: a rounded mouth's corners are
+      // shut well inside the inner lips' ends.)
+      const corner = Math.max(
+        smoothstep(0.62, 1, ax),
+        smoothstep(0.35, 0.08, gh / Math.max(1, gap)),
+      ) ** 1.5;
+      const kc = (0.04 + 0.2 * t * t + 0.3 * (1 - ef) ** 2) * side * lipShadow +
+        0.5 * corner;
       let cy = 16 + (lip.y - 16) * kc;
-      let cu = 128 + (lip.u - 128) * 0.4, cv = 128 + (lip.v - 128) * 0.55 + 2;
+      let cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner),
+        cv = 128 + (lip.v - 128) * (0.55 + 0.3 * corner) + 2;
       // Tongue: behind the lower teeth, its far side darker, its edge soft.
-      const tongueA = smoothstep(tongueTop - 0.5, tongueTop + 1.5, hy) *
+      const tongueA =
+        smoothstep(tongueTop - 0.08 * gh, tongueTop + 0.12 * gh, hy) *
         Math.max(0, 1 - u * u);
       if (tongueA > 0) {
         const under = 1 - 0.45 * Math.exp(-(yl - hy) / (0.06 * gh + 0.8));
@@ -251,7 +182,10 @@ export function drawMouth(
       // Each tooth's biting edge a little higher at its sides: a scalloped row.
       const edgeU = teethU - 0.12 * showU * up.lift;
       const edgeL = teethL + 0.12 * showL * low.lift;
-      const upperA = own ? 0 : front * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+      // Rounded lips stand forward of the teeth: they show little, in shade.
+      const upperA = own ? 0 : front *
+        Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth)) *
+        smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
       const lowerA = front * lowerOn * smoothstep(edgeL - 0.6, edgeL + 0.6, hy);
       let tk = 0, ta = 0;
       if (upperA > 0) {
@@ -276,7 +210,7 @@ export function drawMouth(
         const rl = polylineY(restLo.x, restLo.y, hx);
         let a = smoothstep(rl - 0.5, rl - 2, hy);
         if (a > 0) {
-          a *= 1 - smoothstep(0.75, 1, Math.abs(u));
+          a *= (1 - smoothstep(0.75, 1, Math.abs(u))) * (1 - corner);
           cy += (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) * lipShadow - cy) *
             a;
           cu +=
@@ -288,7 +222,10 @@ export function drawMouth(
         }
       }
       px.y = cy, px.u = cu, px.v = cv;
-    }, (x, g) => smoothstep(0.3, 2.5, g - restGap(x)));
+      // A portrait showing its teeth: where the lips now meet closer than in the
+      // photo (a rounded mouth's corners), the hole is filled too, with the lips'
+      // inner side, not left showing the photo's teeth where they were.
+    }, (x, g) => smoothstep(0.3, own ? 1.5 : 2.5, own ? g : g - restGap(x)));
     // The lips' inner edges turn into the shadow of the opening.
     const yuAt = (x: number) => polylineY(up.x, up.y, x);
     const ylAt = (x: number) => polylineY(lo.x, lo.y, x);
@@ -352,77 +289,4 @@ export function drawMouth(
       },
     );
   }
-}
-
-/** Draws both eyes between their moved lids, the irises turned by the gaze. */
-export function drawEyes(
-  rig: Rig,
-  pose: Pose,
-  state: FaceState,
-  src: WarpSource,
-  out: Uint8Array,
-  scratch: InteriorScratch,
-): void {
-  for (const e of rig.eyes) drawEye(rig, e, pose, state, src, out, scratch);
-}
-
-/**
- * Where a look of `off` (px) takes the point at `d` along a line whose knots are the
- * eye's two edges `e0`, `e1` and the iris's `i0`, `i1`: the iris moves whole, the
- * white on either side stretches or gathers (no ghost of the iris, no flat fill). The
- * inverse map: the photo's coordinate shown at `d`.
- */
-function unlook(
-  d: number,
-  e0: number,
-  i0: number,
-  i1: number,
-  e1: number,
-  off: number,
-): number {
-  // Knots in the frame: the edges stay, the iris shifts (kept inside the edges).
-  const a = Math.max(e0 + 0.5, Math.min(e1 - 0.5, i0 + off));
-  const b = Math.max(a, Math.min(e1 - 0.5, i1 + off));
-  if (d <= e0 || d >= e1) return d;
-  if (d < a) return e0 + (d - e0) * (i0 - e0) / Math.max(1e-6, a - e0);
-  if (d <= b) return i0 + (d - a) * (i1 - i0) / Math.max(1e-6, b - a);
-  return i1 + (d - b) * (e1 - i1) / Math.max(1e-6, e1 - b);
-}
-
-function drawEye(
-  rig: Rig,
-  e: EyeRig,
-  pose: Pose,
-  state: FaceState,
-  src: WarpSource,
-  out: Uint8Array,
-  scratch: InteriorScratch,
-): void {
-  const up = line(e.upper, pose.x, pose.y), lo = line(e.lower, pose.x, pose.y);
-  const rUp = line(e.upper, rig.sx, rig.sy),
-    rLo = line(e.lower, rig.sx, rig.sy);
-  const r = e.irisR;
-  const ox = state.gaze.x * 0.5 * r, oy = state.gaze.y * 0.25 * r;
-  const x0 = rUp.x[0], x1 = rUp.x[rUp.x.length - 1];
-  const w = rig.width, h = rig.height, cw = w >> 1, ch = h >> 1;
-  const p = scratch.p;
-  fillLens(out, w, h, up, lo, (X, Y, px) => {
-    unhead(pose, rig, X, Y, p);
-    let hx = p[0], hy = p[1];
-    const yu = polylineY(up.x, up.y, X);
-    // A lowering lid shades the eye under it (the photo has its own shade at rest).
-    const lid = 1 -
-      0.3 * state.blink * Math.exp(-(Y - yu) / (0.15 * e.gap + 0.5));
-    if (ox !== 0 || oy !== 0) {
-      // The eyeball turns: the iris slides, the white gives, within the photo's own
-      // opening (what the lids hid is not in the photo).
-      hx = unlook(hx, x0, e.irisX - r, e.irisX + r, x1, ox);
-      const ru = polylineY(rUp.x, rUp.y, hx), rl = polylineY(rLo.x, rLo.y, hx);
-      hy = unlook(hy, ru, e.irisY - r, e.irisY + r, rl, oy);
-      hy = Math.min(rl - 0.5, Math.max(ru + 0.5, hy));
-    }
-    px.y = 16 + (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) - 16) * lid;
-    px.u = bilinear(src.u, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
-    px.v = bilinear(src.v, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
-  });
-}
+};

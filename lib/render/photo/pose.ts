@@ -81,9 +81,16 @@ export function posePoints(
   // muscle: it gathers the lips and barely moves the cheeks.
   const spread = mouthHw * 0.2 * (m.wide - 0.35);
   const gather = -mouthHw * 0.38 * m.round;
-  const lift = faceH * (0.006 + 0.012 * m.teeth) * openK;
-  const thick = 0.28 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
+  // Rounded lips stand forward of the teeth and do not lift off them.
+  const lift = faceH * (0.006 + 0.012 * m.teeth) * openK * (1 - 0.7 * m.round);
+  const thick = 0.4 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
     0.22 * m.press;
+  // Rounded lips make a ring: the upper lip rises in its middle as the lower one
+  // drops (an oval opening, not the photo's straight lip line over a drop), and the
+  // corners stay shut up to the inner corners, measured from the inner lips'
+  // corners (61/291 are the outer ones).
+  const innerHw = Math.max(1, (rig.sx[308] - rig.sx[78]) / 2) / mouthHw;
+  const ring = 0.4 * m.round * out.drop;
 
   // The head: rotation about the neck, a shift, the breath under it.
   // A photographed head over a still background reads best moving less than the
@@ -123,7 +130,10 @@ export function posePoints(
       // Falling off faster upwards: the nose stays where it is.
       const e = Math.hypot(u * 0.85, v * (v < 0 ? 3 : 1.2));
       g = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.6) ** 2));
-      gl = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.5) ** 2));
+      // Rounding gathers the skin with a wide, smooth falloff from the lips out:
+      // a plateau with a steep edge stretched the skin beside it like rubber (44 %
+      // at its edge; this way at most ~13 %), in streaks and folds.
+      gl = Math.exp(-((e / 1.4) ** 2));
     }
     if (g > 0.01) {
       const uc = Math.max(-1.1, Math.min(1.1, u));
@@ -132,8 +142,10 @@ export function posePoints(
     }
     // The mouth opens less towards its corners (more so rounded), so the opening is
     // an oval, not a slot; the lower lip and the skin under its corners alike.
-    const corner = Math.min(0.95, 0.7 + 0.3 * m.round) * Math.min(1, u * u) *
+    const ui = u / (1 + (innerHw - 1) * m.round);
+    const corner = Math.min(0.95, 0.7 + 0.3 * m.round) * Math.min(1, ui * ui) *
       out.drop;
+    const ringAt = ring * Math.max(0, 1 - ui * ui);
     if (role === LIP_NONE && Math.abs(u) < 1.8) {
       // Beside the corners it fades out again: the cheeks go down with the jaw.
       const below = (sy - mouthY) / mouthHw;
@@ -144,7 +156,8 @@ export function posePoints(
       const d = rig.lipD[i];
       const curve = Math.max(0, 1 - u * u);
       if (role === LIP_UPPER) {
-        y -= thick * d + lift * curve;
+        // The whole upper lip rises with the ring (its thickness kept).
+        y -= thick * d + lift * curve + ringAt;
       } else {
         // Pressed lips close the photo's own gap; a tucked lip rides up under the
         // upper teeth; an open jaw lets the lower lip roll out a little.
@@ -155,7 +168,7 @@ export function posePoints(
       }
     } else if (sy < mouthY && g > 0.01 && Math.abs(u) < 1) {
       // The skin above the upper lip goes up with it (less the farther up).
-      y -= lift * (1 - u * u) * g *
+      y -= (lift * (1 - u * u) + ringAt) * g *
         Math.exp(-(((mouthY - sy) / (0.08 * faceH)) ** 2));
     }
     // Eyes: the upper lid comes down over the eye, the lower one up a little; the

@@ -1,0 +1,71 @@
+/**
+ * The eyes behind the moving lids: the eyeball from the photo, shaded under a
+ * lowering lid, the iris moved by the gaze within the photo's own opening.
+ */
+import { polylineY } from "./geometry.ts";
+import { type DrawArgs, type DrawInterior, fillLens, line } from "./lens.ts";
+import { unhead } from "./pose.ts";
+import type { EyeRig, Rig } from "./rig.ts";
+import { bilinear } from "./warp.ts";
+
+/** Draws both eyes between their moved lids, the irises turned by the gaze. */
+export const drawEyes: DrawInterior = (rig, pose, state, src, out, scratch) => {
+  for (const e of rig.eyes) drawEye(rig, e, pose, state, src, out, scratch);
+};
+
+/**
+ * Where a look of `off` (px) takes the point at `d` along a line whose knots are the
+ * eye's two edges `e0`, `e1` and the iris's `i0`, `i1`: the iris moves whole, the
+ * white on either side stretches or gathers (no ghost of the iris, no flat fill). The
+ * inverse map: the photo's coordinate shown at `d`.
+ */
+function unlook(
+  d: number,
+  e0: number,
+  i0: number,
+  i1: number,
+  e1: number,
+  off: number,
+): number {
+  // Knots in the frame: the edges stay, the iris shifts (kept inside the edges).
+  const a = Math.max(e0 + 0.5, Math.min(e1 - 0.5, i0 + off));
+  const b = Math.max(a, Math.min(e1 - 0.5, i1 + off));
+  if (d <= e0 || d >= e1) return d;
+  if (d < a) return e0 + (d - e0) * (i0 - e0) / Math.max(1e-6, a - e0);
+  if (d <= b) return i0 + (d - a) * (i1 - i0) / Math.max(1e-6, b - a);
+  return i1 + (d - b) * (e1 - i1) / Math.max(1e-6, e1 - b);
+}
+
+function drawEye(
+  rig: Rig,
+  e: EyeRig,
+  ...[pose, state, src, out, scratch]: DrawArgs
+): void {
+  const up = line(e.upper, pose.x, pose.y), lo = line(e.lower, pose.x, pose.y);
+  const rUp = line(e.upper, rig.sx, rig.sy),
+    rLo = line(e.lower, rig.sx, rig.sy);
+  const r = e.irisR;
+  const ox = state.gaze.x * 0.5 * r, oy = state.gaze.y * 0.25 * r;
+  const x0 = rUp.x[0], x1 = rUp.x[rUp.x.length - 1];
+  const w = rig.width, h = rig.height, cw = w >> 1, ch = h >> 1;
+  const p = scratch.p;
+  fillLens(out, w, h, up, lo, (X, Y, px) => {
+    unhead(pose, rig, X, Y, p);
+    let hx = p[0], hy = p[1];
+    const yu = polylineY(up.x, up.y, X);
+    // A lowering lid shades the eye under it (the photo has its own shade at rest).
+    const lid = 1 -
+      0.3 * state.blink * Math.exp(-(Y - yu) / (0.15 * e.gap + 0.5));
+    if (ox !== 0 || oy !== 0) {
+      // The eyeball turns: the iris slides, the white gives, within the photo's own
+      // opening (what the lids hid is not in the photo).
+      hx = unlook(hx, x0, e.irisX - r, e.irisX + r, x1, ox);
+      const ru = polylineY(rUp.x, rUp.y, hx), rl = polylineY(rLo.x, rLo.y, hx);
+      hy = unlook(hy, ru, e.irisY - r, e.irisY + r, rl, oy);
+      hy = Math.min(rl - 0.5, Math.max(ru + 0.5, hy));
+    }
+    px.y = 16 + (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) - 16) * lid;
+    px.u = bilinear(src.u, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
+    px.v = bilinear(src.v, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
+  });
+}
