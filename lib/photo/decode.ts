@@ -5,6 +5,7 @@
  */
 import jpeg from "jpeg-js";
 import { convertIndexedToRgb, decode as decodePng } from "fast-png";
+import { guardPng } from "./png_guard.ts";
 import { PhotoRefusal } from "./refusal.ts";
 
 /** Largest accepted upload, in bytes. */
@@ -88,7 +89,8 @@ function decodeJpeg(bytes: Uint8Array): RgbImage {
 }
 
 function decodePngRgb(bytes: Uint8Array): RgbImage {
-  const png = decodePng(bytes, { checkCrc: true });
+  // fast-png inflates without bound: the guard bounds it by the header first.
+  const png = decodePng(guardPng(bytes), { checkCrc: true });
   const { width, height } = png;
   let data = png.data;
   let channels = png.channels;

@@ -1,0 +1,148 @@
+import assert from "node:assert/strict";
+import { deflateSync } from "node:zlib";
+import { encode as encodePng } from "fast-png";
+import { decodePhoto } from "../../../lib/photo/decode.ts";
+import { ADAM7, guardPng, pngDataBytes } from "../../../lib/photo/png_guard.ts";
+import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
+import { refusedSync } from "./_helpers.ts";
+
+const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+function crc32(b: Uint8Array): number {
+  let c = ~0;
+  for (const x of b) {
+    c ^= x;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+
+function chunk(type: string, data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(12 + data.length);
+  const v = new DataView(out.buffer);
+  v.setUint32(0, data.length);
+  out.set(new TextEncoder().encode(type), 4);
+  out.set(data, 8);
+  v.setUint32(8 + data.length, crc32(out.subarray(4, 8 + data.length)));
+  return out;
+}
+
+function ihdr(side: number, interlace = 0): Uint8Array {
+  const b = new Uint8Array(13);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, side);
+  v.setUint32(4, side);
+  b.set([8, 2, 0, 0, interlace], 8); // 8-bit RGB
+  return chunk("IHDR", b);
+}
+
+function png(...chunks: Uint8Array[]): Uint8Array {
+  const all = [
+    new Uint8Array(SIGNATURE),
+    ...chunks,
+    chunk("IEND", new Uint8Array()),
+  ];
+  const out = new Uint8Array(all.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of all) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+Deno.test("decodePhoto() refuses a PNG whose data inflates past its pixels (a decompression bomb)", () => {
+  // 64×64 RGB needs 12,352 bytes; these ~65 KiB inflate to 64 MiB (8 MiB would be 8 GiB).
+  const bomb = png(
+    ihdr(64),
+    chunk("IDAT", deflateSync(new Uint8Array(64 << 20), { level: 9 })),
+  );
+  assert.ok(bomb.length < 128 * 1024);
+  const before = Deno.memoryUsage().rss;
+  assert.equal(refusedSync(() => decodePhoto(bomb)), "corrupted image");
+  const grew = (Deno.memoryUsage().rss - before) / 2 ** 20;
+  assert.ok(grew < 32, `RSS grew by ${grew.toFixed(0)} MiB`);
+});
+
+Deno.test("decodePhoto() refuses a second IHDR and a PNG without IHDR first", () => {
+  const rows = deflateSync(new Uint8Array(pngDataBytes(8, 8, 24, false)));
+  assert.equal(
+    refusedSync(() =>
+      decodePhoto(png(ihdr(8), ihdr(4000), chunk("IDAT", rows)))
+    ),
+    "corrupted image",
+  );
+  const noHeaderFirst = png(
+    chunk("tEXt", new Uint8Array([0x61, 0, 0x62])),
+    ihdr(8),
+  );
+  // readPhotoHeader reads IHDR at its fixed place: the guard refuses what follows.
+  assert.throws(() => guardPng(noHeaderFirst), PhotoRefusal);
+});
+
+Deno.test("guardPng() drops an iCCP bomb and text chunks; the picture still decodes", () => {
+  const data = new Uint8Array(16 * 16 * 3).fill(200);
+  const plain = encodePng({
+    width: 16,
+    height: 16,
+    data,
+    channels: 3,
+    depth: 8,
+  });
+  // Splice an iCCP chunk (a 64-MiB profile, deflated) and a tEXt chunk after IHDR.
+  const profile = new Uint8Array([
+    ...new TextEncoder().encode("icc"),
+    0,
+    0,
+    ...deflateSync(new Uint8Array(64 << 20)),
+  ]);
+  const extra = [
+    chunk("iCCP", profile),
+    chunk("tEXt", new TextEncoder().encode("k\0v")),
+  ];
+  const head = plain.subarray(0, 33);
+  const tail = plain.subarray(33);
+  const withBomb = new Uint8Array([
+    ...head,
+    ...extra.flatMap((c) => [...c]),
+    ...tail,
+  ]);
+  const guarded = guardPng(withBomb);
+  assert.ok(guarded.length < 1024, "the iCCP and tEXt chunks are dropped");
+  const image = decodePhoto(withBomb);
+  assert.equal(image.width, 16);
+  assert.deepEqual([...image.data.subarray(0, 3)], [200, 200, 200]);
+});
+
+Deno.test("decodePhoto() reads an Adam7-interlaced PNG (the bound counts each pass)", () => {
+  const side = 13; // passes of uneven sizes, one of them empty in x for side < 5
+  const raw = new Uint8Array(pngDataBytes(side, side, 24, true));
+  // Filter byte 0 on every row; every sample 90 (the passes' layout does not matter).
+  raw.fill(90);
+  let at = 0;
+  // Laid out by the guard's own table; fast-png reading the passes checks it.
+  for (const [xs, ys, dx, dy] of ADAM7) {
+    const w = Math.ceil((side - xs) / dx);
+    const h = Math.ceil((side - ys) / dy);
+    if (w <= 0 || h <= 0) continue;
+    for (let y = 0; y < h; y++) {
+      raw[at] = 0;
+      at += 1 + w * 3;
+    }
+  }
+  assert.equal(at, raw.length);
+  const image = decodePhoto(
+    png(ihdr(side, 1), chunk("IDAT", deflateSync(raw))),
+  );
+  assert.equal(image.width, side);
+  assert.ok(image.data.every((v) => v === 90));
+  // One byte more than the passes need is refused.
+  const over = new Uint8Array(raw.length + 1);
+  over.set(raw);
+  assert.equal(
+    refusedSync(() =>
+      decodePhoto(png(ihdr(side, 1), chunk("IDAT", deflateSync(over))))
+    ),
+    "corrupted image",
+  );
+});
