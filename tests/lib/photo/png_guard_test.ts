@@ -4,52 +4,12 @@ import { encode as encodePng } from "fast-png";
 import { decodePhoto } from "../../../lib/photo/decode.ts";
 import { ADAM7, guardPng, pngDataBytes } from "../../../lib/photo/png_guard.ts";
 import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
+import {
+  pngChunk as chunk,
+  pngIhdr as ihdr,
+  pngOf as png,
+} from "../../../fuzz/_images.ts";
 import { refusedSync } from "./_helpers.ts";
-
-const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-
-function crc32(b: Uint8Array): number {
-  let c = ~0;
-  for (const x of b) {
-    c ^= x;
-    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
-  }
-  return ~c >>> 0;
-}
-
-function chunk(type: string, data: Uint8Array): Uint8Array {
-  const out = new Uint8Array(12 + data.length);
-  const v = new DataView(out.buffer);
-  v.setUint32(0, data.length);
-  out.set(new TextEncoder().encode(type), 4);
-  out.set(data, 8);
-  v.setUint32(8 + data.length, crc32(out.subarray(4, 8 + data.length)));
-  return out;
-}
-
-function ihdr(side: number, interlace = 0): Uint8Array {
-  const b = new Uint8Array(13);
-  const v = new DataView(b.buffer);
-  v.setUint32(0, side);
-  v.setUint32(4, side);
-  b.set([8, 2, 0, 0, interlace], 8); // 8-bit RGB
-  return chunk("IHDR", b);
-}
-
-function png(...chunks: Uint8Array[]): Uint8Array {
-  const all = [
-    new Uint8Array(SIGNATURE),
-    ...chunks,
-    chunk("IEND", new Uint8Array()),
-  ];
-  const out = new Uint8Array(all.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of all) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
 
 Deno.test("decodePhoto() refuses a PNG whose data inflates past its pixels (a decompression bomb)", () => {
   // 64×64 RGB needs 12,352 bytes; these ~65 KiB inflate to 64 MiB (8 MiB would be 8 GiB).
