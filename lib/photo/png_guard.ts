@@ -3,8 +3,9 @@
  * every IDAT (and an iCCP profile) without bound and keeps whatever comes out: a
  * 500-KiB file of deflated zeros declaring 64×64 pixels took 1.6 GiB, and 8 MiB of it
  * would take the process down. Here the image data is inflated once with its size
- * bounded by what the header's pixels need, a second IHDR is refused, and only the
- * chunks a picture needs (IHDR, PLTE, tRNS, IDAT, IEND) are passed on.
+ * bounded by what the header's pixels need, a second IHDR and a palette of more than
+ * 256 entries are refused, and only the chunks a picture needs (IHDR, PLTE, tRNS, IDAT,
+ * IEND) are passed on.
  */
 import { inflateSync } from "node:zlib";
 import { PhotoRefusal } from "./refusal.ts";
@@ -78,6 +79,9 @@ export function guardPng(bytes: Uint8Array): Uint8Array {
         data[12] === 1,
       );
     }
+    // A palette has at most 256 entries (fast-png keeps each as an array of three).
+    if (type === "PLTE" && (length > 768 || length % 3 !== 0)) corrupted();
+    if (type === "tRNS" && length > 256) corrupted();
     if (type === "IDAT") idat.push(data);
     if (type === "IEND") ended = true;
     if (KEPT.has(type)) kept.push(bytes.subarray(pos, end));

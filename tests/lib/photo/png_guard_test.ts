@@ -24,7 +24,7 @@ Deno.test("decodePhoto() refuses a PNG whose data inflates past its pixels (a de
   assert.ok(grew < 32, `RSS grew by ${grew.toFixed(0)} MiB`);
 });
 
-Deno.test("decodePhoto() refuses a second IHDR and a PNG without IHDR first", () => {
+Deno.test("decodePhoto() refuses a second IHDR, an oversized palette and a PNG without IHDR first", () => {
   const rows = deflateSync(new Uint8Array(pngDataBytes(8, 8, 24, false)));
   assert.equal(
     refusedSync(() =>
@@ -35,6 +35,24 @@ Deno.test("decodePhoto() refuses a second IHDR and a PNG without IHDR first", ()
   const noHeaderFirst = png(
     chunk("tEXt", new Uint8Array([0x61, 0, 0x62])),
     ihdr(8),
+  );
+  // A palette of 3 MiB (fast-png would make a million arrays of it) is refused, though
+  // the indexed 8×8 picture after it is whole.
+  const indexed = new Uint8Array(13);
+  new DataView(indexed.buffer).setUint32(0, 8);
+  new DataView(indexed.buffer).setUint32(4, 8);
+  indexed.set([8, 3, 0, 0, 0], 8);
+  const indices = deflateSync(new Uint8Array(pngDataBytes(8, 8, 8, false)));
+  const withPalette = (entries: number) =>
+    png(
+      chunk("IHDR", indexed),
+      chunk("PLTE", new Uint8Array(3 * entries).fill(77)),
+      chunk("IDAT", indices),
+    );
+  assert.equal(decodePhoto(withPalette(256)).data[0], 77);
+  assert.equal(
+    refusedSync(() => decodePhoto(withPalette(2 ** 20))),
+    "corrupted image",
   );
   // readPhotoHeader reads IHDR at its fixed place: the guard refuses what follows.
   assert.throws(() => guardPng(noHeaderFirst), PhotoRefusal);
