@@ -3,7 +3,10 @@
  * npm ffmpeg (mouth-region luma per video frame with its pts, the audio track as PCM
  * with its first pts, the H.264 bytes), and finding onsets in both.
  */
+import { Encoder } from "../lib/render/encoder.ts";
 import { ffmpegPath } from "../lib/render/ffmpeg.ts";
+import { concat } from "../lib/render/mp4_boxes.ts";
+import { STREAM_RATE } from "../lib/render/voice.ts";
 
 /** Runs ffmpeg, returning stdout and stderr; throws with the stderr tail on failure. */
 async function ffmpeg(
@@ -167,4 +170,72 @@ export function psnr(a: Uint8Array, b: Uint8Array): number {
   for (let i = 0; i < a.length; i++) e += (a[i] - b[i]) ** 2;
   const mse = e / a.length;
   return mse === 0 ? 99 : 10 * Math.log10(255 * 255 / mse);
+}
+
+/**
+ * The session's encoder (H.264 + AAC in fMP4, 25 fps) for a `size`×`size` run, fed
+ * frame by frame as fast as it takes them (at most ~1 s queued).
+ */
+export async function runEncoder(size: number) {
+  const parts: Uint8Array[] = [];
+  let segments = 0;
+  let failure: Error | null = null;
+  const encoder = new Encoder(
+    {
+      ffmpeg: await ffmpegPath(),
+      width: size,
+      height: size,
+      fps: 25,
+      sampleRate: STREAM_RATE,
+    },
+    {
+      onInit: (b) => parts.push(b.slice()),
+      onSegment: (b) => (parts.push(b.slice()), segments++),
+      onFailure: (err) => (failure = err),
+    },
+  );
+  const wait = async (until: () => boolean) => {
+    while (!until() && !failure) await new Promise((r) => setTimeout(r, 5));
+    if (failure) throw failure;
+  };
+  return {
+    pid: encoder.pid,
+    /** Frame `k` (I420, kept until written: pass a fresh one) and its 48-kHz audio. */
+    async write(k: number, frame: Uint8Array, samples: Int16Array) {
+      const audio = new Uint8Array(samples.slice().buffer);
+      if (!encoder.write(frame, audio)) throw new Error("encoder fell behind");
+      await wait(() => k - segments <= 25);
+    },
+    /** Waits until all but the last `left` of `frames` fragments are out. */
+    caughtUp: (frames: number, left = 3) =>
+      wait(() => segments >= frames - left),
+    /** Stops the encoder and writes the stream to `file`. */
+    async finish(file: string) {
+      const { clean } = await encoder.stop({
+        graceful: true,
+        timeoutMs: 20_000,
+      });
+      if (!clean) throw new Error("encoder did not finish");
+      await Deno.writeFile(file, concat(parts));
+    },
+  };
+}
+
+/**
+ * Each audio onset paired with the first mouth opening from 200 ms before it on
+ * (`opens`: times, ascending): the offsets (s, opening − onset) and the onsets with
+ * no opening within 300 ms after them.
+ */
+export function pairOnsets(
+  onsets: number[],
+  opens: number[],
+): { offsets: number[]; missed: number } {
+  const offsets: number[] = [];
+  let missed = 0;
+  for (const a of onsets) {
+    const v = opens.find((t) => t >= a - 0.2);
+    if (v === undefined || v > a + 0.3) missed++;
+    else offsets.push(v - a);
+  }
+  return { offsets, missed };
 }

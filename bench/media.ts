@@ -22,7 +22,8 @@
  * Prints a table and one `RESULT {…}` JSON line. Options: `--window <s>` (default 15; 25
  * for N ≤ 4), `--steps 1,2,4,…` (default up to 40, stopping at the first that falls
  * behind), `--budget <s>` (default 420: no new step after it), `--avatar <id>` (default
- * `ava`, 384×384; `ava-hd` for 512×512).
+ * `ava`, 384×384; `ava-hd` for 512×512; `photo`: the test portrait uploaded as a photo
+ * avatar with `deno task avatars add` into the bench's KV, 512×512, DECISIONS 12).
  */
 import { startExampleEngine } from "../scripts/example_engine.ts";
 import {
@@ -80,12 +81,47 @@ function row(r: StepResult): string {
   ].join("  ");
 }
 
+/**
+ * Uploads the test portrait as the operator tenant's photo avatar into the KV at
+ * `kvPath`, the way an operator does (`deno task avatars add`); its id.
+ */
+async function addPhoto(kvPath: string): Promise<string> {
+  const photo = new URL(
+    "../tests/fixtures/photo/grace_hopper.jpg",
+    import.meta.url,
+  );
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "task",
+      "avatars",
+      "add",
+      "--tenant",
+      "admin",
+      "--name",
+      "Bench",
+      "--photo",
+      photo.pathname,
+      "--consent",
+    ],
+    env: { KV_PATH: kvPath },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(`avatars add: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  const line = new TextDecoder().decode(out.stdout).trim().split("\n").pop()!;
+  const id = (JSON.parse(line) as { avatar_id: string }).avatar_id;
+  console.log(`photo avatar ${id} (512×512) from ${photo.pathname}`);
+  return id;
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const budgetMs = Number(opt("budget", "420")) * 1000;
   const steps = opt("steps", "1,2,4,6,8,12,16,20,24,28,32,40").split(",")
     .map(Number);
-  const avatarId = opt("avatar", "ava");
+  let avatarId = opt("avatar", "ava");
   const info = await machine();
   console.log(`machine: ${JSON.stringify(info)}`);
   const clients = new Map<string, MediaClient>();
@@ -114,6 +150,7 @@ async function main(): Promise<void> {
     }
   }, 1000);
   try {
+    if (avatarId === "photo") avatarId = await addPhoto(`${dir}/kv.sqlite`);
     svc = await startService(`${dir}/kv.sqlite`);
     // Warm-up session (JIT, ffmpeg binary in the page cache), then the idle baseline.
     await runStep(svc, engine.url, clients, 1, 2000, 0, avatarId);

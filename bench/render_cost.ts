@@ -4,13 +4,17 @@
  * (scripts/lipsync/set/) looped: the face (`FaceDriver.next`: level, MFCCs, viseme
  * classification, motion) and the drawing (`drawAvatar` into a fresh frame, as the render
  * loop does). Prints µs per frame (median of 5 runs of 1,000 frames after a warm-up)
- * and what that is of one core at 25 fps for 24 sessions. The encoder (ffmpeg, a
- * process per stream) is not in these figures: `deno task bench:media` measures it.
+ * and what that is of one core at 25 fps for 24 sessions. Then the photo painter
+ * (DECISIONS 12, the test portrait prepared as an upload would) beside the cartoon at
+ * 512×512: ms per frame, p50 and p95 of single frames, on its own background, a
+ * catalog one and transparent (with the alpha). The encoder (ffmpeg, a process per
+ * stream) is not in these figures: `deno task bench:media` measures it.
  */
 import { AVATARS, BACKGROUNDS } from "../lib/avatars.ts";
 import { createFrame, drawAvatar } from "../lib/render/draw.ts";
 import { FaceDriver } from "../lib/render/face.ts";
 import { FRAME_SAMPLES, loadSet } from "../scripts/lipsync/set.ts";
+import { photoVsCartoon } from "./_render_photo.ts";
 
 const set = await loadSet();
 let total = 0;
@@ -71,4 +75,5 @@ for (const size of [384, 512]) {
   );
   rows[`draw_${size}_us`] = Math.round(drawUs * 10) / 10;
 }
+Object.assign(rows, await photoVsCartoon(frameAt));
 console.log(`RESULT ${JSON.stringify(rows)}`);

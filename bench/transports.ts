@@ -1,21 +1,31 @@
 /**
- * Both transports side by side (`deno task bench:transports`, also run at the end of
+ * The transports side by side (`deno task bench:transports`, also run at the end of
  * `deno task bench:media`): the real service (`main.ts`, built-in renderer with
  * `RENDER_CLOCK_STAMP=true`) as a subprocess, a real Janus (`deno task sfu`'s code), the
  * example engine, and headless Chromium playing sessions with the browser client — the
- * same `AvatarPlayer` over MSE (`websocket_fmp4`) and over WebRTC (`webrtc_sfu`).
+ * same `AvatarPlayer` on `websocket_fmp4` decoded with WebCodecs onto a canvas, on
+ * `websocket_fmp4` over MSE (`decoder: "video"`), and over WebRTC (`webrtc_sfu`).
  *
  * Per session, measured in the page:
  * - socket open → first frame: the player's `open` state → the first video frame
- *   presented (`requestVideoFrameCallback`);
+ *   presented (`requestVideoFrameCallback`; on the canvas, the animation frame it was
+ *   drawn in plus one display frame);
  * - glass to glass: on every presented frame, its presentation time
- *   (`expectedDisplayTime`) minus the wall clock the renderer drew into it as a barcode
- *   (lib/render/clock_stamp.ts): render → encode → transport → decode → display, on one
- *   machine and one clock. (Engine audio reaches a drawn frame within one frame, 40 ms,
- *   more: docs/notes/performance-history.md has the renderer's own audio latency.)
+ *   (`expectedDisplayTime`; on the canvas as above) minus the wall clock the renderer
+ *   drew into it as a barcode (lib/render/clock_stamp.ts): render → encode → transport →
+ *   decode → display, on one machine and one clock. (Engine audio reaches a drawn frame
+ *   within one frame, 40 ms, more: docs/notes/performance-history.md has the renderer's
+ *   own audio latency.)
+ * - underruns over the window: the WebCodecs audio jitter buffer's, else the video's
+ *   `waiting` events;
+ * - A/V offset (WebCodecs): the audio clock minus the shown frame's timestamp, sampled
+ *   on every new frame (the `<video>` paths sync inside the browser).
  *
- * Prints a table and one `RESULT {…}` JSON line. Options: `--sessions <n>` per transport
- * (default 3), `--window <s>` of playback per session (default 8).
+ * One unmeasured session first (the service's and Chromium's cold start). Prints a table
+ * and one `RESULT {…}` JSON line. Options: `--sessions <n>` per row (default 3),
+ * `--window <s>` of playback per session (default 8), `--fresh-tabs` to play each
+ * session in a new tab (each pays its page's media start, as a page loaded for one
+ * session does; by default one tab plays them all, as in the earlier rounds).
  */
 import { chromium } from "playwright-core";
 import { bundleBrowserClient } from "../examples/backend.ts";
@@ -23,8 +33,14 @@ import { FUZZ_ADMIN_KEY, startService } from "../fuzz/_lib.ts";
 import { startExampleEngine } from "../scripts/example_engine.ts";
 import { startJanus } from "../lib/sfu/mod.ts";
 
-const TRANSPORTS = ["websocket_fmp4", "webrtc_sfu"] as const;
-type Transport = typeof TRANSPORTS[number];
+/** The rows: a transport and how the client decodes it. */
+const ROWS = {
+  websocket_fmp4: { transport: "websocket_fmp4", decoder: "video" },
+  websocket_fmp4_webcodecs: { transport: "websocket_fmp4", decoder: "auto" },
+  webrtc_sfu: { transport: "webrtc_sfu", decoder: "video" },
+} as const;
+type Row = keyof typeof ROWS;
+const TRANSPORTS = Object.keys(ROWS) as Row[];
 const TLS = new URL("../tests/fixtures/tls/", import.meta.url);
 const ENGINE_TOKEN = "bench-engine-token-0123456789";
 
@@ -37,6 +53,7 @@ function opt(name: string, def: number): number {
 const PAGE = `<!doctype html><meta charset="utf-8"><title>bench</title>
 <video id="v" muted playsinline width="384" height="384"></video>
 <canvas id="c" width="384" height="16" hidden></canvas>
+<canvas id="w" width="384" height="384"></canvas>
 <script type="module">
 import { AvatarPlayer } from "/avatar.js";
 const BITS = 32;
@@ -98,43 +115,81 @@ globalThis.play = (o) => new Promise((resolve) => {
   marks = {};
   video.addEventListener("loadeddata", () => mark("loadeddata"), { once: true });
   video.addEventListener("playing", () => mark("playing"), { once: true });
-  const out = { openAt: 0, firstFrameMs: null, g2g: [], errors: [], steps: {} };
+  const out = {
+    openAt: 0, firstFrameMs: null, g2g: [], errors: [], steps: {}, underruns: 0,
+    avOffset: [], buffered: [], decoder: null,
+  };
+  const drawn = document.getElementById("w");
   const player = new AvatarPlayer({
     sessionId: o.sessionId, token: o.token, expiresAt: o.expiresAt,
-    wsBaseUrl: o.wsBaseUrl, video, transport: o.transport,
-    iceServers: o.iceServers, microphone: false, reconnect: false,
+    wsBaseUrl: o.wsBaseUrl, video, transport: o.transport, decoder: o.decoder,
+    canvas: drawn, iceServers: o.iceServers, microphone: false, reconnect: false,
     refreshToken: async () => { throw new Error("no refresh in the bench"); },
   });
+  let waiting = 0;
+  video.addEventListener("waiting", () => { if (out.firstFrameMs !== null) waiting++; });
   player.on("state", ({ state }) => {
     if (state === "open" && !out.openAt) out.openAt = performance.now();
   });
   player.on("error", ({ code }) => out.errors.push(code));
   let until = 0;
-  const onFrame = (_now, meta) => {
-    const shown = meta.expectedDisplayTime;
+  let underrunsAtStart = 0;
+  const finish = () => {
+    for (const [k, t] of Object.entries(marks)) out.steps[k] = t - out.openAt;
+    const s = player.stats;
+    out.decoder = s.decoder;
+    out.underruns = s.decoder === "webcodecs"
+      ? s.webcodecs.underruns - underrunsAtStart
+      : waiting;
+    player.close();
+    resolve(out);
+  };
+  /** One presented frame: its stamp read from \`source\` (\`width\` wide), shown at \`shown\`. */
+  const sample = (source, width, shown) => {
     if (out.firstFrameMs === null && out.openAt) {
       out.firstFrameMs = shown - out.openAt;
       until = shown + o.windowMs;
+      underrunsAtStart = player.stats.webcodecs.underruns;
     }
-    if (video.videoWidth > 0) {
-      canvas.width = video.videoWidth;
-      ctx.drawImage(video, 0, 0);
-      const stamp = stampOf(ctx, video.videoWidth);
-      const wall = (performance.timeOrigin + shown) % 2 ** 32;
-      const d = wall - stamp;
-      if (d > -1000 && d < 10000) out.g2g.push(d);
-    }
-    if (until && shown > until) {
-      for (const [k, t] of Object.entries(marks)) out.steps[k] = t - out.openAt;
-      player.close();
-      resolve(out);
-      return;
+    canvas.width = width;
+    ctx.drawImage(source, 0, 0);
+    const wall = (performance.timeOrigin + shown) % 2 ** 32;
+    const d = wall - stampOf(ctx, width);
+    if (d > -1000 && d < 10000) out.g2g.push(d);
+    return until && shown > until;
+  };
+  const onFrame = (_now, meta) => {
+    if (player.stats.decoder === "webcodecs") return;
+    if (video.videoWidth > 0 && sample(video, video.videoWidth, meta.expectedDisplayTime)) {
+      return finish();
     }
     video.requestVideoFrameCallback(onFrame);
   };
   video.requestVideoFrameCallback(onFrame);
+  // WebCodecs draws on the canvas in an animation frame; it is on screen one display
+  // frame later. A new frame is one with a new timestamp.
+  let lastShown = null;
+  let lastRaf = 0;
+  let vsync = 1000 / 60;
+  const onRaf = (now) => {
+    if (lastRaf) vsync = 0.9 * vsync + 0.1 * (now - lastRaf);
+    lastRaf = now;
+    const w = player.stats.webcodecs;
+    if (player.stats.decoder === "webcodecs" && w.shownMs !== null && w.shownMs !== lastShown) {
+      lastShown = w.shownMs;
+      if (w.clockMs !== null) {
+        out.avOffset.push(w.clockMs - w.shownMs);
+        out.buffered.push([w.latencyMs, w.queuedMs, w.outputLatencyMs]);
+      }
+      if (sample(drawn, drawn.width, now + vsync)) return finish();
+    }
+    if (player.stats.decoder !== "mse" && player.stats.decoder !== "webrtc") {
+      requestAnimationFrame(onRaf);
+    }
+  };
+  requestAnimationFrame(onRaf);
   player.connect().catch((e) => { out.errors.push(String(e)); resolve(out); });
-  setTimeout(() => { player.close(); resolve(out); }, o.windowMs + 20000);
+  setTimeout(finish, o.windowMs + 20000);
 });
 </script>`;
 
@@ -145,6 +200,15 @@ interface Played {
   errors: string[];
   /** When each signalling step happened, in ms after socket open (bench breakdown). */
   steps: Record<string, number>;
+  underruns: number;
+  /** WebCodecs: audio clock minus the shown frame's timestamp, per new frame (ms). */
+  avOffset: number[];
+  /**
+   * WebCodecs, per new frame (ms): decoded audio not yet heard, audio queued in the
+   * worklet, the output's latency after it.
+   */
+  buffered: Array<[number, number, number]>;
+  decoder: string | null;
 }
 
 /** The breakdown's steps, in the order they happen. */
@@ -201,36 +265,39 @@ async function main(): Promise<void> {
       "--autoplay-policy=no-user-gesture-required",
     ],
   });
-  const results: Record<Transport, Played[]> = {
-    websocket_fmp4: [],
-    webrtc_sfu: [],
-  };
+  const results = Object.fromEntries(
+    TRANSPORTS.map((t) => [t, [] as Played[]]),
+  ) as Record<Row, Played[]>;
   try {
-    const tab = await browser.newPage();
-    await tab.goto(`http://127.0.0.1:${page.addr.port}/`);
-    for (let i = 0; i < perTransport; i++) {
-      // Alternate, so both transports see the same machine load.
-      for (const transport of TRANSPORTS) {
-        const res = await fetch(`${svc.base}/v1/sessions`, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${FUZZ_ADMIN_KEY}`,
-            "content-type": "application/json",
-          },
-          body: JSON.stringify({
-            provider_type: "external_engine",
-            provider_config: {
-              external_engine: {
-                url: engine.url.replace("localhost", "127.0.0.1"),
-                auth_headers: { authorization: `Bearer ${ENGINE_TOKEN}` },
-              },
+    const freshTabs = Deno.args.includes("--fresh-tabs");
+    const shared = freshTabs ? null : await browser.newPage();
+    await shared?.goto(`http://127.0.0.1:${page.addr.port}/`);
+    /** One session of `row` (in a new tab with `--fresh-tabs`). */
+    const playOne = async (row: Row, ms: number): Promise<Played> => {
+      const { transport, decoder } = ROWS[row];
+      const res = await fetch(`${svc.base}/v1/sessions`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${FUZZ_ADMIN_KEY}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({
+          provider_type: "external_engine",
+          provider_config: {
+            external_engine: {
+              url: engine.url.replace("localhost", "127.0.0.1"),
+              auth_headers: { authorization: `Bearer ${ENGINE_TOKEN}` },
             },
-            transport,
-          }),
-        });
-        const s = await res.json();
-        if (res.status !== 200) throw new Error(JSON.stringify(s));
-        const played = await tab.evaluate((o) =>
+          },
+          transport,
+        }),
+      });
+      const s = await res.json();
+      if (res.status !== 200) throw new Error(JSON.stringify(s));
+      const tab = shared ?? await browser.newPage();
+      try {
+        if (!shared) await tab.goto(`http://127.0.0.1:${page.addr.port}/`);
+        return await tab.evaluate((o) =>
           (globalThis as unknown as {
             play: (o: unknown) => Promise<Played>;
           }).play(o), {
@@ -240,9 +307,11 @@ async function main(): Promise<void> {
           wsBaseUrl: svc.wsBase,
           transport: s.transport,
           iceServers: s.stream_metadata.ice_servers,
-          windowMs,
+          decoder,
+          windowMs: ms,
         });
-        results[transport].push(played);
+      } finally {
+        if (!shared) await tab.close();
         await fetch(
           `${svc.base}/v1/sessions/${encodeURIComponent(s.session_id)}/end`,
           {
@@ -250,6 +319,17 @@ async function main(): Promise<void> {
             headers: { authorization: `Bearer ${FUZZ_ADMIN_KEY}` },
           },
         ).then((r) => r.body?.cancel());
+        // The session's teardown (renderer, SFU viewer) settles before the next row,
+        // which otherwise pays for it in its first frame.
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    };
+    // One unmeasured session: the service's and Chromium's cold start.
+    await playOne(TRANSPORTS[0], 1000);
+    for (let i = 0; i < perTransport; i++) {
+      // Alternate, so every row sees the same machine load.
+      for (const row of TRANSPORTS) {
+        results[row].push(await playOne(row, windowMs));
       }
     }
   } finally {
@@ -266,13 +346,29 @@ async function main(): Promise<void> {
       x !== null
     );
     const g2g = runs.flatMap((r) => r.g2g);
+    const av = runs.flatMap((r) => r.avOffset);
+    const buffered = runs.flatMap((r) => r.buffered.map((b) => b[0]));
+    const queued = runs.flatMap((r) => r.buffered.map((b) => b[1]));
+    const outLat = runs.flatMap((r) => r.buffered.map((b) => b[2]));
     return [t, {
+      decoders: [...new Set(runs.map((r) => r.decoder))],
       sessions: runs.length,
       first_frame_ms_p50: Math.round(pct(first, 0.5)),
       first_frame_ms_max: Math.round(Math.max(...first)),
       glass_to_glass_ms_p50: Math.round(pct(g2g, 0.5)),
       glass_to_glass_ms_p95: Math.round(pct(g2g, 0.95)),
       frames: g2g.length,
+      underruns: runs.reduce((n, r) => n + r.underruns, 0),
+      window_s: windowMs / 1000,
+      av_offset_ms_p50: av.length ? Math.round(pct(av, 0.5)) : null,
+      av_offset_ms_p95: av.length ? Math.round(pct(av, 0.95)) : null,
+      audio_buffered_ms_p50: buffered.length
+        ? Math.round(pct(buffered, 0.5))
+        : null,
+      audio_queued_ms_p50: queued.length ? Math.round(pct(queued, 0.5)) : null,
+      audio_output_latency_ms_p50: outLat.length
+        ? Math.round(pct(outLat, 0.5))
+        : null,
       errors: runs.flatMap((r) => r.errors),
       steps_ms_p50: Object.fromEntries(
         STEPS.flatMap((k) => {
@@ -283,16 +379,21 @@ async function main(): Promise<void> {
     }];
   }));
   console.log(
-    "transport        sessions  open→first frame p50/max (ms)  glass→glass p50/p95 (ms)  frames",
+    "row                       sessions  open→first frame p50/max (ms)  glass→glass p50/p95 (ms)  frames  underruns  A/V p50/p95 (ms)",
   );
   for (const t of TRANSPORTS) {
     const s = summary[t];
+    const av = s.av_offset_ms_p50 === null
+      ? "-"
+      : `${s.av_offset_ms_p50} / ${s.av_offset_ms_p95}`;
     console.log(
-      `${t.padEnd(16)} ${String(s.sessions).padStart(8)}  ${
+      `${t.padEnd(25)} ${String(s.sessions).padStart(8)}  ${
         `${s.first_frame_ms_p50} / ${s.first_frame_ms_max}`.padStart(29)
       }  ${
         `${s.glass_to_glass_ms_p50} / ${s.glass_to_glass_ms_p95}`.padStart(24)
-      }  ${String(s.frames).padStart(6)}`,
+      }  ${String(s.frames).padStart(6)}  ${String(s.underruns).padStart(9)}  ${
+        av.padStart(16)
+      }`,
     );
   }
   for (const t of TRANSPORTS) {

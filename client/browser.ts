@@ -1,9 +1,10 @@
 /**
  * Browser client of the live avatar service: connects the media socket
- * (docs/media-protocol.md), plays the avatar in a `<video>` (client/playback.ts: the
- * fMP4 stream over MSE for `websocket_fmp4` sessions, WebRTC from the SFU for
- * `webrtc_sfu` ones, signalling on the same socket), turns the socket's turn messages
- * into events (client/turns.ts), sends the microphone as PCM16LE frames, and
+ * (docs/media-protocol.md), plays the avatar (client/playback.ts: the fMP4 stream of
+ * `websocket_fmp4` sessions decoded with WebCodecs onto a canvas, or over MSE in the
+ * `<video>`; WebRTC from the SFU for `webrtc_sfu` ones, signalling on the same socket),
+ * turns the socket's turn messages into events (client/turns.ts) and its transcripts
+ * into captions when heard (client/captions.ts), sends the microphone as PCM16LE frames, and
  * reconnects after network loss or a sleeping tab by taking the session over with a
  * fresh token.
  *
@@ -28,6 +29,7 @@ import {
 export { LiveBuffer } from "./mse.ts";
 export { RtcPlayback } from "./webrtc.ts";
 export { PCM_WORKLET_SOURCE } from "./pcm-worklet.ts";
+export { AUDIO_OUT_SOURCE } from "./webcodecs/audio_out.ts";
 export type * from "./player_types.ts";
 
 const TICK_MS = 250;
@@ -42,7 +44,12 @@ export class AvatarPlayer extends EventTarget {
     & Required<
       Omit<
         AvatarPlayerOptions,
-        "expiresAt" | "workletUrl" | "transport" | "iceServers"
+        | "expiresAt"
+        | "workletUrl"
+        | "audioWorkletUrl"
+        | "transport"
+        | "iceServers"
+        | "canvas"
       >
     >
     & Pick<AvatarPlayerOptions, "expiresAt" | "workletUrl">;
@@ -78,6 +85,7 @@ export class AvatarPlayer extends EventTarget {
       reconnect: true,
       maxReconnectAttempts: 8,
       maxLatencyS: 1,
+      decoder: "auto",
       now: Date.now,
       ...options,
     };
@@ -92,6 +100,9 @@ export class AvatarPlayer extends EventTarget {
       transport: options.transport,
       iceServers: options.iceServers,
       maxLatencyS: this.#o.maxLatencyS,
+      decoder: this.#o.decoder,
+      canvas: options.canvas,
+      audioWorkletUrl: options.audioWorkletUrl,
       send: (msg) => {
         if (this.#ws?.readyState === WebSocket.OPEN) {
           this.#ws.send(JSON.stringify(msg));
@@ -105,6 +116,7 @@ export class AvatarPlayer extends EventTarget {
       // A new socket takes the session over and gets a fresh offer.
       onFailed: () => this.#dropSocket(),
       onSpeaking: (d) => this.#emit("speaking", d),
+      onCaption: (d) => this.#emit("caption", d),
     });
   }
 
@@ -128,6 +140,8 @@ export class AvatarPlayer extends EventTarget {
       micFramesSent: this.#mic.framesSent,
       reconnects: this.#reconnects,
       rtc: this.#media.rtcStats,
+      decoder: this.#media.decoder,
+      webcodecs: this.#media.webCodecsStats,
     };
   }
 
@@ -302,7 +316,11 @@ export class AvatarPlayer extends EventTarget {
         this.#keepalive.ponged();
         break;
       default:
-        if (msg && !this.#turns.handle(msg)) this.#media.handle(msg);
+        // A transcript is a `transcript` event now and a `caption` when heard.
+        if (msg) {
+          this.#turns.handle(msg);
+          this.#media.handle(msg);
+        }
     }
   }
 

@@ -1,19 +1,34 @@
 /**
- * What plays in the browser client's `<video>` (client/browser.ts): the fMP4 stream over
- * MSE (client/mse.ts) for `websocket_fmp4` sessions, WebRTC from the SFU
- * (client/webrtc.ts) for `webrtc_sfu` ones; the `avatar.speaking` schedule on the
- * video's clock (client/speaking.ts); starting playback when autoplay allows it.
+ * What plays the avatar in the browser client (client/browser.ts): for `websocket_fmp4`
+ * sessions the socket's fMP4 stream, decoded with WebCodecs onto a canvas where the
+ * browser can (client/webcodecs/), else over MSE in the `<video>` (client/mse.ts); for
+ * `webrtc_sfu` ones WebRTC from the SFU (client/webrtc.ts). A transparent avatar's
+ * stacked-alpha picture is composited on a canvas on every path (client/canvas.ts).
+ * Speaking and caption events fire on the playback clock (client/clock.ts).
  *
- * Which one plays follows the socket, not the session's transport: a `webrtc.offer`
- * plays over WebRTC, a `media.init` over MSE (a browser that cannot play WebRTC is sent
- * the fMP4 stream on a session created `auto`, DECISIONS 11).
+ * Which transport plays follows the socket, not the session's transport: a
+ * `webrtc.offer` plays over WebRTC, a `media.init` as fMP4 (a browser that cannot play
+ * WebRTC is sent the fMP4 stream on a session created `auto`, DECISIONS 11).
  */
 import { LiveBuffer } from "./mse.ts";
 import { SpeakingSchedule } from "./speaking.ts";
+import { CaptionSchedule } from "./captions.ts";
+import { MediaClock } from "./clock.ts";
+import { AvatarSurface, pictureCanvas } from "./canvas.ts";
+import {
+  NO_WEBCODECS,
+  WebCodecsPlayback,
+  type WebCodecsStats,
+} from "./webcodecs/player.ts";
+import {
+  webCodecsAvailable,
+  webCodecsPreferred,
+  webCodecsSupports,
+} from "./webcodecs/support.ts";
 import { type IceServer, RtcPlayback, type SocketCandidate } from "./webrtc.ts";
 import type { LiveBufferStats } from "./mse.ts";
 import type { RtcStats } from "./webrtc.ts";
-import type { SpeakingDetail } from "./player_types.ts";
+import type { CaptionDetail, SpeakingDetail } from "./player_types.ts";
 import type { ServerMessage } from "./protocol.ts";
 
 export interface PlaybackOptions {
@@ -21,6 +36,15 @@ export interface PlaybackOptions {
   transport?: "webrtc_sfu" | "websocket_fmp4" | "auto";
   iceServers?: IceServer[];
   maxLatencyS: number;
+  /**
+   * `auto`: WebCodecs where it is preferred (Chromium), `webcodecs`: wherever the
+   * decoders exist; `video`: always the `<video>`.
+   */
+  decoder?: "auto" | "webcodecs" | "video";
+  /** Where a canvas-drawn avatar goes; default one put in the video's place. */
+  canvas?: HTMLCanvasElement;
+  /** The audio output worklet's module URL (WebCodecs); default a Blob URL. */
+  audioWorkletUrl?: string;
   /** Sends a signalling message on the current socket (WebRTC). */
   send: (msg: Record<string, unknown>) => void;
   /** A non-fatal media error. */
@@ -31,31 +55,41 @@ export interface PlaybackOptions {
   onPlaying: () => void;
   /** The WebRTC connection failed for good: renegotiate on a new socket. */
   onFailed: () => void;
-  /** The avatar starts or stops speaking at the video's current time. */
+  /** The avatar starts or stops speaking at the playback clock's time. */
   onSpeaking: (detail: SpeakingDetail) => void;
+  /** A transcript is heard (./captions.ts). */
+  onCaption: (detail: CaptionDetail) => void;
 }
 
-/** The video side of one player: MSE or WebRTC, as the current socket streams. */
+/** The media side of one player: WebRTC or fMP4 as the current socket streams. */
 export class Playback {
+  readonly #o: PlaybackOptions;
   readonly #video: HTMLVideoElement;
   readonly #buffer: LiveBuffer;
   /** Made at the first `webrtc.offer`: media comes over WebRTC, not the socket. */
   #rtc: RtcPlayback | null = null;
-  /** What the video plays now: WebRTC after an offer, MSE after a `media.init`. */
-  #mode: "rtc" | "mse";
-  #speech: SpeakingSchedule;
-  readonly #o: PlaybackOptions;
-  readonly #onAutoplayBlocked: () => void;
-  readonly #onPlaying: () => void;
+  /** What the socket streams now: WebRTC after an offer, fMP4 after a `media.init`. */
+  #media: "rtc" | "fmp4";
+  /** The fMP4 decoder, chosen on the first init segment. */
+  #mode: "webcodecs" | "mse" | null = null;
+  #wc: WebCodecsPlayback | null = null;
+  /** Frames of the socket held while the first init segment is checked. */
+  #held: ArrayBuffer[] | null = null;
+  #mime = "";
+  #checking = false;
+  /** The stream is a transparent avatar's stacked-alpha picture. */
+  #alpha = false;
+  readonly #surface: AvatarSurface;
+  readonly #speech: SpeakingSchedule;
+  readonly #captions: CaptionSchedule;
   #autoplayBlocked = false;
+  #resumeTried = false;
   /** The video was muted here so that it could start without a gesture. */
   #mutedByUs = false;
 
   constructor(o: PlaybackOptions) {
     this.#o = o;
     this.#video = o.video;
-    this.#onAutoplayBlocked = o.onAutoplayBlocked;
-    this.#onPlaying = o.onPlaying;
     this.#buffer = new LiveBuffer(o.video, {
       maxLatencyS: o.maxLatencyS,
       onError: o.onError,
@@ -63,31 +97,46 @@ export class Playback {
       // the next tick (throttled to about 1 s in a background tab).
       onAppended: () => this.#startIfPlayable(true),
     });
-    this.#mode = o.transport === "webrtc_sfu" ? "rtc" : "mse";
-    this.#speech = this.#schedule();
+    this.#media = o.transport === "webrtc_sfu" ? "rtc" : "fmp4";
+    this.#surface = new AvatarSurface(o.video, o.canvas);
+    // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
+    // plays once the receiver's jitter buffer lets it (docs/media-protocol.md).
+    // WebCodecs: the audio worklet's heard time (-1 until audio plays). MSE: the video.
+    const clock = new MediaClock(o.video, () => {
+      if (this.#media === "rtc") {
+        return Date.now() - (this.#rtc?.playoutDelayMs ?? 0);
+      }
+      if (this.#mode === "webcodecs") return this.#wc?.mediaTimeMs ?? -1;
+      return null;
+    });
+    this.#speech = new SpeakingSchedule(clock, o.onSpeaking);
+    this.#captions = new CaptionSchedule(clock, o.onCaption);
+  }
+
+  /** Whether the avatar is audibly speaking at the playback clock's time. */
+  get speaking(): boolean {
+    return this.#speech.speaking;
+  }
+
+  /** Which decoder plays (null before the first stream). */
+  get decoder(): "webcodecs" | "mse" | "webrtc" | null {
+    return this.#media === "rtc" ? "webrtc" : this.#mode;
   }
 
   /**
-   * The speaking schedule of the current mode. WebRTC: `media_time_ms` is the sender's
-   * wall clock when the audio went out; it plays once the receiver's jitter buffer lets
-   * it (docs/media-protocol.md). MSE: the video's presentation time.
+   * Switches what the socket streams, releasing the other; what was scheduled on the
+   * old clock is settled (speech reported silent, captions shown).
    */
-  #schedule(): SpeakingSchedule {
-    const rtc = this.#mode === "rtc" ? this.#rtc : null;
-    return new SpeakingSchedule(
-      this.#video,
-      this.#o.onSpeaking,
-      rtc ? () => Date.now() - rtc.playoutDelayMs : undefined,
-    );
-  }
-
-  /** Switches what the video plays, releasing the other; a new speaking clock. */
-  #switchTo(mode: "rtc" | "mse"): void {
-    if (this.#mode === mode && (mode === "mse" || this.#rtc)) return;
-    this.#mode = mode;
-    if (mode === "mse") this.#rtc?.close();
+  #switchTo(media: "rtc" | "fmp4"): void {
+    if (this.#media === media && (media === "fmp4" || this.#rtc)) return;
+    this.#media = media;
+    if (media === "fmp4") this.#rtc?.close();
     else {
       this.#buffer.close();
+      this.#wc?.close();
+      this.#wc = null;
+      this.#mode = null;
+      this.#held = null;
       this.#rtc ??= new RtcPlayback(this.#video, {
         iceServers: this.#o.iceServers ?? [],
         send: this.#o.send,
@@ -105,16 +154,23 @@ export class Playback {
       });
     }
     this.#speech.reset();
-    this.#speech = this.#schedule();
-  }
-
-  /** Whether the avatar is audibly speaking at the video's current time. */
-  get speaking(): boolean {
-    return this.#speech.speaking;
+    this.#captions.reset();
   }
 
   get bufferStats(): LiveBufferStats {
-    return this.#buffer.stats;
+    if (this.#mode !== "webcodecs" || !this.#wc) return this.#buffer.stats;
+    const w = this.#wc.stats;
+    return {
+      streams: w.streams,
+      segmentsAppended: w.segments,
+      segmentsDropped: 0,
+      liveEdgeJumps: w.liveEdgeJumps,
+      gapSkips: 0,
+    };
+  }
+
+  get webCodecsStats(): WebCodecsStats {
+    return this.#wc?.stats ?? NO_WEBCODECS;
   }
 
   get rtcStats(): RtcStats {
@@ -127,20 +183,31 @@ export class Playback {
   }
 
   /**
-   * A media message of the socket (`media.init`, `avatar.speaking`, `webrtc.offer`,
-   * `webrtc.candidate`); others are ignored.
+   * A media message of the socket (`media.init`, `avatar.speaking`, `transcript`,
+   * `webrtc.offer`, `webrtc.candidate`); others are ignored.
    */
   handle(msg: ServerMessage): void {
     switch (msg.type) {
       case "media.init":
-        return this.mediaInit(msg.mime);
+        return this.mediaInit(msg.mime, msg.alpha === "stacked");
       case "avatar.speaking":
         return this.speech({
           speaking: msg.speaking,
           turn_id: msg.turn_id,
           media_time_ms: msg.media_time_ms,
         });
+      case "transcript":
+        return this.#captions.add({
+          turn_id: msg.turn_id,
+          role: msg.role,
+          text: msg.text,
+          final: msg.final,
+          media_time_ms: msg.media_time_ms,
+          heard: msg.heard,
+        });
       case "webrtc.offer":
+        this.#switchTo("rtc");
+        if (msg.alpha === "stacked") this.#surface.composite();
         return this.offer(msg.sdp);
       case "webrtc.candidate":
         return this.candidate(msg.candidate);
@@ -149,15 +216,67 @@ export class Playback {
 
   /** A binary socket frame: fMP4 media (ignored on WebRTC). */
   segment(data: ArrayBuffer): void {
-    if (this.#mode === "mse") this.#buffer.append(data);
+    if (this.#media !== "fmp4") return;
+    if (this.#held) {
+      this.#held.push(data);
+      if (!this.#checking) void this.#choose(new Uint8Array(data));
+    } else if (this.#mode === "webcodecs") this.#wc!.append(data);
+    else this.#buffer.append(data);
   }
 
   /** `media.init`: a new fMP4 stream (a stream is flowing: the connection is healthy). */
-  mediaInit(mime: string): void {
-    this.#switchTo("mse");
-    this.#onPlaying();
-    this.#buffer.reset(mime);
+  mediaInit(mime: string, alpha = false): void {
+    this.#switchTo("fmp4");
+    this.#o.onPlaying();
+    this.#alpha = alpha;
+    this.#mime = mime;
     this.#speech.reset();
+    this.#captions.reset();
+    if (this.#mode === "webcodecs") this.#wc!.reset();
+    else if (this.#mode === "mse") this.#startMse();
+    else if (
+      this.#o.decoder === "video" ||
+      (this.#o.decoder === "webcodecs"
+        ? !webCodecsAvailable()
+        : !webCodecsPreferred())
+    ) {
+      this.#mode = "mse";
+      this.#startMse();
+    } else {
+      // The first stream: its init segment (the next frame) says whether the
+      // decoders take it.
+      this.#held = [];
+    }
+  }
+
+  /** Picks WebCodecs or MSE for the session on its first init segment. */
+  async #choose(init: Uint8Array): Promise<void> {
+    this.#checking = true;
+    const ok = await webCodecsSupports(init);
+    this.#checking = false;
+    const held = this.#held ?? [];
+    this.#held = null;
+    if (ok) {
+      this.#mode = "webcodecs";
+      this.#wc = new WebCodecsPlayback({
+        sink: (w, h) =>
+          pictureCanvas(this.#surface.canvas(), this.#alpha, w, h),
+        onError: this.#o.onError,
+        onFirstFrame: () => this.#startIfPlayable(true),
+        workletUrl: this.#o.audioWorkletUrl,
+      });
+      this.#wc.reset();
+      for (const d of held) this.#wc.append(d);
+    } else {
+      this.#mode = "mse";
+      this.#startMse();
+      for (const d of held) this.#buffer.append(d);
+    }
+  }
+
+  #startMse(): void {
+    this.#buffer.reset(this.#mime);
+    if (this.#alpha) this.#surface.composite();
   }
 
   /**
@@ -165,13 +284,12 @@ export class Playback {
    * sender's wall clock, which no new viewer restarts.
    */
   offer(sdp: string): void {
-    this.#switchTo("rtc");
     void this.#rtc?.offer(sdp);
   }
 
   /** `webrtc.candidate` from the SFU. */
   candidate(candidate: SocketCandidate | null): void {
-    if (this.#mode === "rtc") void this.#rtc?.candidate(candidate);
+    if (this.#media === "rtc") void this.#rtc?.candidate(candidate);
   }
 
   /** `avatar.speaking`: scheduled for when playback reaches it. */
@@ -180,28 +298,44 @@ export class Playback {
   }
 
   /**
-   * The player's periodic check: due speaking events, stats, the live edge, and
-   * (while `open`) starting a paused video that has something to play.
+   * The player's periodic check: due speaking and caption events, stats, the live edge,
+   * and (while `open`) starting a paused video that has something to play.
    */
   tick(open: boolean): void {
     this.#speech.check();
-    if (this.#mode === "rtc") {
+    this.#captions.check();
+    if (this.#media === "rtc") {
       void this.#rtc?.refreshStats().catch(() => {});
-    } else this.#buffer.tick();
+    } else if (this.#mode === "mse") this.#buffer.tick();
     this.#startIfPlayable(open);
   }
 
   /**
-   * Starts a paused video that has something to play, while the socket is `open`.
+   * Starts paused playback that has something to play, while the socket is `open`.
    * Sound that may not start (autoplay refused) never holds the picture back: the video
-   * plays muted, and `play()` after a user gesture turns the sound on.
+   * plays muted (WebCodecs: the picture runs live, silent), and `play()` after a user
+   * gesture turns the sound on.
    */
   #startIfPlayable(open: boolean): void {
+    if (!open) return;
+    const wc = this.#media === "fmp4" && this.#mode === "webcodecs"
+      ? this.#wc
+      : null;
+    if (wc) {
+      if (this.#autoplayBlocked || !wc.hasMedia || !wc.suspended) return;
+      // An audio context that stays suspended after a resume waits for a gesture.
+      if (this.#resumeTried) {
+        this.#autoplayBlocked = true;
+        this.#o.onAutoplayBlocked();
+      } else void wc.play();
+      this.#resumeTried = true;
+      return;
+    }
     const v = this.#video;
-    const playable = this.#mode === "rtc"
+    const playable = this.#media === "rtc"
       ? v.srcObject !== null
       : this.#buffer.latencyS > 0;
-    if (!v.paused || !open || !playable) return;
+    if (!v.paused || !playable) return;
     // Autoplay refused: wait for `play()`, unless muted here (then it restarts muted,
     // e.g. on a takeover's new stream).
     if (this.#autoplayBlocked && !this.#mutedByUs) return;
@@ -216,7 +350,7 @@ export class Playback {
       }
       if (this.#autoplayBlocked) return;
       this.#autoplayBlocked = true;
-      this.#onAutoplayBlocked();
+      this.#o.onAutoplayBlocked();
       if (v.muted) return;
       this.#mutedByUs = true;
       v.muted = true;
@@ -229,8 +363,12 @@ export class Playback {
    * the browser still refuses the sound, the video goes on muted (and this rejects).
    */
   async play(): Promise<void> {
-    const v = this.#video;
     this.#autoplayBlocked = false;
+    this.#resumeTried = false;
+    if (this.#media === "fmp4" && this.#mode === "webcodecs" && this.#wc) {
+      return await this.#wc.play();
+    }
+    const v = this.#video;
     const mutedByUs = this.#mutedByUs;
     this.#mutedByUs = false;
     if (mutedByUs) v.muted = false;
@@ -247,9 +385,11 @@ export class Playback {
     }
   }
 
-  /** Releases the video (MediaSource or PeerConnection). */
+  /** Releases the video (MediaSource, PeerConnection or decoders) and the canvas. */
   close(): void {
     this.#buffer.close();
     this.#rtc?.close();
+    this.#wc?.close();
+    this.#surface.close();
   }
 }

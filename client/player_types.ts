@@ -3,6 +3,7 @@
  */
 import type { LiveBufferStats } from "./mse.ts";
 import type { IceServer, RtcStats } from "./webrtc.ts";
+import type { WebCodecsStats } from "./webcodecs/player.ts";
 
 /** A fresh media token, as `POST /v1/sessions/{id}/client-token` answers it. */
 export interface FreshToken {
@@ -20,9 +21,22 @@ export interface AvatarPlayerOptions {
   wsBaseUrl: string;
   video: HTMLVideoElement;
   /**
+   * How a `websocket_fmp4` stream is decoded: `auto` (default) with WebCodecs in
+   * Chromium-based browsers that accept the stream (drawn on a canvas at lower latency),
+   * else MSE in the `<video>`; `webcodecs` wherever `VideoDecoder` and `AudioDecoder`
+   * exist (untested outside Chromium); `video` always MSE.
+   */
+  decoder?: "auto" | "webcodecs" | "video";
+  /**
+   * Where the avatar is drawn when it is not the `<video>` (WebCodecs, or a transparent
+   * background on any path). Default: a canvas the player puts in the video's place
+   * (with the video's classes and `avatar-canvas`), hiding the video.
+   */
+  canvas?: HTMLCanvasElement;
+  /**
    * The session's `transport` from create: `webrtc_sfu` expects WebRTC (signalling on
-   * the media socket), anything else MSE (default `websocket_fmp4`). Playback follows
-   * the socket: a `webrtc.offer` plays over WebRTC, a `media.init` over MSE (a browser
+   * the media socket), anything else fMP4 (default `websocket_fmp4`). Playback follows
+   * the socket: a `webrtc.offer` plays over WebRTC, a `media.init` as fMP4 (`decoder`) (a browser
    * that cannot play WebRTC gets fMP4 on a session created `auto`).
    */
   transport?: "webrtc_sfu" | "websocket_fmp4" | "auto";
@@ -38,6 +52,11 @@ export interface AvatarPlayerOptions {
   frameMs?: number;
   /** URL of the worklet module; default a Blob URL of the built-in source. */
   workletUrl?: string;
+  /**
+   * URL of the WebCodecs audio output worklet (`AUDIO_OUT_SOURCE` served as a file);
+   * default a Blob URL of it.
+   */
+  audioWorkletUrl?: string;
   /** Reconnect after an unexpected close (default true). */
   reconnect?: boolean;
   /** Reconnect attempts in a row before giving up (default 8). */
@@ -98,6 +117,19 @@ export interface SpeakingDetail {
   turn_id: string;
   media_time_ms: number;
 }
+/**
+ * A caption: a transcript when it is heard. Avatar text fires when playback reaches
+ * `media_time_ms` (its audio begins), user text at once; `heard: false` is avatar text
+ * whose audio was cut by an interrupt (reported at once, never spoken).
+ */
+export interface CaptionDetail {
+  turn_id: string;
+  role: "user" | "avatar";
+  text: string;
+  final: boolean;
+  media_time_ms: number | null;
+  heard: boolean;
+}
 /** An avatar turn was cut (interrupt or barge-in) after `played_ms` of its audio. */
 export interface InterruptedDetail {
   turn_id: string;
@@ -111,6 +143,7 @@ export interface AvatarPlayerEventMap {
   error: ErrorDetail;
   ended: EndedDetail;
   speaking: SpeakingDetail;
+  caption: CaptionDetail;
   interrupted: InterruptedDetail;
 }
 
@@ -119,4 +152,8 @@ export interface PlayerStats extends LiveBufferStats {
   reconnects: number;
   /** WebRTC playback (`webrtc_sfu` sessions); zeros otherwise. */
   rtc: RtcStats;
+  /** Which decoder plays: WebCodecs on a canvas, MSE or WebRTC in the `<video>`. */
+  decoder: "webcodecs" | "mse" | "webrtc" | null;
+  /** WebCodecs playback; zeros otherwise. */
+  webcodecs: WebCodecsStats;
 }

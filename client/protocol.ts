@@ -3,7 +3,11 @@
  * the socket URL and the media token it carries, the server's text messages decoded into
  * typed ones, and the ping/pong keepalive that notices a socket that died without closing.
  */
-import type { AvatarPlayerOptions, FreshToken } from "./player_types.ts";
+import type {
+  AvatarPlayerOptions,
+  CaptionDetail,
+  FreshToken,
+} from "./player_types.ts";
 import type { SocketCandidate } from "./webrtc.ts";
 
 const TOKEN_MARGIN_MS = 10_000;
@@ -13,16 +17,11 @@ const PONG_WITHIN_MS = 10_000;
 /** A server text message the client acts on. */
 export type ServerMessage =
   | { type: "session.state"; status: string }
-  | { type: "media.init"; mime: string }
+  | { type: "media.init"; mime: string; alpha: "stacked" | null }
   | { type: "turn.start"; turn_id: string; role: "user" | "avatar" }
   | { type: "turn.end"; turn_id: string }
-  | {
-    type: "transcript";
-    turn_id: string;
-    role: "user" | "avatar";
-    text: string;
-    final: boolean;
-  }
+  /** `media_time_ms` null when unstamped; `heard` false for text cut by an interrupt. */
+  | ({ type: "transcript" } & CaptionDetail)
   | {
     type: "error";
     code: string;
@@ -39,7 +38,7 @@ export type ServerMessage =
   }
   | { type: "turn.interrupted"; turn_id: string; played_ms: number }
   | { type: "pong" }
-  | { type: "webrtc.offer"; sdp: string }
+  | { type: "webrtc.offer"; sdp: string; alpha: "stacked" | null }
   | { type: "webrtc.candidate"; candidate: SocketCandidate | null };
 
 /** A finite, non-negative number, or null. */
@@ -103,7 +102,11 @@ export function decodeServerMessage(data: string): ServerMessage | null {
     case "session.state":
       return { type: "session.state", status: String(msg.status) };
     case "media.init":
-      return { type: "media.init", mime: String(msg.mime) };
+      return {
+        type: "media.init",
+        mime: String(msg.mime),
+        alpha: msg.alpha === "stacked" ? "stacked" : null,
+      };
     case "turn.start":
       return {
         type: "turn.start",
@@ -119,6 +122,8 @@ export function decodeServerMessage(data: string): ServerMessage | null {
         role: msg.role === "user" ? "user" : "avatar",
         text: String(msg.text),
         final: msg.final === true,
+        media_time_ms: ms(msg.media_time_ms),
+        heard: msg.heard !== false,
       };
     case "error":
       return {
@@ -160,7 +165,11 @@ export function decodeServerMessage(data: string): ServerMessage | null {
       return { type: "pong" };
     case "webrtc.offer":
       return typeof msg.sdp === "string"
-        ? { type: "webrtc.offer", sdp: msg.sdp }
+        ? {
+          type: "webrtc.offer",
+          sdp: msg.sdp,
+          alpha: msg.alpha === "stacked" ? "stacked" : null,
+        }
         : null;
     case "webrtc.candidate": {
       const c = msg.candidate as Record<string, unknown> | null;

@@ -23,6 +23,13 @@ export {
 } from "./errors.ts";
 
 export type * from "./api_types.ts";
+export {
+  externalEngineSession,
+  type SessionOptions,
+  vendorARealtimeSession,
+  vendorBSession,
+  vendorCSession,
+} from "./providers.ts";
 import type {
   ApiKeyCreated,
   ClientTokenResponse,

@@ -2,15 +2,10 @@
  * `avatar.speaking` on the playback clock: the server stamps each speech start and stop
  * (`media_time_ms`); this schedule fires them when playback reaches that time, so a
  * page's "speaking" indicator matches what is seen and heard rather than when the
- * message arrived (docs/media-protocol.md). On fMP4 the clock is the `<video>`'s
- * presentation time; on WebRTC (`webrtc_sfu`) the stamp is the sender's wall clock and
- * the clock is `Date.now()` less the receiver's playout delay (client/webrtc.ts).
+ * message arrived (docs/media-protocol.md), on the clock of ./clock.ts.
  */
+import type { MediaClock } from "./clock.ts";
 import type { SpeakingDetail } from "./player_types.ts";
-
-type VideoWithFrames = HTMLVideoElement & {
-  requestVideoFrameCallback?: (cb: () => void) => number;
-};
 
 export class SpeakingSchedule {
   #pending: SpeakingDetail[] = [];
@@ -18,19 +13,15 @@ export class SpeakingSchedule {
   #speaking: string | null = null;
   #waiting = false;
 
-  /**
-   * `wallClock`: the playback clock in `media_time_ms` units on WebRTC (epoch ms of
-   * what plays now); without it, the video's presentation time.
-   */
+  /** `clock`: the playback clock in `media_time_ms` units (./clock.ts). */
   constructor(
-    private readonly video: HTMLVideoElement,
+    private readonly clock: MediaClock,
     private readonly fire: (detail: SpeakingDetail) => void,
-    private readonly wallClock?: () => number,
   ) {}
 
   /** Where playback is, in `media_time_ms` units. */
   #now(): number {
-    return this.wallClock?.() ?? this.video.currentTime * 1000;
+    return this.clock.now();
   }
 
   /** Whether the avatar is speaking at the video's current time. */
@@ -74,21 +65,10 @@ export class SpeakingSchedule {
     }
     if (this.#pending.length > 0 && !this.#waiting) {
       this.#waiting = true;
-      const next = () => {
+      this.clock.wake(this.#pending[0].media_time_ms, () => {
         this.#waiting = false;
         this.check();
-      };
-      const v = this.video as VideoWithFrames;
-      if (this.wallClock) {
-        // Due on the wall clock: woken for it (at most 50 ms apart, as the playout
-        // delay moves), not on video frames.
-        const wait = this.#pending[0].media_time_ms - now;
-        setTimeout(next, Math.max(0, Math.min(50, wait)));
-      } else if (typeof v.requestVideoFrameCallback === "function") {
-        v.requestVideoFrameCallback(next);
-      } else {
-        requestAnimationFrame(next);
-      }
+      });
     }
   }
 }

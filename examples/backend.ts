@@ -83,7 +83,17 @@ export function createBackend(
     if (req.method !== "POST") return json({ error: "not_found" }, 404);
 
     if (pathname === "/api/avatar/sessions") {
+      // The page may pick a catalog background (e.g. `transparent`); the service
+      // validates it against its catalog.
+      const body = await req.json().catch(() => null) as
+        | { bg_id?: unknown }
+        | null;
+      const bgId = typeof body?.bg_id === "string" &&
+          /^[a-z0-9_-]{1,64}$/.test(body.bg_id)
+        ? body.bg_id
+        : undefined;
       const session = await client.createSession({
+        avatar_config: bgId ? { bg_id: bgId } : undefined,
         provider_type: "external_engine",
         provider_config: {
           external_engine: {

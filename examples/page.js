@@ -3,6 +3,11 @@ import { AvatarPlayer } from "/avatar.js";
 
 const $ = (id) => document.getElementById(id);
 const video = $("avatar");
+// `?bg=studio` puts the avatar in its box; by default it stands on this page.
+// `?decoder=video` plays over MSE in the <video> even where WebCodecs exists.
+const params = new URLSearchParams(location.search);
+const bgId = params.get("bg") ?? "transparent";
+const decoder = params.get("decoder") === "video" ? "video" : "auto";
 
 function log(kind, role, text) {
   const li = document.createElement("li");
@@ -12,15 +17,19 @@ function log(kind, role, text) {
   $("log").append(li);
 }
 
-async function post(path) {
-  const res = await fetch(path, { method: "POST" });
+async function post(path, body) {
+  const res = await fetch(path, {
+    method: "POST",
+    headers: body ? { "content-type": "application/json" } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
   if (!res.ok) throw new Error(`${path} answered ${res.status}`);
   return await res.json();
 }
 
 $("start").onclick = async () => {
   $("start").disabled = true;
-  const s = await post("/api/avatar/sessions");
+  const s = await post("/api/avatar/sessions", { bg_id: bgId });
   const player = new AvatarPlayer({
     sessionId: s.session_id,
     token: s.client_token,
@@ -30,6 +39,7 @@ $("start").onclick = async () => {
     transport: s.transport,
     iceServers: s.ice_servers,
     video,
+    decoder,
     refreshToken: () =>
       post(`/api/avatar/sessions/${encodeURIComponent(s.session_id)}/token`),
   });
@@ -38,8 +48,13 @@ $("start").onclick = async () => {
   player.on("state", ({ state, status }) => {
     $("state").textContent = status ? `${state} (${status})` : state;
   });
-  player.on("transcript", ({ role, text, final }) => {
-    if (final) log("transcript", role, text);
+  // Captions fire when the avatar says them (in step with the mouth), not on arrival.
+  player.on("caption", ({ role, text, final, heard }) => {
+    if (role === "avatar" && heard) {
+      $("caption").textContent = text;
+      $("caption").dataset.at = String(Date.now());
+    }
+    if (final) log("transcript", role, heard ? text : `${text} (not heard)`);
   });
   player.on("error", ({ code, fatal }) => {
     if (code === "autoplay_blocked") {

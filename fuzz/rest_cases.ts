@@ -114,7 +114,7 @@ export function createBody(rng: Rng, sec: string): Record<string, unknown> {
           agent_id: "agent",
           api_key: sec,
           signed_url:
-            `wss://api.vendor-c.example/v1/convai/conversation?token=${sec}`,
+            `wss://api.elevenlabs.io/v1/convai/conversation?token=${sec}`,
         },
       };
       break;

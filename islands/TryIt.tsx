@@ -5,7 +5,7 @@
  * otherwise. The media token never appears in the page: the
  * island asks `/admin/try/token` (a CSRF-protected POST) for one before connecting and
  * whenever the player refreshes it. The video starts muted (autoplay policies) until
- * the operator enables sound.
+ * the operator enables sound. The avatar's lines appear as captions, when heard.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { AvatarPlayer, type FreshToken } from "../client/browser.ts";
@@ -129,17 +129,20 @@ export default function TryIt(props: TryItProps) {
             ? "webrtc_sfu"
             : "websocket_fmp4",
           iceServers: props.iceServers,
+          // The `<video>` paths: the page starts muted and "Enable sound" unmutes it.
+          decoder: "video",
         });
         player.current = p;
         p.on("state", (d) => {
           setState(d.state);
           setStatus(d.status);
         });
-        p.on("transcript", (d) =>
+        // Captions: the avatar's text shows when it is heard, in step with the mouth.
+        p.on("caption", (d) =>
           addLine({
             key: `${d.role}-${d.turn_id}`,
             role: d.role,
-            text: d.text,
+            text: d.heard ? d.text : `${d.text} (cut off, not heard)`,
             final: d.final,
           }));
         p.on("error", (d) => {

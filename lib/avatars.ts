@@ -26,6 +26,11 @@ export interface BackgroundDef {
   /** Top and bottom colours of the vertical gradient. */
   top: [number, number, number];
   bottom: [number, number, number];
+  /**
+   * No background: the video carries the avatar's alpha as a stacked frame (DECISIONS
+   * 6), the colour drawn over black.
+   */
+  transparent?: boolean;
 }
 
 const BASE: readonly AvatarDef[] = [
@@ -98,6 +103,13 @@ export const BACKGROUNDS: readonly BackgroundDef[] = [
     top: [250, 170, 110],
     bottom: [120, 60, 110],
   },
+  {
+    id: "transparent",
+    name: "Transparent",
+    top: [0, 0, 0],
+    bottom: [0, 0, 0],
+    transparent: true,
+  },
 ];
 
 export const DEFAULT_AVATAR_ID = "ava";
@@ -115,4 +127,12 @@ export function findAvatar(id: string): AvatarDef | undefined {
 
 export function findBackground(id: string): BackgroundDef | undefined {
   return BACKGROUNDS.find((b) => b.id === id);
+}
+
+/**
+ * How the video of background `bgId` carries alpha: `stacked` for the transparent
+ * background (DECISIONS 6), else null.
+ */
+export function alphaOf(bgId: string): "stacked" | null {
+  return findBackground(bgId)?.transparent ? "stacked" : null;
 }

@@ -328,12 +328,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     docsBaseIsDefault: docs.isDefault,
     publicUrl: env.PUBLIC_URL || undefined,
     providerEndpoints: {
+      // The vendors' real endpoints (DECISIONS 7b); tests point them at fakes.
       vendorARealtimeUrl: env.VENDOR_A_REALTIME_URL ||
-        "wss://api.vendor-a.example/v1/realtime",
+        "wss://api.openai.com/v1/realtime",
       vendorBUrl: env.VENDOR_B_URL || "wss://api.cartesia.ai/agents/stream",
       vendorCUrl: env.VENDOR_C_URL ||
-        "wss://api.vendor-c.example/v1/convai/conversation",
-      vendorCApiUrl: env.VENDOR_C_API_URL || "https://api.vendor-c.example",
+        "wss://api.elevenlabs.io/v1/convai/conversation",
+      vendorCApiUrl: env.VENDOR_C_API_URL || "https://api.elevenlabs.io",
     },
     renderClockStamp: bool(env, "RENDER_CLOCK_STAMP"),
     renderWorkerUrl: env.RENDER_WORKER_URL || undefined,

@@ -61,9 +61,17 @@ export class Downlink {
     private readonly stats: DownlinkStats,
   ) {}
 
-  /** Sends `media.init` and the init segment. */
-  init(mime: string, init: Uint8Array): void {
-    sendJson(this.ws, { type: "media.init", mime });
+  /**
+   * Sends `media.init` (with `alpha` for a transparent avatar's stacked frames) and the
+   * init segment.
+   */
+  init(mime: string, init: Uint8Array, alpha: "stacked" | null = null): void {
+    sendJson(
+      this.ws,
+      alpha
+        ? { type: "media.init", mime, alpha }
+        : { type: "media.init", mime },
+    );
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(init);
     try {
       this.#trexDefaults = new Map(

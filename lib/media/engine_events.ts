@@ -52,8 +52,10 @@ function rawEngineEvents(
     onResponseStart: (responseId) => turns.responseStart(responseId),
     onAgentAudio: (pcm, rate) => turns.agentAudio(pcm, rate),
     onResponseEnd: (responseId) => turns.responseEnd(responseId),
-    onTranscript: ({ role, text, final }) =>
-      turns.transcript(role, text, final),
+    onTranscript: ({ role, text, final, audioMs, correction }) =>
+      correction
+        ? turns.correction(text)
+        : turns.transcript(role, text, final, audioMs),
     onError: ({ code, fatal, message }) => {
       host.log.warn("engine error", {
         session_id: host.sessionId,

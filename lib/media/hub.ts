@@ -25,6 +25,7 @@ import { contain, type FailureSource } from "./contain.ts";
 import { HUB_POLL_MS, requestRemoteEnd } from "./end_requests.ts";
 import { EndPoller } from "./end_poll.ts";
 import { LiveSession } from "./live.ts";
+import { alphaOf } from "../avatars.ts";
 import { sendJson } from "./downlink.ts";
 import { type SfuLink, sfuLinkFor } from "../sfu/mod.ts";
 import { presenceKey } from "./presence.ts";
@@ -171,6 +172,7 @@ export class MediaHub implements SessionRuntime {
       return;
     }
     live = new LiveSession(this.deps, id);
+    live.alpha = alphaOf(session.bg_id);
     this.live.set(id, live);
     live.onDetached = () => void this.markPresence(id, false);
     live.onFailed = contain(
@@ -202,7 +204,14 @@ export class MediaHub implements SessionRuntime {
   /** The SFU side of a webrtc_sfu session (null: this process holds no mountpoint). */
   private sfuLink(live: LiveSession): SfuLink | null {
     return sfuLinkFor(this.deps, live.sessionId, {
-      send: (ws, msg) => sendJson(ws, msg),
+      // A transparent avatar's offer says its video is stacked alpha (DECISIONS 6).
+      send: (ws, msg) =>
+        sendJson(
+          ws,
+          msg.type === "webrtc.offer" && live.alpha
+            ? { ...msg, alpha: live.alpha }
+            : msg,
+        ),
       onFlowing: () => live.sfuFlowing(),
       onViewerFailed: () => live.sendError("avatar_render_failed", false),
     });

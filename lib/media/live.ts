@@ -65,6 +65,8 @@ export class LiveSession {
     framesThrottled: 0,
   };
   onInitSent: (() => void) | null = null;
+  /** `stacked`: the video carries alpha (transparent background, DECISIONS 6). */
+  alpha: "stacked" | null = null;
   /** Called when the last socket goes away (not on takeover). */
   onDetached: (() => void) | null = null;
   /**
@@ -95,6 +97,12 @@ export class LiveSession {
     streaming: () =>
       this.sfu !== null ||
       (this.socket !== null && this.streamingTo === this.socket),
+    overflow: () =>
+      this.onFailed?.(
+        "the conversation engine sent more audio ahead than the session holds",
+        "provider",
+        "provider_failed",
+      ),
   });
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {}
@@ -137,7 +145,7 @@ export class LiveSession {
     return {
       onInit: (mime, init) => {
         if (this.socket !== ws) return;
-        link.init(mime, init);
+        link.init(mime, init, this.alpha);
         this.streamingTo = ws;
         this.turns.newStream();
         this.onInitSent?.();

@@ -116,7 +116,7 @@ export type SocketErrorCode =
 
 export type ServerMessage =
   | { type: "session.state"; status: string }
-  | { type: "media.init"; mime: string }
+  | { type: "media.init"; mime: string; alpha?: "stacked" }
   | { type: "turn.start"; turn_id: string; role: "user" | "avatar" }
   | { type: "turn.end"; turn_id: string }
   | {
@@ -125,6 +125,10 @@ export type ServerMessage =
     role: "user" | "avatar";
     text: string;
     final: boolean;
+    /** Avatar text: where its audio begins on the stream's timeline. */
+    media_time_ms?: number;
+    /** Avatar text whose audio was cut before it was heard. */
+    heard?: false;
   }
   | { type: "error"; code: SocketErrorCode; fatal: boolean }
   | { type: "session.ended"; status: string; reason?: EndReason }
@@ -136,7 +140,7 @@ export type ServerMessage =
   }
   | { type: "turn.interrupted"; turn_id: string; played_ms: number }
   | { type: "pong" }
-  | { type: "webrtc.offer"; sdp: string }
+  | { type: "webrtc.offer"; sdp: string; alpha?: "stacked" }
   | {
     type: "webrtc.candidate";
     candidate: {

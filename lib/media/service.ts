@@ -6,8 +6,10 @@
  * nodes reap).
  */
 import type { AppDeps } from "../deps.ts";
+import { loadPhotoAvatar } from "../photo/mod.ts";
 import { engineFactoryFor } from "../providers/registry.ts";
 import { createRenderBackend } from "../render/mod.ts";
+import { photoPainters } from "../render/photo/mod.ts";
 import { MediaHub } from "./hub.ts";
 import { startHeartbeat } from "./presence.ts";
 import { startReaper } from "./reaper.ts";
@@ -25,7 +27,13 @@ export function mediaHubOf(deps: AppDeps): MediaHub {
 export function startMediaPlane(deps: AppDeps): MediaHub {
   const hub = new MediaHub(deps, {
     engineFactoryFor: (type) => engineFactoryFor(deps, type),
-    render: createRenderBackend(deps),
+    // Tenants' photo avatars are painted in this process, read from KV once per
+    // instance (DECISIONS 12); the catalog's ids open the cartoon.
+    render: createRenderBackend(deps, {
+      painters: photoPainters((tenant, id) =>
+        loadPhotoAvatar(deps.kv, tenant, id)
+      ),
+    }),
   });
   hubs.set(deps, hub);
   deps.runtime = hub;

@@ -207,6 +207,16 @@ export class EngineLink {
   }
 
   /**
+   * The engine ended the conversation itself (e.g. its time limit): reported as the
+   * engine's normal close (end reason `provider_ended`), and the socket is closed.
+   */
+  conversationOver(reason: string): void {
+    this.#dispose();
+    this.#tracker.report(false, reason, 1000);
+    this.#client?.close(1000, "conversation over");
+  }
+
+  /**
    * Counts a frame that was not used (`reason` and the known `type` are logged, at most
    * one line per `INVALID_FRAME_LOG_INTERVAL_MS`; the frame's content never is); past
    * `INVALID_FRAME_LIMIT` in `INVALID_FRAME_WINDOW_MS` the session fails.

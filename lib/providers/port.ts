@@ -42,9 +42,24 @@ export interface EngineEvents {
   /** A chunk of the avatar's voice for the current response. */
   onAgentAudio(pcm: Int16Array, sampleRate: number): void;
   onResponseEnd(responseId: string): void;
-  /** `role` uses the engine's words; the media socket maps `agent` to `avatar`. */
+  /**
+   * `role` uses the engine's words; the media socket maps `agent` to `avatar`.
+   * `audioMs`: for an agent text sent after its audio, where in the current response's
+   * audio its audio begins (ms); without it, the text's audio is the audio that follows
+   * it (DECISIONS 6, captions on the media timeline).
+   */
   onTranscript(
-    t: { role: "user" | "agent"; text: string; final: boolean },
+    t: {
+      role: "user" | "agent";
+      text: string;
+      final: boolean;
+      audioMs?: number;
+      /**
+       * The agent's text of its latest turn, corrected to what was actually said
+       * before an interruption: it replaces that turn's text.
+       */
+      correction?: boolean;
+    },
   ): void;
   /** A per-turn failure (fatal false) or an engine failure that ends the session (fatal true). */
   onError(e: { code: TurnErrorCode; fatal: boolean; message: string }): void;

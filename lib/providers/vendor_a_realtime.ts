@@ -1,10 +1,18 @@
 /**
- * The `vendor_a_realtime` adapter: a realtime speech-to-speech WebSocket API with JSON
- * events (session.update, input_audio_buffer.append, conversation.item.create,
- * response.create/cancel, conversation.item.truncate; server events response.*,
- * conversation.item.input_audio_transcription.*, input_audio_buffer.speech_started,
- * error). Audio both ways is base64 PCM16 mono at 24 kHz. The customer's ephemeral
- * `client_secret` is the bearer token of the upgrade. See docs/providers.md.
+ * The `vendor_a_realtime` adapter: the OpenAI Realtime API, GA shape (DECISIONS 7b; npm
+ * `openai`, `resources/realtime`): JSON events (session.update, input_audio_buffer.append,
+ * conversation.item.create, response.create/cancel, conversation.item.truncate; server
+ * events response.*, conversation.item.input_audio_transcription.*,
+ * input_audio_buffer.speech_started, error). Audio both ways is base64 PCM16 mono at
+ * 24 kHz. The customer's ephemeral `client_secret` is the bearer token of the upgrade
+ * (the model is bound into it: no `?model=`, no beta header).
+ *
+ * The API streams audio far faster than real time, so `response.done` comes long before
+ * the avatar finished saying it: the last audio item stays known until the next response
+ * starts, and a barge-in or interrupt after `response.done` still truncates it, at the
+ * `played_ms` the media plane reports (what the browser was streamed), clamped to the
+ * audio received. `response.cancel` goes only while a response is in progress. See
+ * docs/providers.md.
  */
 import { z } from "zod";
 import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
@@ -16,7 +24,7 @@ import {
   MessageSet,
   transcriptText,
 } from "./frames.ts";
-import type { EngineFactory, ProviderDeps } from "./port.ts";
+import type { EngineFactory, ProviderDeps, ResponseCut } from "./port.ts";
 import { pcmToBase64 } from "./resample.ts";
 
 /** The API's PCM rate, both directions. */
@@ -42,6 +50,7 @@ const transcriptDone = z.object({
   item_id: engineId(),
   transcript: transcriptText().nullish(),
 });
+const short = () => z.string().max(256).nullish();
 const noFields = z.object({});
 
 /**
@@ -50,7 +59,9 @@ const noFields = z.object({});
  */
 export const VENDOR_A_MESSAGES = new MessageSet({
   "session.created": noFields,
-  "response.created": z.object({ response: z.object({ id: engineId() }) }),
+  "response.created": z.object({
+    response: z.object({ id: engineId().nullish() }),
+  }),
   "response.output_audio.delta": audioDelta,
   "response.audio.delta": audioDelta,
   "response.output_audio_transcript.delta": transcriptDelta,
@@ -66,7 +77,7 @@ export const VENDOR_A_MESSAGES = new MessageSet({
   "input_audio_buffer.speech_started": noFields,
   "response.done": z.object({
     response: z.object({
-      id: engineId(),
+      id: engineId().nullish(),
       status: z.string().max(64).nullish(),
       status_details: z.object({
         error: z.object({ message: errorMessage().nullish() }).nullish(),
@@ -75,7 +86,8 @@ export const VENDOR_A_MESSAGES = new MessageSet({
   }),
   "error": z.object({
     error: z.object({
-      code: z.string().max(256).nullish(),
+      type: short(),
+      code: short(),
       message: errorMessage().nullish(),
     }),
   }),
@@ -99,9 +111,21 @@ function accumulate(
   return acc;
 }
 
+/** The audio item last streamed: it may still be playing after `response.done`. */
+interface AudioItem {
+  id: string;
+  responseId: string;
+  /** Where it starts in its response's audio (ms). */
+  startMs: number;
+  /** Its audio received so far (ms). */
+  ms: number;
+  /** Where in the response's audio its last transcript delta was placed (ms). */
+  textAt: number;
+  truncated: boolean;
+}
+
 /** The vendor_a realtime engine factory. */
 export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
-  const now = deps.now ?? Date.now;
   return async (options) => {
     const credentials = credentialsFor(
       options.credentials,
@@ -113,34 +137,45 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
     );
     const link = new EngineLink(deps, options, "vendor_a", VENDOR_A_RATE);
     const { events } = link;
-    /** The response being generated, until response.done. */
+    /** The response in progress (response.created … response.done). */
     let current: string | null = null;
+    /** The latest response: its audio may still be playing after it is done. */
+    let latest: string | null = null;
+    let responseMs = 0;
+    let responses = 0;
     let dropAudio = false;
     /** An error was already reported for the current response. */
     let errored = false;
-    let audioItem: { id: string; ms: number; firstAt: number } | null = null;
+    let item: AudioItem | null = null;
     const agentText = new Map<string, string>();
     const userText = new Map<string, string>();
 
     /**
-     * Cancels the current response and truncates its audio item, once per response:
-     * at `playedMs` when the media plane says how much was streamed (an interrupt),
-     * else at the estimate (its own barge-in, before the media plane heard of it).
+     * Cuts the avatar's answer: `response.cancel` while it is still generated, and the
+     * item being played truncated at `cut.playedMs` of its response's audio (what the
+     * browser was streamed), clamped to the audio received. Once per item.
      */
-    const cutResponse = (playedMs?: number) => {
-      if (current === null || dropAudio) return;
-      dropAudio = true;
-      link.send({ type: "response.cancel" });
-      if (audioItem) {
-        const played = playedMs ??
-          Math.min(audioItem.ms, now() - audioItem.firstAt);
-        link.send({
-          type: "conversation.item.truncate",
-          item_id: audioItem.id,
-          content_index: 0,
-          audio_end_ms: Math.max(0, Math.floor(played)),
-        });
+    const cutResponse = (cut?: ResponseCut) => {
+      if (current !== null && !dropAudio) {
+        dropAudio = true;
+        link.send({ type: "response.cancel" });
       }
+      if (
+        !cut || !item || item.truncated || cut.responseId !== item.responseId
+      ) {
+        return;
+      }
+      item.truncated = true;
+      const played = Math.min(
+        item.ms,
+        Math.max(0, cut.playedMs - item.startMs),
+      );
+      link.send({
+        type: "conversation.item.truncate",
+        item_id: item.id,
+        content_index: 0,
+        audio_end_ms: Math.floor(played),
+      });
     };
 
     const onMessage = (ev: Message<typeof VENDOR_A_MESSAGES>) => {
@@ -149,11 +184,12 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
           if (!link.ready) link.markReady(VENDOR_A_RATE);
           return;
         case "response.created": {
-          const id = ev.response.id;
-          current = id;
+          const id = ev.response.id ?? `response_${++responses}`;
+          current = latest = id;
+          responseMs = 0;
           errored = false;
           dropAudio = false;
-          audioItem = null;
+          item = null;
           events.onResponseStart(id);
           return;
         }
@@ -162,16 +198,27 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
           if (dropAudio || ev.response_id !== current) return;
           const pcm = link.base64Audio(ev.delta);
           if (!pcm) return;
-          if (!audioItem || audioItem.id !== ev.item_id) {
-            audioItem = { id: ev.item_id, ms: 0, firstAt: now() };
+          if (!item || item.id !== ev.item_id) {
+            item = {
+              id: ev.item_id,
+              responseId: current,
+              startMs: responseMs,
+              ms: 0,
+              textAt: responseMs,
+              truncated: false,
+            };
           }
-          audioItem.ms += (pcm.length * 1000) / VENDOR_A_RATE;
+          const ms = (pcm.length * 1000) / VENDOR_A_RATE;
+          item.ms += ms;
+          responseMs += ms;
           events.onAgentAudio(pcm, VENDOR_A_RATE);
           return;
         }
         case "response.output_audio_transcript.delta":
         case "response.audio_transcript.delta": {
+          if (dropAudio) return;
           const text = accumulate(agentText, ev.item_id, ev.delta);
+          if (item?.id === ev.item_id) item.textAt = responseMs;
           events.onTranscript({ role: "agent", text, final: false });
           return;
         }
@@ -179,7 +226,10 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
         case "response.audio_transcript.done": {
           const text = ev.transcript || (agentText.get(ev.item_id) ?? "");
           agentText.delete(ev.item_id);
-          events.onTranscript({ role: "agent", text, final: true });
+          if (dropAudio) return;
+          // Sent after its audio: placed where its newest words' audio begins.
+          const audioMs = item?.id === ev.item_id ? item.textAt : undefined;
+          events.onTranscript({ role: "agent", text, final: true, audioMs });
           return;
         }
         case "conversation.item.input_audio_transcription.delta": {
@@ -203,25 +253,31 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
           });
           return;
         case "input_audio_buffer.speech_started":
+          // The user talks over the avatar: while a response is generated, or while
+          // its audio may still be playing (the media plane knows; it answers with
+          // `interrupt` and what was heard, which truncates the item).
           if (current !== null && !dropAudio) {
-            cutResponse();
-            events.onBargeIn?.();
+            dropAudio = true;
+            link.send({ type: "response.cancel" });
           }
+          if (latest !== null && !(item?.truncated)) events.onBargeIn?.();
           return;
         case "response.done": {
           const r = ev.response;
+          const id = r.id ?? current;
           if (r.status === "failed" && !errored) {
             link.turnError(
               errorText(r.status_details?.error?.message, "response failed"),
             );
           }
-          if (r.id === current) current = null;
-          events.onResponseEnd(r.id);
+          if (id === current) current = null;
+          if (id !== null) events.onResponseEnd(id);
           return;
         }
         case "error": {
-          if (ev.error.code && BENIGN_ERRORS.has(ev.error.code)) return;
-          const message = errorText(ev.error.message);
+          const e = ev.error;
+          if (e.code && BENIGN_ERRORS.has(e.code)) return;
+          const message = errorText(e.message || e.code || e.type);
           if (!link.ready) {
             link.fail(message, "provider error before ready", {
               code: "llm_failed",
@@ -271,7 +327,7 @@ export function createVendorAEngine(deps: ProviderDeps): EngineFactory {
         });
         link.send({ type: "response.create" });
       },
-      interrupt: (cut) => cutResponse(cut?.playedMs),
+      interrupt: (cut) => cutResponse(cut),
     });
   };
 }

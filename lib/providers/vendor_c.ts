@@ -1,14 +1,20 @@
 /**
- * The `vendor_c` adapter: a conversational-agent WebSocket at `/v1/convai/conversation`.
- * JSON both ways: `conversation_initiation_client_data` out, then
- * `conversation_initiation_metadata` in (audio formats such as `pcm_16000`); user audio
- * as `{user_audio_chunk: base64}`; agent audio as `audio` events (`audio_base_64`,
- * increasing `event_id`); `agent_response`, `user_transcript`, `interruption`; `ping`
- * answered by `pong` with its `event_id`; typed text as `user_message`.
+ * The `vendor_c` adapter: ElevenLabs Conversational AI (DECISIONS 7b; npm
+ * `@elevenlabs/client`, `@elevenlabs/types`), the WebSocket at
+ * `/v1/convai/conversation`. JSON both ways: `conversation_initiation_client_data` out,
+ * then `conversation_initiation_metadata` in (audio formats such as `pcm_16000`); user
+ * audio as `{user_audio_chunk: base64}`; agent audio as `audio` events (`audio_base_64`,
+ * the turn's `event_id`); `agent_response` (+ `agent_response_correction` after an
+ * interruption), `user_transcript`, `interruption`; `ping` answered by `pong`; typed
+ * text as `user_message`; every `client_tool_call` answered with an `is_error`
+ * `client_tool_result` (the service runs no client tools, as the official client does
+ * for a tool it does not know); `error` with `error_type: max_duration_exceeded` ends
+ * the conversation.
  *
  * The protocol has no response boundaries: a response starts with its first audio event
  * and ends at an interruption, the next user transcript, or `responseIdleMs` without
- * audio. See docs/providers.md.
+ * audio. After an interrupt, agent audio is dropped by `event_id`: up to the last one
+ * heard (ours) or the interruption's. See docs/providers.md.
  */
 import { z } from "zod";
 import { credentialsFor, EngineLink, errorText, parseUrl } from "./adapter.ts";
@@ -37,7 +43,11 @@ export function pcmFormatRate(format: string): number | null {
 
 const eventId = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const audioFormat = () => z.string().max(64).nullish();
-const errorFields = z.object({ message: errorMessage().nullish() });
+const errorFields = z.object({
+  message: errorMessage().nullish(),
+  reason: errorMessage().nullish(),
+  error_type: z.string().max(64).nullish(),
+});
 
 /**
  * The agent events this adapter uses, a schema each. Other event types are ignored
@@ -57,7 +67,22 @@ export const VENDOR_C_MESSAGES = new MessageSet({
     }),
   }),
   "agent_response": z.object({
-    agent_response_event: z.object({ agent_response: transcriptText() }),
+    agent_response_event: z.object({
+      agent_response: transcriptText(),
+      event_id: eventId().nullish(),
+    }),
+  }),
+  "agent_response_correction": z.object({
+    agent_response_correction_event: z.object({
+      corrected_agent_response: transcriptText(),
+      event_id: eventId().nullish(),
+    }),
+  }),
+  "client_tool_call": z.object({
+    client_tool_call: z.object({
+      tool_name: z.string().max(256),
+      tool_call_id: z.string().max(256),
+    }),
   }),
   "user_transcript": z.object({
     user_transcription_event: z.object({ user_transcript: transcriptText() }),
@@ -126,9 +151,14 @@ export function createVendorCEngine(
     const { events } = link;
     let response: string | null = null;
     let responses = 0;
-    let dropAudio = false;
-    let lastInterruption = -1;
+    /** Agent audio (and text) of turns up to this event id is dropped. */
+    let dropUpTo = -1;
+    /** The event id of the last agent audio received. */
+    let lastHeard = -1;
     let cancelIdle = () => {};
+    /** Whether an agent event of turn `id` belongs to a turn cut off (ids are per turn). */
+    const dropped = (id: number | null | undefined) =>
+      typeof id === "number" && id <= dropUpTo;
 
     const endResponse = () => {
       cancelIdle();
@@ -172,7 +202,8 @@ export function createVendorCEngine(
         }
         case "audio": {
           const a = ev.audio_event;
-          if (dropAudio || (a.event_id ?? 0) <= lastInterruption) return;
+          if (dropped(a.event_id)) return;
+          if (typeof a.event_id === "number") lastHeard = a.event_id;
           const pcm = link.base64Audio(a.audio_base_64);
           if (!pcm) return;
           beginResponse();
@@ -181,25 +212,42 @@ export function createVendorCEngine(
         }
         case "agent_response": {
           // The agent's text usually comes before its audio: it opens the response.
-          dropAudio = false;
           const t = ev.agent_response_event.agent_response;
-          if (!t) return;
+          if (!t || dropped(ev.agent_response_event.event_id)) return;
           beginResponse();
           events.onTranscript({ role: "agent", text: t, final: true });
           return;
         }
+        case "agent_response_correction": {
+          const t = ev.agent_response_correction_event.corrected_agent_response;
+          events.onTranscript({
+            role: "agent",
+            text: t,
+            final: true,
+            correction: true,
+          });
+          return;
+        }
+        case "client_tool_call": {
+          const call = ev.client_tool_call;
+          link.send({
+            type: "client_tool_result",
+            tool_call_id: call.tool_call_id,
+            result:
+              `Client tool with name ${call.tool_name} is not defined on client`,
+            is_error: true,
+          });
+          return;
+        }
         case "user_transcript": {
           endResponse();
-          dropAudio = false;
           const t = ev.user_transcription_event.user_transcript;
           if (t) events.onTranscript({ role: "user", text: t, final: true });
           return;
         }
         case "interruption": {
           const id = ev.interruption_event?.event_id;
-          if (typeof id === "number") {
-            lastInterruption = Math.max(lastInterruption, id);
-          }
+          if (typeof id === "number") dropUpTo = Math.max(dropUpTo, id);
           const wasSpeaking = response !== null;
           endResponse();
           if (wasSpeaking) events.onBargeIn?.();
@@ -208,13 +256,19 @@ export function createVendorCEngine(
         case "ping":
           link.send({ type: "pong", event_id: ev.ping_event.event_id });
           return;
-        case "error":
-          link.turnError(
-            errorText(
-              ev.error_event?.message || ev.error?.message || ev.message,
-            ),
-          );
+        case "error": {
+          const e = ev.error_event ?? ev.error;
+          const message = errorText(e?.message || e?.reason || ev.message);
+          if (e?.error_type === "max_duration_exceeded") {
+            endResponse();
+            link.conversationOver(
+              "the conversation reached its maximum duration",
+            );
+            return;
+          }
+          link.turnError(message);
           return;
+        }
       }
     };
 
@@ -241,14 +295,14 @@ export function createVendorCEngine(
         }
       },
       sendText: (text) => {
-        // Audio still in flight from an interrupted turn stays dropped until the
-        // agent's next turn announces itself (agent_response / user_transcript).
         endResponse();
         link.send({ type: "user_message", text });
       },
       interrupt: () => {
-        // No cancel message exists: signal user activity and drop the rest locally.
-        dropAudio = true;
+        // No cancel message exists: signal user activity and drop the rest of the
+        // turns heard so far locally (by event id, whatever order the next turn's
+        // text and audio come in).
+        dropUpTo = Math.max(dropUpTo, lastHeard);
         endResponse();
         link.send({ type: "user_activity" });
       },

@@ -7,7 +7,7 @@
  * when none is queued), so the mouth and the audio track stay in step and a stream's
  * timestamps have no holes; with no viewer attached, frames are not encoded.
  */
-import { findAvatar, findBackground } from "../avatars.ts";
+import { alphaOf, findAvatar, findBackground } from "../avatars.ts";
 import type { Logger } from "../log.ts";
 import { BuiltinSession } from "./builtin_session.ts";
 import { ffmpegPath } from "./ffmpeg.ts";
@@ -92,6 +92,12 @@ export function createBuiltinRenderer(
   return {
     async open(o: RenderOpenOptions): Promise<RenderSession> {
       const painter = await openPainter(o);
+      if (alphaOf(o.bgId) && !painter.paintAlpha) {
+        throw new RenderStartError(
+          "misconfigured",
+          "this avatar cannot be drawn on a transparent background",
+        );
+      }
       let ffmpeg = options.ffmpeg;
       if (!ffmpeg) {
         try {
@@ -108,6 +114,7 @@ export function createBuiltinRenderer(
         deps.log,
         () => open.delete(session),
         o.output !== "rtp",
+        alphaOf(o.bgId) !== null,
       );
       if (!session.running) {
         await session.stop({ graceful: false, timeoutMs: 0 });

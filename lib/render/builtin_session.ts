@@ -21,6 +21,7 @@ import { samplesToMs, SpeechTimeline } from "./speech.ts";
 import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
 import { RtpOutput, type RtpTarget } from "./rtp.ts";
+import { stackAlpha } from "./stacked.ts";
 import { AudioQueue, Resampler, STREAM_RATE } from "./voice.ts";
 
 /** How a session paces: the backend's options (frame size: the painter's). */
@@ -69,6 +70,10 @@ export class BuiltinSession implements RenderSession {
   #segments = 0;
   #latency: number[] = [];
   #skipped = 0;
+  /** The coded picture's height: twice the painter's for stacked alpha. */
+  #codedHeight: number;
+  /** The alpha plane of a transparent session (null: opaque). */
+  #alpha: Uint8Array | null;
 
   constructor(
     private readonly painter: Painter,
@@ -78,7 +83,14 @@ export class BuiltinSession implements RenderSession {
     private readonly onStopped: () => void,
     /** Start the fMP4 encoder at open (false: an RTP-only session, ./rtp.ts). */
     private readonly warm: boolean,
+    /**
+     * Transparent background: each coded picture is the stacked-alpha frame of
+     * ./stacked.ts (the painter must have `paintAlpha`).
+     */
+    alpha = false,
   ) {
+    this.#alpha = alpha ? new Uint8Array(painter.width * painter.height) : null;
+    this.#codedHeight = alpha ? painter.height * 2 : painter.height;
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
     this.#frame = {
@@ -105,7 +117,7 @@ export class BuiltinSession implements RenderSession {
   stats(): RenderStats {
     return {
       audioLatencyMs: [...this.#latency],
-      droppedAudioSamples: this.#queue.dropped,
+      droppedAudioSamples: this.#queue.refused,
       queuedAudioSamples: this.#queue.length,
       skippedDraws: this.#skipped,
     };
@@ -144,7 +156,7 @@ export class BuiltinSession implements RenderSession {
         this.ffmpeg,
         {
           width: this.painter.width,
-          height: this.painter.height,
+          height: this.#codedHeight,
           fps: this.opts.fps,
           sampleRate: STREAM_RATE,
         },
@@ -208,7 +220,7 @@ export class BuiltinSession implements RenderSession {
       this.#run = new EncoderStream({
         ffmpeg: this.ffmpeg,
         width: this.painter.width,
-        height: this.painter.height,
+        height: this.#codedHeight,
         fps: this.opts.fps,
         sampleRate: STREAM_RATE,
         log: this.log,
@@ -259,16 +271,29 @@ export class BuiltinSession implements RenderSession {
     }
   }
 
-  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void {
-    if (this.#closed || pcm.length === 0) return;
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): boolean {
+    if (this.#closed || pcm.length === 0) return true;
     const samples = this.#resampler.process(pcm, sampleRate);
+    if (!this.#queue.push(samples)) return false;
     if (this.#marks.length < MAX_MARKS) {
       this.#marks.push({ idx: this.#pushed, at: this.opts.clock.now() });
     }
     this.#pushed += samples.length;
     this.#speech.pushed(tag, samples.length);
-    const dropped = this.#queue.push(samples);
-    if (dropped > 0) this.#speech.droppedOldest(dropped);
+    return true;
+  }
+
+  endAudio(tag: string): boolean {
+    if (this.#closed) return true;
+    return this.#speech.end(tag, this.#streamPos());
+  }
+
+  markText(tag: string, id: number, offsetMs?: number): void {
+    if (this.#closed) return;
+    const offset = offsetMs === undefined
+      ? undefined
+      : Math.round(offsetMs * STREAM_RATE / 1000);
+    this.#speech.mark(tag, id, offset);
   }
 
   interrupt(options: { tag?: string; all?: boolean } = {}): SpeechCut | null {
@@ -355,8 +380,16 @@ export class BuiltinSession implements RenderSession {
         this.painter.width * this.painter.height * 3 / 2,
       );
       this.painter.paint(this.#frame, face, this.#face.weights);
-      if (this.opts.clockStamp) stampClock(this.#frame, Date.now());
-      this.#last = this.#frame.data;
+      if (this.#alpha) {
+        this.painter.paintAlpha!(this.#alpha);
+        this.#last = stackAlpha(this.#frame, this.#alpha);
+      } else this.#last = this.#frame.data;
+      if (this.opts.clockStamp) {
+        stampClock(
+          { ...this.#frame, height: this.#codedHeight, data: this.#last },
+          Date.now(),
+        );
+      }
     } else {
       this.#skipped++;
     }

@@ -6,7 +6,7 @@
  */
 import type { AvatarDef, BackgroundDef } from "../avatars.ts";
 import type { FaceState } from "./face.ts";
-import { drawMouth } from "./mouth.ts";
+import { drawJaw, drawMouth } from "./mouth.ts";
 import {
   backgroundPlanes,
   ellipse,
@@ -75,17 +75,34 @@ function paletteOf(avatar: AvatarDef): Palette {
   return p;
 }
 
-/** Draws one frame of `avatar` on `bg` in `state` into `f` (overwriting it). */
-export function drawAvatar(
+/** Where the head is in one frame, for the features drawn on it. */
+interface Figure {
+  cx: number;
+  headCy: number;
+  headRx: number;
+  headRy: number;
+  tilt: number;
+  at: (y: number) => number;
+}
+
+/** The colours of the figure's outline: hair, body, neck and skin. */
+type FigureColours = Pick<
+  Palette,
+  "hair" | "shirt" | "collar" | "neck" | "skin"
+>;
+
+/**
+ * The figure whose outline the avatar has: hair, shoulders and shirt (rising with the
+ * breath), neck, ears, head and hair cap. Returns where the head is.
+ */
+function drawFigure(
   f: Frame,
   avatar: AvatarDef,
-  bg: BackgroundDef,
+  p: FigureColours,
   state: FaceState,
-): void {
+): Figure {
   const { width: w, height: h } = f;
-  f.data.set(backgroundPlanes(bg, w, h));
   const s = Math.min(w, h);
-  const p = paletteOf(avatar);
   const breathe = Math.sin(state.t * Math.PI * 2 / 4.2);
   // Whole pixels and tilt steps of 1/256: the head then stands still between steps,
   // which the encoder codes as skipped blocks, instead of shimmering every frame.
@@ -154,6 +171,57 @@ export function drawAvatar(
     ...lean,
     clipBottom: capBottom,
   });
+  return { cx, headCy, headRx, headRy, tilt, at };
+}
+
+/** Full coverage in an alpha plane drawn as luma. */
+const OPAQUE: Yuv = { y: 255, u: 128, v: 128 };
+const MASK: FigureColours = {
+  hair: OPAQUE,
+  shirt: OPAQUE,
+  collar: OPAQUE,
+  neck: OPAQUE,
+  skin: OPAQUE,
+};
+const scratch = new Map<string, Uint8Array>();
+
+/**
+ * The avatar's exact outline in `state` as an alpha plane (`width`×`height`, 0 outside,
+ * 255 inside, edges anti-aliased): the figure and the dropped jaw, drawn in white on
+ * black. The transparent background's alpha (DECISIONS 6).
+ */
+export function drawAvatarAlpha(
+  alpha: Uint8Array,
+  width: number,
+  height: number,
+  avatar: AvatarDef,
+  state: FaceState,
+): void {
+  const key = `${width}x${height}`;
+  let data = scratch.get(key);
+  if (!data) scratch.set(key, data = new Uint8Array(width * height * 3 / 2));
+  data.fill(0, 0, width * height);
+  const f: Frame = { width, height, data };
+  const g = drawFigure(f, avatar, MASK, state);
+  drawJaw(f, { ...g, skin: [255, 255, 255] }, state.mouth, OPAQUE);
+  alpha.set(data.subarray(0, width * height));
+}
+
+/** Draws one frame of `avatar` on `bg` in `state` into `f` (overwriting it). */
+export function drawAvatar(
+  f: Frame,
+  avatar: AvatarDef,
+  bg: BackgroundDef,
+  state: FaceState,
+): void {
+  f.data.set(backgroundPlanes(bg, f.width, f.height));
+  const p = paletteOf(avatar);
+  const { cx, headCy, headRx, headRy, tilt, at } = drawFigure(
+    f,
+    avatar,
+    p,
+    state,
+  );
 
   // Eyes: white, iris and pupil looking where the gaze points; lids close in a blink.
   const eyeY = headCy - headRy * 0.08;

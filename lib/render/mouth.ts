@@ -3,7 +3,14 @@
  * weights (coarticulation), and drawn into the frame with lips, the mouth's inside,
  * teeth and tongue. The jaw drops with the opening and the cheeks follow the width.
  */
-import { ellipse, type Frame, mix, type Rgb, toYuv } from "./raster.ts";
+import {
+  ellipse,
+  type Frame,
+  mix,
+  type Rgb,
+  toYuv,
+  type Yuv,
+} from "./raster.ts";
 import { VISEME_COUNT, visemeIndex } from "./visemes.ts";
 
 /** How a mouth is held; every field 0..1. */
@@ -128,24 +135,37 @@ const CAVITY = toYuv([58, 18, 26]);
 const TEETH = toYuv([238, 234, 226]);
 const TONGUE = toYuv([196, 92, 100]);
 
+/**
+ * The jaw: the chin drops with the opening (below the head's outline), in `colour`
+ * (the skin; white in an alpha plane).
+ */
+export function drawJaw(
+  f: Frame,
+  g: FaceGeometry,
+  m: MouthShape,
+  colour: Yuv = toYuv(g.skin),
+): void {
+  const { headRx: rx, headRy: ry } = g;
+  const jaw = Math.min(1, Math.max(0, m.open)) * ry * 0.07;
+  if (jaw <= 0.3) return;
+  ellipse(
+    f,
+    g.cx + g.tilt * (ry - ry * 0.7),
+    g.headCy + ry * 0.7 + jaw,
+    rx * 0.6,
+    ry * 0.3,
+    colour,
+  );
+}
+
 /** Draws the jaw, cheeks and mouth for `m` (opening already scaled by loudness). */
 export function drawMouth(f: Frame, g: FaceGeometry, m: MouthShape): void {
   const { headRx: rx, headRy: ry } = g;
   const open = Math.min(1, Math.max(0, m.open));
-  // The jaw: the chin drops with the opening.
   const jaw = open * ry * 0.07;
   const pivotY = g.headCy + ry;
   const lean = (y: number) => g.cx + g.tilt * (pivotY - y);
-  if (jaw > 0.3) {
-    ellipse(
-      f,
-      lean(g.headCy + ry * 0.7),
-      g.headCy + ry * 0.7 + jaw,
-      rx * 0.6,
-      ry * 0.3,
-      toYuv(g.skin),
-    );
-  }
+  drawJaw(f, g, m);
   // Cheeks: a soft flush that rises and spreads with a wide mouth, narrows when rounded.
   const cheek = toYuv(mix(g.skin, [214, 96, 96], 0.5));
   const cheekY = g.headCy + ry * (0.3 - 0.05 * m.wide + 0.02 * open);

@@ -5,7 +5,7 @@
  * (./photo/). Painters are opened by the render backend and owned by one session.
  */
 import type { AvatarDef, BackgroundDef } from "../avatars.ts";
-import { drawAvatar } from "./draw.ts";
+import { drawAvatar, drawAvatarAlpha } from "./draw.ts";
 import type { FaceState } from "./face.ts";
 import type { Frame } from "./raster.ts";
 import type { RenderOpenOptions } from "./port.ts";
@@ -36,16 +36,27 @@ export type PainterSource = (
   options: RenderOpenOptions,
 ) => Promise<Painter | undefined>;
 
-/** The drawn cartoon of the catalog as a painter. */
+/**
+ * The drawn cartoon of the catalog as a painter; its alpha is the exact outline of the
+ * figure last painted.
+ */
 export function cartoonPainter(
   avatar: AvatarDef,
   bg: BackgroundDef,
   width: number,
   height: number,
 ): Painter {
+  let last: FaceState | null = null;
   return {
     width,
     height,
-    paint: (f, state) => drawAvatar(f, avatar, bg, state),
+    paint: (f, state) => {
+      last = state;
+      drawAvatar(f, avatar, bg, state);
+    },
+    paintAlpha: (alpha) => {
+      if (last) drawAvatarAlpha(alpha, width, height, avatar, last);
+      else alpha.fill(0);
+    },
   };
 }

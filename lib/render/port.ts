@@ -34,6 +34,16 @@ export interface SpeechEvent {
   mediaTimeMs: number;
   /** Set when the speech stopped because it was cut (`interrupt`). */
   cut?: { playedMs: number };
+  /**
+   * Set (with `speaking` false) when all the audio of the tag, which `endAudio` said is
+   * complete, has gone into the stream: nothing more of it will be heard.
+   */
+  ended?: boolean;
+  /**
+   * Set when a caption mark of `markText` reached the stream: `mediaTimeMs` is where
+   * the audio after it begins (`speaking` says whether the tag is being heard).
+   */
+  mark?: number;
 }
 
 /**
@@ -64,7 +74,10 @@ export interface SpeechCut {
 export interface RenderStats {
   /** Milliseconds per measured push (the most recent ones, bounded). */
   audioLatencyMs: number[];
-  /** Agent audio dropped because the queue held more than its bound (samples at 48 kHz). */
+  /**
+   * Agent audio refused because the queue held its bound (`MAX_AGENT_AUDIO_AHEAD_MS`,
+   * samples at 48 kHz); never dropped from the queue to make room.
+   */
   droppedAudioSamples: number;
   /** Agent audio waiting to be rendered (samples at 48 kHz). */
   queuedAudioSamples: number;
@@ -78,9 +91,24 @@ export interface RenderSession {
   detach(): void;
   /**
    * Agent voice, PCM16 mono at sampleRate; resampled internally; drives the mouth and is
-   * the audio track. `tag` names its turn for speech events and cuts.
+   * the audio track. `tag` names its turn for speech events and cuts. Queued whole
+   * however far ahead of real time it comes, up to `MAX_AGENT_AUDIO_AHEAD_MS`
+   * (./voice.ts): false when a push would go past it (that push is refused, nothing
+   * queued is dropped; the caller ends the session).
    */
-  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void;
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): boolean;
+  /**
+   * No more audio of `tag` comes: once all of it went into the stream, its speech stops
+   * and a speech event with `ended` follows. Resolves true when nothing of it is queued
+   * or awaited (or nobody watches): no event will follow.
+   */
+  endAudio(tag: string): boolean | Promise<boolean>;
+  /**
+   * A caption mark `id` in `tag`'s audio at `offsetMs` of it (default: after all of it
+   * pushed so far): a speech event with `mark` follows where the stream reaches it. A
+   * cut of `tag` drops its marks not yet reached.
+   */
+  markText(tag: string, id: number, offsetMs?: number): void;
   /**
    * Drops queued, not yet rendered agent audio at once — of `tag` only, or everything
    * (no tag, or `all`) — and closes the mouth. Reports what was cut for `tag` (or the

@@ -1,7 +1,9 @@
 /**
  * A `RenderBackend` that renders on a render worker (./worker.ts) over HTTP control calls
  * and one WebSocket per stream, authenticated with a bearer token (docs/render-worker.md).
- * Agent audio is posted in order, one request in flight, from a queue bounded at ~2 s.
+ * Agent audio, caption marks and turn ends are posted in order, one request in flight;
+ * audio is never dropped to make room: past `MAX_AGENT_AUDIO_AHEAD_MS` waiting here, or
+ * once the worker refused a push for its own bound, `pushAudio` answers false.
  */
 import type { Logger } from "../log.ts";
 import {
@@ -14,6 +16,7 @@ import {
   type SpeechCut,
   type SpeechEvent,
 } from "./port.ts";
+import { MAX_AGENT_AUDIO_AHEAD_MS } from "./voice.ts";
 
 export interface RemoteOptions {
   /** Worker base URL, e.g. `http://render-1.internal:8080`. */
@@ -30,7 +33,9 @@ type Outgoing =
     tag?: string;
     all: boolean;
     done: (cut: SpeechCut | null) => void;
-  };
+  }
+  | { kind: "end"; tag: string; done: (ended: boolean) => void }
+  | { kind: "mark"; tag: string; id: number; offsetMs?: number };
 
 /** A worker's `speech` message as a `SpeechEvent`, or null when malformed. */
 function speechEvent(msg: Record<string, unknown>): SpeechEvent | null {
@@ -40,6 +45,11 @@ function speechEvent(msg: Record<string, unknown>): SpeechEvent | null {
   }
   if (tag !== undefined && typeof tag !== "string") return null;
   const event: SpeechEvent = { speaking, tag, mediaTimeMs: at };
+  if (msg.ended === true) event.ended = true;
+  if (msg.mark !== undefined) {
+    if (!Number.isSafeInteger(msg.mark)) return null;
+    event.mark = msg.mark as number;
+  }
   if (cut && typeof cut === "object") {
     const played = (cut as Record<string, unknown>).played_ms;
     if (typeof played !== "number" || played < 0) return null;
@@ -56,7 +66,7 @@ function speechCut(body: Record<string, unknown>): SpeechCut | null {
   return { tag, playedMs: played, wasSpeaking: speaking };
 }
 
-const MAX_QUEUED_SECONDS = 2;
+const MAX_QUEUED_SECONDS = MAX_AGENT_AUDIO_AHEAD_MS / 1000;
 
 /** Deno's WebSocket takes upgrade-request headers; the DOM typings do not know it. */
 const DenoWebSocket = WebSocket as unknown as new (
@@ -71,6 +81,8 @@ class RemoteSession implements RenderSession {
   #queue: Outgoing[] = [];
   #queuedSeconds = 0;
   #dropped = 0;
+  /** The worker refused audio for its bound: every later push is refused too. */
+  #overflowed = false;
   #pump: Promise<void> | null = null;
   #closed = false;
   #stopping: Promise<{ clean: boolean }> | null = null;
@@ -164,23 +176,37 @@ class RemoteSession implements RenderSession {
     if (ws && ws.readyState !== WebSocket.CLOSED) ws.close(1000);
   }
 
-  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): void {
-    if (this.#closed || pcm.length === 0) return;
+  pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): boolean {
+    if (this.#closed || pcm.length === 0) return true;
+    const seconds = pcm.length / sampleRate;
+    if (
+      this.#overflowed || this.#queuedSeconds + seconds > MAX_QUEUED_SECONDS
+    ) {
+      this.#dropped += Math.round(seconds * 48000);
+      return false;
+    }
     this.#queue.push({
       kind: "audio",
       pcm: pcm.slice(),
       rate: sampleRate,
       tag,
     });
-    this.#queuedSeconds += pcm.length / sampleRate;
-    while (this.#queuedSeconds > MAX_QUEUED_SECONDS) {
-      const i = this.#queue.findIndex((x) => x.kind === "audio");
-      const item = this.#queue[i];
-      if (!item || item.kind !== "audio") break;
-      this.#queue.splice(i, 1);
-      this.#queuedSeconds -= item.pcm.length / item.rate;
-      this.#dropped += Math.round(item.pcm.length * 48000 / item.rate);
-    }
+    this.#queuedSeconds += seconds;
+    this.#kick();
+    return true;
+  }
+
+  endAudio(tag: string): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(true);
+    return new Promise((done) => {
+      this.#queue.push({ kind: "end", tag, done });
+      this.#kick();
+    });
+  }
+
+  markText(tag: string, id: number, offsetMs?: number): void {
+    if (this.#closed) return;
+    this.#queue.push({ kind: "mark", tag, id, offsetMs });
     this.#kick();
   }
 
@@ -213,7 +239,10 @@ class RemoteSession implements RenderSession {
     options: { graceful: boolean; timeoutMs: number },
   ): Promise<{ clean: boolean }> {
     this.#closed = true;
-    for (const x of this.#queue) if (x.kind === "interrupt") x.done(null);
+    for (const x of this.#queue) {
+      if (x.kind === "interrupt") x.done(null);
+      else if (x.kind === "end") x.done(true);
+    }
     this.#queue = [];
     await this.#pump;
     let clean = false;
@@ -253,6 +282,13 @@ class RemoteSession implements RenderSession {
       if (head.kind === "interrupt") {
         path = "/interrupt";
         body = JSON.stringify({ tag: head.tag, all: head.all });
+      } else if (head.kind === "end") {
+        path = `/end?tag=${encodeURIComponent(head.tag)}`;
+      } else if (head.kind === "mark") {
+        path = `/mark?tag=${encodeURIComponent(head.tag)}&id=${head.id}` +
+          (head.offsetMs === undefined
+            ? ""
+            : `&offset_ms=${Math.max(0, Math.round(head.offsetMs))}`);
       } else {
         // Coalesce consecutive chunks of one turn at one rate into one request.
         const parts = [head.pcm];
@@ -285,9 +321,14 @@ class RemoteSession implements RenderSession {
         if (head.kind === "interrupt") {
           const answer = res.ok ? await res.json().catch(() => ({})) : {};
           head.done(speechCut(answer ?? {}));
+        } else if (head.kind === "end") {
+          const answer = res.ok ? await res.json().catch(() => ({})) : {};
+          head.done(answer?.ended !== false);
         } else {
           await res.body?.cancel();
         }
+        // 507: the worker's queue holds its bound; the media plane ends the session.
+        if (res.status === 507) this.#overflowed = true;
         if (!res.ok) {
           this.log.warn("render worker refused a request", {
             status: res.status,
@@ -296,6 +337,7 @@ class RemoteSession implements RenderSession {
         }
       } catch (err) {
         if (head.kind === "interrupt") head.done(null);
+        else if (head.kind === "end") head.done(true);
         this.log.warn("render worker audio post failed", { err });
       }
     }

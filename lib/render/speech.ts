@@ -10,6 +10,11 @@
  * stream's presentation time × rate). Events wait until a media segment covering their
  * position has gone to the sink (or, on the RTP output, until the RTP encoder was handed
  * the audio at that position), so a browser always has the media before the event.
+ *
+ * Two more things ride the same timeline: caption marks (`mark`), placed in a tag's
+ * audio where the audio of a text begins and reported at the stream position they reach
+ * (DECISIONS 6, captions on the media timeline), and a tag's end (`end`): once all of
+ * its audio went into the stream, its speech stops and an `ended` event follows.
  */
 import type { SpeechCut, SpeechEvent } from "./port.ts";
 import { type AudioQueue, STREAM_RATE } from "./voice.ts";
@@ -24,6 +29,14 @@ const MAX_TAGS = 16;
 interface Run {
   tag: string | undefined;
   n: number;
+  /** A caption mark (n is 0): reported where the stream reaches it. */
+  mark?: number;
+}
+
+/** Where a tag's audio went: its sample `off` (counted from its first) at `pos`. */
+interface Piece {
+  off: number;
+  pos: number;
 }
 
 /** Speech tags (turn ids) as the render worker accepts them. */
@@ -43,6 +56,12 @@ export class SpeechTimeline {
     | { tag: string | undefined; start: number; lastAudibleEnd: number }
     | null = null;
   #pending: { pos: number; event: SpeechEvent }[] = [];
+  /** Samples of each tag taken from the queue so far (streamed or not). */
+  #taken = new Map<string, number>();
+  /** The latest piece of each tag that went into the current stream. */
+  #where = new Map<string, Piece>();
+  /** Tags whose audio is complete (`end`), until all of it went into the stream. */
+  #ending = new Set<string>();
 
   /** The tag speaking now (undefined: untagged speech), or null when silent. */
   get speakingTag(): string | undefined | null {
@@ -58,6 +77,7 @@ export class SpeechTimeline {
   newRun(): void {
     this.#pending = [];
     this.#speaking = null;
+    this.#where.clear();
   }
 
   /**
@@ -88,13 +108,65 @@ export class SpeechTimeline {
   pushed(tag: string | undefined, n: number): void {
     if (n <= 0) return;
     const last = this.#runs.at(-1);
-    if (last && last.tag === tag) last.n += n;
+    if (last && last.tag === tag && last.mark === undefined) last.n += n;
     else this.#runs.push({ tag, n });
   }
 
-  /** The queue dropped its `n` oldest samples (it was full). */
-  droppedOldest(n: number): void {
-    this.#consume(n);
+  /**
+   * A caption mark `id` in `tag`'s audio at its sample `offset` (stream rate; without
+   * one, after everything of `tag` pushed so far): a `mark` event follows at the stream
+   * position the mark reaches. A mark in audio already taken is placed where that audio
+   * went; one in audio that went to no stream is dropped (nobody heard it).
+   */
+  mark(tag: string, id: number, offset?: number): void {
+    const taken = this.#taken.get(tag) ?? 0;
+    if (offset !== undefined && offset < taken) {
+      const at = this.#where.get(tag);
+      if (at) this.#placeMark(tag, id, Math.max(0, at.pos + offset - at.off));
+      return;
+    }
+    let left = offset === undefined ? Infinity : offset - taken;
+    let insertAt = -1;
+    for (let i = 0; i < this.#runs.length; i++) {
+      const r = this.#runs[i];
+      if (r.tag !== tag || r.mark !== undefined) continue;
+      if (left < r.n) {
+        if (left > 0) {
+          this.#runs.splice(i + 1, 0, { tag, n: r.n - left });
+          r.n = left;
+          insertAt = i + 1;
+        } else insertAt = i;
+        break;
+      }
+      left -= r.n;
+      insertAt = i + 1;
+    }
+    const run: Run = { tag, n: 0, mark: id };
+    if (insertAt < 0) this.#runs.push(run);
+    else this.#runs.splice(insertAt, 0, run);
+  }
+
+  /**
+   * No more audio of `tag` comes. Once all of it went into the stream (at once when none
+   * is queued), its speech stops and an `ended` event follows at `pos` (the stream's next
+   * frame). True when nothing of it is queued, speaking or waiting for the stream, or
+   * there is no stream (`pos` null): no event will follow, the caller ends the turn now.
+   */
+  end(tag: string, pos: number | null): boolean {
+    const queued = this.#runs.some((r) => r.tag === tag);
+    if (queued && pos !== null) {
+      this.#ending.add(tag);
+      return false;
+    }
+    if (pos === null) {
+      if (this.#speaking?.tag === tag) this.#speaking = null;
+      return true;
+    }
+    const busy = this.#speaking?.tag === tag ||
+      this.#pending.some((p) => p.event.tag === tag);
+    if (!busy) return true;
+    this.#finish(tag, pos);
+    return false;
   }
 
   /**
@@ -104,15 +176,33 @@ export class SpeechTimeline {
    */
   took(samples: Int16Array, real: number, pos: number | null): void {
     let off = 0;
-    while (off < real && this.#runs.length > 0) {
+    while (this.#runs.length > 0) {
       const run = this.#runs[0];
-      const use = Math.min(run.n, real - off);
-      if (pos !== null) {
-        this.#count(run.tag, use);
-        this.#scan(samples, off, off + use, run.tag, pos);
+      if (run.mark !== undefined) {
+        this.#runs.shift();
+        if (pos !== null && run.tag !== undefined) {
+          this.#placeMark(run.tag, run.mark, pos + off);
+        }
+        this.#settle(run.tag, pos === null ? null : pos + off);
+        continue;
       }
+      if (off >= real) break;
+      const use = Math.min(run.n, real - off);
+      if (run.tag !== undefined) {
+        const taken = this.#taken.get(run.tag) ?? 0;
+        if (pos !== null) {
+          this.#count(run.tag, use);
+          this.#where.set(run.tag, { off: taken, pos: pos + off });
+        }
+        remember(this.#taken, run.tag, taken + use);
+      }
+      if (pos !== null) this.#scan(samples, off, off + use, run.tag, pos);
       off += use;
-      this.#consume(use);
+      run.n -= use;
+      if (run.n === 0) {
+        this.#runs.shift();
+        this.#settle(run.tag, pos === null ? null : pos + off);
+      }
     }
     const speaking = this.#speaking;
     if (
@@ -122,6 +212,47 @@ export class SpeechTimeline {
     ) {
       this.#stop(speaking.lastAudibleEnd);
     }
+  }
+
+  /** After a run of `tag` left the queue at `at`: an ending tag with nothing left ends. */
+  #settle(tag: string | undefined, at: number | null): void {
+    if (tag === undefined || !this.#ending.has(tag)) return;
+    if (this.#runs.some((r) => r.tag === tag)) return;
+    if (at === null) {
+      this.#ending.delete(tag);
+      if (this.#speaking?.tag === tag) this.#speaking = null;
+      return;
+    }
+    this.#finish(tag, at);
+  }
+
+  /** Ends `tag`: its speech stops after its last audible sample, then `ended` at `at`. */
+  #finish(tag: string, at: number): void {
+    this.#ending.delete(tag);
+    const speaking = this.#speaking;
+    if (speaking?.tag === tag) this.#stop(speaking.lastAudibleEnd);
+    this.#insert(at, {
+      speaking: false,
+      tag,
+      mediaTimeMs: samplesToMs(at),
+      ended: true,
+    });
+  }
+
+  #placeMark(tag: string, id: number, pos: number): void {
+    this.#insert(pos, {
+      speaking: this.#speaking?.tag === tag,
+      tag,
+      mediaTimeMs: samplesToMs(pos),
+      mark: id,
+    });
+  }
+
+  /** Adds a pending event, in position order (events at one position keep their order). */
+  #insert(pos: number, event: SpeechEvent): void {
+    let i = this.#pending.length;
+    while (i > 0 && this.#pending[i - 1].pos > pos) i--;
+    this.#pending.splice(i, 0, { pos, event });
   }
 
   /**
@@ -142,9 +273,15 @@ export class SpeechTimeline {
     const speaking = this.#speaking;
     const wasSpeaking = speaking !== null && speaking.tag === target;
     if (all && speaking && !wasSpeaking) this.#stopAt(pos);
+    if (target !== undefined) this.#ending.delete(target);
     if (all) {
       queue.clear();
       this.#runs = [];
+      // Other turns whose audio was waiting to finish have nothing left: they end here.
+      for (const tag of [...this.#ending]) {
+        if (pos === null) this.#ending.delete(tag);
+        else this.#finish(tag, pos);
+      }
     } else if (queued) {
       const rest = queue.take(queue.length).samples;
       let at = 0;
@@ -161,14 +298,11 @@ export class SpeechTimeline {
     if (wasSpeaking) this.#speaking = null;
     const playedMs = samplesToMs(streamed ?? 0);
     if (pos !== null) {
-      this.#pending.push({
-        pos,
-        event: {
-          speaking: false,
-          tag: target,
-          mediaTimeMs: samplesToMs(pos),
-          cut: { playedMs },
-        },
+      this.#insert(pos, {
+        speaking: false,
+        tag: target,
+        mediaTimeMs: samplesToMs(pos),
+        cut: { playedMs },
       });
     }
     return { tag: target, playedMs, wasSpeaking };
@@ -188,24 +322,8 @@ export class SpeechTimeline {
     return out;
   }
 
-  #consume(n: number): void {
-    while (n > 0 && this.#runs.length > 0) {
-      const head = this.#runs[0];
-      const use = Math.min(head.n, n);
-      head.n -= use;
-      n -= use;
-      if (head.n === 0) this.#runs.shift();
-    }
-  }
-
-  #count(tag: string | undefined, n: number): void {
-    if (tag === undefined) return;
-    const before = this.#streamed.get(tag);
-    if (before === undefined && this.#streamed.size >= MAX_TAGS) {
-      this.#streamed.delete(this.#streamed.keys().next().value!);
-    }
-    this.#streamed.delete(tag);
-    this.#streamed.set(tag, (before ?? 0) + n);
+  #count(tag: string, n: number): void {
+    remember(this.#streamed, tag, (this.#streamed.get(tag) ?? 0) + n);
   }
 
   /** Audible samples in `samples[from, to)` (of `tag`, the frame at `pos`). */
@@ -229,9 +347,10 @@ export class SpeechTimeline {
     const speaking = this.#speaking;
     if (speaking && speaking.tag !== tag) this.#stop(speaking.lastAudibleEnd);
     if (!this.#speaking) {
-      this.#pending.push({
-        pos: pos + first,
-        event: { speaking: true, tag, mediaTimeMs: samplesToMs(pos + first) },
+      this.#insert(pos + first, {
+        speaking: true,
+        tag,
+        mediaTimeMs: samplesToMs(pos + first),
       });
       this.#speaking = {
         tag,
@@ -253,13 +372,19 @@ export class SpeechTimeline {
     const speaking = this.#speaking;
     if (!speaking) return;
     this.#speaking = null;
-    this.#pending.push({
-      pos: at,
-      event: {
-        speaking: false,
-        tag: speaking.tag,
-        mediaTimeMs: samplesToMs(at),
-      },
+    this.#insert(at, {
+      speaking: false,
+      tag: speaking.tag,
+      mediaTimeMs: samplesToMs(at),
     });
   }
+}
+
+/** Sets `tag` in `map` as its newest entry, keeping at most `MAX_TAGS` entries. */
+function remember(map: Map<string, number>, tag: string, n: number): void {
+  if (!map.has(tag) && map.size >= MAX_TAGS) {
+    map.delete(map.keys().next().value!);
+  }
+  map.delete(tag);
+  map.set(tag, n);
 }

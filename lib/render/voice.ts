@@ -41,40 +41,42 @@ export class Resampler {
   }
 }
 
-/** A FIFO of samples holding at most `maxSamples`; the oldest are dropped beyond it. */
+/**
+ * Most agent audio a session holds ahead of the stream, in ms. Engines stream faster than
+ * real time (a 5-s answer in half a second), so the queue holds whole answers; past this
+ * bound a push is refused (never silently dropped) and the media plane ends the session
+ * as a provider failure (lib/media/turns.ts).
+ */
+export const MAX_AGENT_AUDIO_AHEAD_MS = 120_000;
+
+/**
+ * A FIFO of samples holding at most `maxSamples`: a push that would go beyond it is
+ * refused whole (nothing already queued is ever dropped to make room).
+ */
 export class AudioQueue {
   #chunks: Int16Array[] = [];
   #length = 0;
-  /** Samples dropped because the queue was full, since creation. */
-  dropped = 0;
+  /** Samples refused because the queue was full, since creation. */
+  refused = 0;
 
-  constructor(readonly maxSamples = 2 * STREAM_RATE) {}
+  constructor(
+    readonly maxSamples = MAX_AGENT_AUDIO_AHEAD_MS * STREAM_RATE / 1000,
+  ) {}
 
   get length(): number {
     return this.#length;
   }
 
-  /** Appends samples; returns how many old samples were dropped to stay in bound. */
-  push(samples: Int16Array): number {
-    if (samples.length === 0) return 0;
+  /** Appends samples; false (nothing queued) when they do not fit in the bound. */
+  push(samples: Int16Array): boolean {
+    if (samples.length === 0) return true;
+    if (this.#length + samples.length > this.maxSamples) {
+      this.refused += samples.length;
+      return false;
+    }
     this.#chunks.push(samples);
     this.#length += samples.length;
-    let over = this.#length - this.maxSamples;
-    const dropped = Math.max(0, over);
-    while (over > 0) {
-      const head = this.#chunks[0];
-      if (head.length <= over) {
-        this.#chunks.shift();
-        over -= head.length;
-        this.#length -= head.length;
-      } else {
-        this.#chunks[0] = head.subarray(over);
-        this.#length -= over;
-        over = 0;
-      }
-    }
-    this.dropped += dropped;
-    return dropped;
+    return true;
   }
 
   /** Takes `n` samples, padding with silence; `real` says how many came from the queue. */

@@ -167,6 +167,8 @@ export function createRenderWorker(options: WorkerOptions): {
             tag: e.tag,
             media_time_ms: e.mediaTimeMs,
             ...(e.cut ? { cut: { played_ms: e.cut.playedMs } } : {}),
+            ...(e.ended ? { ended: true } : {}),
+            ...(e.mark !== undefined ? { mark: e.mark } : {}),
           }));
         },
         onError(err) {
@@ -214,7 +216,32 @@ export function createRenderWorker(options: WorkerOptions): {
         const bytes = new Uint8Array(await req.arrayBuffer());
         const pcm = new Int16Array(bytes.length >> 1);
         new Uint8Array(pcm.buffer).set(bytes.subarray(0, pcm.length * 2));
-        entry.session.pushAudio(pcm, rate, tag);
+        if (!entry.session.pushAudio(pcm, rate, tag)) {
+          return fail(507, "full", "agent audio queue is full");
+        }
+        return new Response(null, { status: 204 });
+      }
+      case "POST /end": {
+        const tag = url.searchParams.get("tag") ?? "";
+        if (!SPEECH_TAG.test(tag)) {
+          return fail(400, "invalid", "tag must be 1..64 of A-Z a-z 0-9 _ -");
+        }
+        const done = await entry.session.endAudio(tag);
+        return json(200, { ended: done });
+      }
+      case "POST /mark": {
+        const tag = url.searchParams.get("tag") ?? "";
+        const rawId = url.searchParams.get("id");
+        const id = rawId === null || rawId === "" ? NaN : Number(rawId);
+        const raw = url.searchParams.get("offset_ms");
+        const offset = raw === null ? undefined : Number(raw || NaN);
+        if (
+          !SPEECH_TAG.test(tag) || !Number.isSafeInteger(id) ||
+          (offset !== undefined && !(offset >= 0 && offset <= 3_600_000))
+        ) {
+          return fail(400, "invalid", "tag, id and offset_ms are required");
+        }
+        entry.session.markText(tag, id, offset);
         return new Response(null, { status: 204 });
       }
       case "POST /interrupt": {

@@ -13,8 +13,12 @@ import {
   type CreateApiKeyRequest,
   type CreateSessionRequest,
   type EndSessionResponse,
+  externalEngineSession,
   type SessionResponse,
   type SessionStatusResponse,
+  vendorARealtimeSession,
+  vendorBSession,
+  vendorCSession,
 } from "../../client/server.ts";
 import { NON_RETRYABLE_CODES, RETRYABLE_CODES } from "../../client/errors.ts";
 import {
@@ -507,5 +511,73 @@ Deno.test("endSession() resolves a 409 to an ended result without retrying", asy
     assert.deepEqual(sleeps, []);
   } finally {
     await app.close();
+  }
+});
+
+Deno.test("provider helpers build create bodies the service accepts, one provider key each", async (t) => {
+  const { createSessionSchema } = await import("../../lib/api/schemas.ts");
+  const options = {
+    transport: "websocket_fmp4" as const,
+    avatar_config: { avatar_id: "mira" },
+  };
+  const cases: Array<[string, CreateSessionRequest]> = [
+    [
+      "vendor_a_realtime",
+      vendorARealtimeSession({ client_secret: "ek_abc" }, options),
+    ],
+    [
+      "vendor_b",
+      vendorBSession({ access_token: "tok", agent_id: "agent_1" }, options),
+    ],
+    [
+      "vendor_c",
+      vendorCSession({
+        agent_id: "agent_2",
+        signed_url:
+          "wss://api.elevenlabs.io/v1/convai/conversation?agent_id=agent_2&conversation_signature=s",
+      }, options),
+    ],
+    [
+      "external_engine",
+      externalEngineSession({
+        url: "wss://engine.example.com/ws",
+        auth_headers: { "x-engine-key": "k" },
+        user_sample_rate: 16000,
+      }, options),
+    ],
+  ];
+  for (const [type, body] of cases) {
+    await t.step(type, () => {
+      assert.equal(body.provider_type, type);
+      assert.deepEqual(Object.keys(body.provider_config), [type]);
+      assert.equal(body.transport, "websocket_fmp4");
+      assert.deepEqual(body.avatar_config, { avatar_id: "mira" });
+      const parsed = createSessionSchema.safeParse(body);
+      assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
+    });
+  }
+  await t.step("a missing credential is refused before any call", () => {
+    assert.throws(
+      () => vendorARealtimeSession({ client_secret: "" }),
+      TypeError,
+    );
+    assert.throws(() => vendorCSession({ agent_id: "" }), TypeError);
+  });
+});
+
+Deno.test("a helper's body creates a session through AvatarClient", async () => {
+  const t = await sessionApp();
+  try {
+    const { client } = clientFor(t);
+    const session = await client.createSession(
+      vendorBSession({ access_token: "tok_test", agent_id: "agent_1" }),
+    );
+    assert.equal(session.status, "created");
+    assert.equal(
+      (await client.getSession(session.session_id)).provider_type,
+      "vendor_b",
+    );
+  } finally {
+    await t.close();
   }
 });

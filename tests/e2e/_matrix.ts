@@ -37,6 +37,11 @@ export interface MatrixOptions {
   rejectsVideo?: boolean;
   /** Opens the browser once more, refusing autoplay with sound. */
   openMutedOnly?: (pulseServer: string) => Promise<PageDriver>;
+  /**
+   * The client decodes `websocket_fmp4` with WebCodecs here (`decoder: "auto"`): also
+   * run the example page as it ships (WebCodecs, transparent avatar).
+   */
+  webCodecs?: boolean;
 }
 
 /** Polls `expression` in the page until it is truthy; returns its value. */
@@ -97,11 +102,42 @@ const ENDED = `!document.getElementById("ended").hidden &&
   document.getElementById("end-status").textContent + " " +
   document.getElementById("end-reason").textContent`;
 
+/**
+ * The example page's options: the `<video>` paths (MSE, WebRTC) on a boxed background,
+ * which the matrix watches in every browser (WebCodecs: tests/e2e/webcodecs_test.ts).
+ */
+const PAGE_QUERY = "decoder=video&bg=studio";
+
 /** How the player plays now, from its stats. */
 const PLAYS = `(() => {
   const s = globalThis.avatarPlayer.stats;
   return s.rtc.framesDecoded > 0 ? "rtc" : s.segmentsAppended > 0 ? "mse" : null;
 })()`;
+
+/**
+ * Mutes the microphone, types "hello avatar", waits until `shown` (the answer on the
+ * page) and until the answer is audible on the browser's sink; the peak RMS heard.
+ */
+async function hearAnswer(
+  page: PageDriver,
+  pulse: Pulse,
+  shown: string,
+): Promise<number> {
+  await page.eval(`(document.getElementById("mute").click(), true)`);
+  const rec = pulse.record();
+  try {
+    await page.eval(`(() => {
+      document.getElementById("text").value = "hello avatar";
+      document.getElementById("send").click();
+      return true;
+    })()`);
+    await until(page, shown, "the avatar's answer");
+    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
+    return Math.round(rec.peak());
+  } finally {
+    await rec.stop();
+  }
+}
 
 /** One session in the browser, from Start to End. */
 async function session(
@@ -111,7 +147,7 @@ async function session(
   transport: "auto" | "websocket_fmp4",
   plays: "rtc" | "mse",
 ): Promise<{ firstPlayMs: number; peakRms: number }> {
-  await page.goto(pageBase);
+  await page.goto(`${pageBase}/?${PAGE_QUERY}`);
   await page.eval(COLLECT);
   await page.eval(
     `(globalThis.__start = performance.now(), document.getElementById("start").click(), true)`,
@@ -154,28 +190,14 @@ async function session(
   await waitFor(() => ctx.mic.loud >= loud + 10, "loud microphone frames");
 
   // Audible sound: a typed turn's answer, heard on the browser's sink.
-  await page.eval(`(document.getElementById("mute").click(), true)`);
-  const rec = ctx.pulse.record();
-  let peakRms = 0;
-  try {
-    await page.eval(`(() => {
-      document.getElementById("text").value = "hello avatar";
-      document.getElementById("send").click();
-      return true;
-    })()`);
-    await until(
-      page,
-      `[...document.querySelectorAll('#log li[data-role="avatar"]')]
-        .some((li) => li.textContent.includes(${
-        JSON.stringify(replyFor("hello avatar"))
-      }))`,
-      "the avatar's answer",
-    );
-    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
-    peakRms = Math.round(rec.peak());
-  } finally {
-    await rec.stop();
-  }
+  const peakRms = await hearAnswer(
+    page,
+    ctx.pulse,
+    `[...document.querySelectorAll('#log li[data-role="avatar"]')]
+      .some((li) => li.textContent.includes(${
+      JSON.stringify(replyFor("hello avatar"))
+    }))`,
+  );
 
   // The end's status and reason reach the page.
   await page.eval(`(document.getElementById("end").click(), true)`);
@@ -194,7 +216,7 @@ async function session(
  * answer rejects the video, so it sends `webrtc.unsupported` instead, never the answer.
  */
 async function answerRejected(page: PageDriver, pageBase: string) {
-  await page.goto(pageBase);
+  await page.goto(`${pageBase}/?${PAGE_QUERY}`);
   await page.eval(COLLECT);
   await page.eval(`(() => {
     RTCRtpReceiver.getCapabilities = undefined;
@@ -224,7 +246,7 @@ async function answerRejected(page: PageDriver, pageBase: string) {
 
 /** A session in a browser that refuses sound without a gesture: it plays muted. */
 async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
-  await page.goto(pageBase);
+  await page.goto(`${pageBase}/?${PAGE_QUERY}`);
   await page.eval(COLLECT);
   await page.eval(`(document.getElementById("start").click(), true)`);
   await until(
@@ -247,6 +269,44 @@ async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
       return avatarPlayer.stats.streams > ${before} && !v.paused && v.muted &&
         v.currentTime > 0.5; })()`,
     "the new stream playing muted",
+  );
+  await page.eval(`(document.getElementById("end").click(), true)`);
+  assert.equal(await until(page, ENDED, "the end"), "ended requested");
+  assert.deepEqual(await page.eval(`globalThis.__problems`), []);
+}
+
+/**
+ * The example page as it ships (a transparent avatar; WebCodecs where the client uses
+ * it, else MSE): the picture drawn on a canvas, its audio heard on the browser's sink,
+ * the answer's caption shown.
+ */
+async function shippedSession(
+  page: PageDriver,
+  pageBase: string,
+  ctx: { pulse: Pulse },
+  decoder: "webcodecs" | "mse",
+): Promise<void> {
+  await page.goto(pageBase);
+  await page.eval(COLLECT);
+  await page.eval(`(document.getElementById("start").click(), true)`);
+  await until(
+    page,
+    decoder === "webcodecs"
+      ? `(() => { const s = globalThis.avatarPlayer?.stats;
+      return s?.decoder === "webcodecs" && s.webcodecs.framesDrawn > 25 &&
+        s.webcodecs.clockMs > 1000; })()`
+      : `(() => { const v = document.querySelector("video");
+      return globalThis.avatarPlayer?.stats.decoder === "mse" && v.hidden &&
+        !v.paused && v.currentTime > 1 &&
+        document.querySelector("canvas.avatar-canvas")?.width > 0; })()`,
+    `${decoder} drawing the transparent avatar`,
+  );
+  await hearAnswer(
+    page,
+    ctx.pulse,
+    `document.getElementById("caption").textContent.includes(${
+      JSON.stringify(replyFor("hello avatar"))
+    })`,
   );
   await page.eval(`(document.getElementById("end").click(), true)`);
   assert.equal(await until(page, ENDED, "the end"), "ended requested");
@@ -319,12 +379,20 @@ export async function runMatrix(
         },
       );
     }
+    const decoder = options.webCodecs ? "webcodecs" : "mse";
+    await t.step(
+      `websocket_fmp4 as the example page ships it: ${decoder}, transparent, sound, captions`,
+      async () => {
+        current = "websocket_fmp4";
+        await shippedSession(page!, pageBase, ctx, decoder);
+      },
+    );
     if (options.autoPlays === "mse") {
       await t.step(
         "webrtc_sfu: the fatal unsupported_media at once, no reconnect",
         async () => {
           current = "webrtc_sfu";
-          await page!.goto(pageBase);
+          await page!.goto(`${pageBase}/?${PAGE_QUERY}`);
           await page!.eval(COLLECT);
           const started = Date.now();
           await page!.eval(`(document.getElementById("start").click(), true)`);
@@ -374,7 +442,7 @@ export async function runMatrix(
       "a session that fails to start: the page shows its status and reason",
       async () => {
         current = "refused";
-        await page!.goto(pageBase);
+        await page!.goto(`${pageBase}/?${PAGE_QUERY}`);
         await page!.eval(COLLECT);
         await page!.eval(`(document.getElementById("start").click(), true)`);
         const shown = await until<string>(page!, ENDED, "the end on the page");

@@ -157,11 +157,19 @@ type PageWin = { avatarPlayer: AvatarPlayer };
  * Loads the example page, clicks Start and waits until the player is open. Resolves
  * with the session id and the media socket's URL.
  */
-export async function startOnPage(page: Page, pageBase: string): Promise<{
+export async function startOnPage(
+  page: Page,
+  pageBase: string,
+  /**
+   * The page's options: by default the `<video>` (MSE) path on a boxed background,
+   * which the tests of the video element watch.
+   */
+  query = "decoder=video&bg=studio",
+): Promise<{
   id: string;
   socketUrl: string;
 }> {
-  await page.goto(pageBase);
+  await page.goto(`${pageBase}/?${query}`);
   await page.getByRole("button", { name: "Start", exact: true }).click();
   await page.waitForFunction(
     () => (globalThis as unknown as PageWin).avatarPlayer?.state === "open",

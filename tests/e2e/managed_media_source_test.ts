@@ -87,7 +87,8 @@ Deno.test("browser client plays through ManagedMediaSource where MediaSource is 
     await t.step(
       "the video plays through the shim, appended only while streaming",
       async () => {
-        await page.goto(pageBase);
+        // The MSE path (WebCodecs would take the stream where it exists).
+        await page.goto(`${pageBase}/?decoder=video&bg=studio`);
         assert.equal(
           await page.evaluate(() => typeof globalThis.MediaSource),
           "undefined",

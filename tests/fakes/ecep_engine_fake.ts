@@ -6,8 +6,9 @@
  * ends the conversation (closes its socket with 1000), `speak` → 0.6 s of an audible
  * tone, `speak long` → 1.8 s of tone in a response that only ends on `interrupt`,
  * `speak cancel` → 1.8 s of tone, then after 600 ms its own `response.cancel` (barge-in
- * it detected), anything else → a
- * response with agent audio and an agent transcript. `session.end` closes the socket
+ * it detected), `speak 5s` → 5 s of tone sent within 0.5 s (ten times real time) with
+ * agent transcripts "one", "two", "three" before its audio at 0, 1 and 2.5 s, anything
+ * else → a response with agent audio and an agent transcript. `session.end` closes the socket
  * unless `stubborn`.
  */
 import { type FakeWs, type Json, startFakeWs } from "./fake_ws.ts";
@@ -83,6 +84,28 @@ export function startEcepFake(options: EcepFakeOptions): FakeWs {
           } else if (msg.text === "long") {
             open = id;
             peer.send(audio(800));
+          } else if (msg.text === "speak 5s") {
+            const frames = toneFrames(5, options.agentRate ?? 16000);
+            const texts = new Map([[0, "one"], [10, "two"], [25, "three"]]);
+            let i = 0;
+            const next = () => {
+              if (i === frames.length) {
+                peer.send({ type: "response.end", response_id: id });
+                return;
+              }
+              const text = texts.get(i);
+              if (text) {
+                peer.send({
+                  type: "transcript",
+                  role: "agent",
+                  text,
+                  final: true,
+                });
+              }
+              peer.send(frames[i++]);
+              setTimeout(next, 10);
+            };
+            next();
           } else if (
             typeof msg.text === "string" && msg.text.startsWith("speak")
           ) {

@@ -147,7 +147,8 @@ function vendorA(): ProviderKit {
       { msg: { type: "session.created", session: { id: "s" } }, typed: [] },
       {
         msg: { type: "response.created", response: { id: "resp_1" } },
-        typed: ["response", "response.id"],
+        // Every field of the SDK's response object is optional.
+        typed: ["response.id"],
       },
       audioDelta("response.output_audio.delta"),
       audioDelta("response.audio.delta"),
@@ -190,7 +191,6 @@ function vendorA(): ProviderKit {
           },
         },
         typed: [
-          "response",
           "response.id",
           "response.status",
           "response.status_details.error.message",
@@ -201,7 +201,7 @@ function vendorA(): ProviderKit {
           type: "error",
           error: { type: "server_error", code: "x", message: "oops" },
         },
-        typed: ["error.code", "error.message"],
+        typed: ["error.type", "error.code", "error.message"],
       },
     ],
     marker: (text) => ({
@@ -296,9 +296,44 @@ function vendorC(): ProviderKit {
       {
         msg: {
           type: "agent_response",
-          agent_response_event: { agent_response: "hi" },
+          agent_response_event: { agent_response: "hi", event_id: 1 },
         },
-        typed: ["agent_response_event", "agent_response_event.agent_response"],
+        typed: [
+          "agent_response_event",
+          "agent_response_event.agent_response",
+          "agent_response_event.event_id",
+        ],
+      },
+      {
+        msg: {
+          type: "agent_response_correction",
+          agent_response_correction_event: {
+            original_agent_response: "hi there",
+            corrected_agent_response: "hi",
+            event_id: 1,
+          },
+        },
+        typed: [
+          "agent_response_correction_event",
+          "agent_response_correction_event.corrected_agent_response",
+          "agent_response_correction_event.event_id",
+        ],
+      },
+      {
+        msg: {
+          type: "client_tool_call",
+          client_tool_call: {
+            tool_name: "open_door",
+            tool_call_id: "call_1",
+            parameters: {},
+            event_id: 1,
+          },
+        },
+        typed: [
+          "client_tool_call",
+          "client_tool_call.tool_name",
+          "client_tool_call.tool_call_id",
+        ],
       },
       {
         msg: {
@@ -319,8 +354,11 @@ function vendorC(): ProviderKit {
         typed: ["ping_event", "ping_event.event_id"],
       },
       {
-        msg: { type: "error", error_event: { message: "stt down" } },
-        typed: ["error_event.message"],
+        msg: {
+          type: "error",
+          error_event: { code: 1011, message: "stt down", reason: "asr" },
+        },
+        typed: ["error_event.message", "error_event.reason"],
       },
     ],
     marker: (text) => ({

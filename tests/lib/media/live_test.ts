@@ -113,7 +113,9 @@ function capturingRender(): RenderSession & { sink(): RenderSink } {
   return {
     attach: (s) => sink = s,
     detach: () => sink = null,
-    pushAudio: () => {},
+    pushAudio: () => true,
+    endAudio: () => true,
+    markText: () => {},
     interrupt: () => null,
     segmentsRendered: 0,
     stop: () => Promise.resolve({ clean: true }),
@@ -442,4 +444,27 @@ Deno.test("LiveSession: webrtc.* signalling is an invalid_message on a websocket
     for (const m of [...good, ...bad]) frame(ws, JSON.stringify(m));
     assert.equal(invalidCount(ws), good.length + bad.length);
     assert.equal(live.stats.invalidMessages, good.length + bad.length);
+  }));
+
+Deno.test("LiveSession: agent audio past the renderer's bound ends the session provider_failed, once", () =>
+  withLiveSession((live) => {
+    const failures: Array<[string, string, string]> = [];
+    live.onFailed = (why, source, reason) =>
+      failures.push([source, why, reason]);
+    const render = capturingRender();
+    let pushes = 0;
+    render.pushAudio = () => ++pushes < 3;
+    live.startRendering(render);
+    const events = live.engineEvents(() => {});
+    events.onResponseStart("r1");
+    for (let i = 0; i < 5; i++) {
+      events.onAgentAudio(new Int16Array(2400), 24000);
+    }
+    assert.equal(pushes, 3, "nothing is pushed after the refusal");
+    assert.deepEqual(failures, [[
+      "provider",
+      "the conversation engine sent more audio ahead than the session holds",
+      "provider_failed",
+    ]]);
+    return Promise.resolve();
   }));

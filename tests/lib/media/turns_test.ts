@@ -147,3 +147,87 @@ Deno.test("the engine's response.cancel drops the rest of that response", () =>
     await assertCut(s, b, order, "resp-1");
     b.close();
   }, { noFfmpegLeft: true }));
+
+/** Waits for a `type` message matching `more`. */
+const msg = (b: Browser, type: string, more: Json = {}) =>
+  b.message(
+    (m) =>
+      m.type === type && Object.entries(more).every(([k, v]) => m[k] === v),
+    `${type} ${JSON.stringify(more)}`,
+  );
+
+Deno.test("a 5-s answer sent in 0.5 s is heard whole, and its turn ends after it", () =>
+  withLiveStack(async (s) => {
+    const { b, order } = await speakingSession(s);
+    b.send({ type: "text", text: "speak 5s" });
+    const on = await speaking(b, true);
+    const off = await speaking(b, false);
+    const end = await msg(b, "turn.end", { turn_id: on.turn_id });
+    assert.ok(b.json.indexOf(end) > b.json.indexOf(off), "turn.end after it");
+    near(
+      (off.media_time_ms as number) - (on.media_time_ms as number),
+      5000,
+      "speaking lasts the 5 s",
+    );
+    // turn.end comes once the segments carrying the whole answer went out.
+    assert.ok(
+      audioEndMs(b, order.get(end)!) >= (off.media_time_ms as number),
+      "turn.end follows the media of the whole answer",
+    );
+    await b.until(
+      () =>
+        audioEndMs(b, b.binary.length) > (off.media_time_ms as number) + 300,
+      "media past the answer",
+    );
+    const spans = audibleSpans(
+      await decodeAudio(b.binary[0], b.binary.slice(1)),
+    );
+    assert.equal(spans.length, 1, JSON.stringify(spans));
+    near(spans[0][1] - spans[0][0], 5000, "all 5 s were streamed");
+    b.close();
+  }, { noFfmpegLeft: true }));
+
+Deno.test("captions carry media_time_ms: speaking start plus the audio before them", () =>
+  withLiveStack(async (s) => {
+    const { b } = await speakingSession(s);
+    b.send({ type: "text", text: "speak 5s" });
+    const on = await speaking(b, true);
+    const start = on.media_time_ms as number;
+    const caption = (text: string) =>
+      msg(b, "transcript", { role: "avatar", text });
+    const one = await caption("one");
+    const two = await caption("two");
+    const three = await caption("three");
+    for (const c of [one, two, three]) {
+      assert.equal(c.turn_id, on.turn_id);
+      assert.equal(c.heard, undefined);
+    }
+    near(one.media_time_ms as number, start, "one: at the speech start");
+    near(two.media_time_ms as number, start + 1000, "two: after 1 s of audio");
+    near(three.media_time_ms as number, start + 2500, "three: after 2.5 s");
+    // Exact to the sample: 100-ms frames at 16 kHz become whole 48-kHz runs.
+    assert.equal((two.media_time_ms as number) - start, 1000);
+    b.close();
+  }));
+
+Deno.test("a caption whose audio was cut by an interrupt arrives heard: false", () =>
+  withLiveStack(async (s) => {
+    const { b } = await speakingSession(s);
+    b.send({ type: "text", text: "speak 5s" });
+    const on = await speaking(b, true);
+    await msg(b, "transcript", { role: "avatar", text: "one" });
+    b.send({ type: "interrupt" });
+    const cut = await msg(b, "turn.interrupted", { turn_id: on.turn_id });
+    assert.ok((cut.played_ms as number) < 1000, `played ${cut.played_ms}`);
+    const two = await msg(b, "transcript", { role: "avatar", text: "two" });
+    const three = await msg(b, "transcript", { role: "avatar", text: "three" });
+    assert.equal(two.heard, false);
+    assert.equal(three.heard, false);
+    assert.equal(two.turn_id, on.turn_id);
+    assert.equal(three.turn_id, on.turn_id);
+    // Text held at the cut goes out before the turn's end; text still in flight after
+    // the cut (three) is sent as it comes.
+    const end = await msg(b, "turn.end", { turn_id: on.turn_id });
+    assert.ok(b.json.indexOf(two) < b.json.indexOf(end));
+    b.close();
+  }));

@@ -28,7 +28,7 @@ export interface VendorCApi {
 }
 
 /** The conversation host of the default `VENDOR_C_URL` (lib/config.ts). */
-export const DEFAULT_VENDOR_C_HOST = "api.vendor-c.example";
+export const DEFAULT_VENDOR_C_HOST = "api.elevenlabs.io";
 
 /** The signed URL the fake mints for `agentId`, on `host` (the configured endpoint's). */
 export function fakeSignedUrl(

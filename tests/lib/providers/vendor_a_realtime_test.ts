@@ -84,7 +84,8 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
         assert.deepEqual(events.transcripts, [
           { role: "agent", text: "you said ", final: false },
           { role: "agent", text: "you said hello", final: false },
-          { role: "agent", text: "you said hello", final: true },
+          // Sent after its audio: placed where its last words' audio begins.
+          { role: "agent", text: "you said hello", final: true, audioMs: 40 },
         ]);
       },
     );
@@ -130,7 +131,7 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
           "audio",
         );
         clock.advance(5);
-        conn.interrupt();
+        conn.interrupt({ responseId: "resp_2", playedMs: 5 });
         await events.waiter.until(() => events.ends.length === 2, "cancelled");
         const peer = await fake.peer();
         assert.ok(peer.json.some((m) => m.type === "response.cancel"));
@@ -149,7 +150,7 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
     );
 
     await t.step(
-      "speech_started during a response → barge-in cancel",
+      "speech_started during a response → barge-in cancel; the cut truncates",
       async () => {
         conn.sendText("long");
         await events.waiter.until(() => events.starts.length === 3, "start");
@@ -161,6 +162,15 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
           peer.json.filter((m) => m.type === "response.cancel").length,
           2,
         );
+        // The media plane answers the barge-in with what the browser was streamed,
+        // clamped to the 20 ms of audio the item had.
+        conn.interrupt({ responseId: events.starts[2], playedMs: 900 });
+        const trunc = await fake.waiter.until(
+          () =>
+            peer.json.filter((m) => m.type === "conversation.item.truncate")[1],
+          "the barge-in's truncate",
+        );
+        assert.equal((trunc as { audio_end_ms: number }).audio_end_ms, 20);
       },
     );
 
@@ -180,11 +190,6 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
         const peer = await fake.peer();
         const sent = (type: string) =>
           peer.json.filter((m) => m.type === type).length;
-        // The barge-in above cancelled and truncated resp_3.
-        await fake.waiter.until(
-          () => sent("conversation.item.truncate") === 2,
-          "the barge-in's truncate",
-        );
         const [cancels, truncates] = [
           sent("response.cancel"),
           sent("conversation.item.truncate"),
@@ -209,6 +214,42 @@ Deno.test("vendor_a_realtime against a fake realtime API over wss", async (t) =>
         assert.equal((trunc as { audio_end_ms: number }).audio_end_ms, 12);
         assert.equal(sent("response.cancel"), cancels + 1);
         assert.equal(sent("conversation.item.truncate"), truncates + 1);
+      },
+    );
+
+    await t.step(
+      "after response.done, speech still barges in; the truncate needs the cut",
+      async () => {
+        const peer = await fake.peer();
+        const sent = (type: string) =>
+          peer.json.filter((m) => m.type === type).length;
+        const [cancels, truncates] = [
+          sent("response.cancel"),
+          sent("conversation.item.truncate"),
+        ];
+        const before = events.bargeIns;
+        conn.sendText("hello");
+        await events.waiter.until(() => events.ends.length === 6, "done");
+        peer.send({
+          type: "input_audio_buffer.speech_started",
+          event_id: "e1",
+          audio_start_ms: 0,
+          item_id: "u2",
+        });
+        await events.waiter.until(() => events.bargeIns > before, "barge-in");
+        conn.interrupt({ responseId: events.starts[5], playedMs: 7 });
+        await fake.waiter.until(
+          () => sent("conversation.item.truncate") > truncates,
+          "truncate",
+        );
+        assert.equal(
+          (peer.json.findLast((m) =>
+            m.type === "conversation.item.truncate"
+          ) as { audio_end_ms: number }).audio_end_ms,
+          7,
+        );
+        assert.equal(sent("response.cancel"), cancels, "no response to cancel");
+        assert.deepEqual(fake.problems(), []);
       },
     );
 

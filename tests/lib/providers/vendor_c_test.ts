@@ -125,6 +125,60 @@ Deno.test("vendor_c against a fake conversational-agent socket", async (t) => {
         assert.equal(events.bargeIns, 1);
         assert.equal(events.ends.length, 4);
         assert.equal(events.audioSamples(), 2400);
+        // The agent's text is corrected to what was said before the interruption.
+        assert.deepEqual(
+          events.transcripts.find((x) => "correction" in x),
+          {
+            role: "agent",
+            text: "I was saying",
+            final: true,
+            correction: true,
+          },
+        );
+      },
+    );
+
+    await t.step(
+      "after an interrupt, the next turn's audio plays even before its text",
+      async () => {
+        conn.sendText("long");
+        const before = events.audioSamples();
+        await events.waiter.until(
+          () => events.audioSamples() === before + 400,
+          "audio",
+        );
+        conn.interrupt();
+        conn.sendText("audio first");
+        await events.waiter.until(
+          () => events.transcripts.some((x) => x.text === "audio came first"),
+          "the next turn",
+        );
+        await events.waiter.until(
+          () => events.audioSamples() === before + 1200,
+          "both chunks of the next turn (the cut turn's rest dropped)",
+        );
+      },
+    );
+
+    await t.step(
+      "an agent waiting for its client tool gets an is_error result and goes on",
+      async () => {
+        conn.sendText("tool");
+        const result = await fake.waiter.until(
+          () => fake.peers[0].json.find((m) => m.type === "client_tool_result"),
+          "client_tool_result",
+        );
+        assert.deepEqual(result, {
+          type: "client_tool_result",
+          tool_call_id: result.tool_call_id,
+          result: "Client tool with name open_door is not defined on client",
+          is_error: true,
+        });
+        await events.waiter.until(
+          () => events.transcripts.some((x) => x.text === "the tool failed"),
+          "the agent's answer after its tool",
+        );
+        assert.deepEqual(fake.problems(), []);
       },
     );
 
@@ -220,6 +274,26 @@ Deno.test("vendorCUrl() refuses a signed_url off the configured endpoint", () =>
     vendorCUrl(endpoint, { agent_id: "a b" }).href,
     `${endpoint}?agent_id=a+b`,
   );
+});
+
+Deno.test("vendor_c max_duration_exceeded ends the conversation (provider_ended)", async () => {
+  const { fake, factory } = setup();
+  const events = recordEvents();
+  const conn = await start(factory, PUBLIC, events);
+  try {
+    await events.waiter.until(() => events.ready.length > 0, "ready");
+    conn.sendText("max duration");
+    await events.waiter.until(() => events.closes.length > 0, "closed");
+    assert.deepEqual(events.closes, [{
+      clean: false,
+      reason: "the conversation reached its maximum duration",
+      code: 1000,
+    }]);
+    assert.deepEqual(events.errors, []);
+  } finally {
+    conn.close();
+    await fake.close();
+  }
 });
 
 Deno.test("vendor_c end() is false when the agent never answers", async () => {

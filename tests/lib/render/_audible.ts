@@ -16,10 +16,12 @@ async function decode(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  // Read while writing: a long stream's output fills the pipe before its input is in.
+  const output = child.output();
   const writer = child.stdin.getWriter();
   await writer.write(concat(init, segments));
   await writer.close();
-  const out = await child.output();
+  const out = await output;
   if (!out.success) {
     throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
   }

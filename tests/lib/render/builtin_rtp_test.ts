@@ -150,3 +150,45 @@ Deno.test("the RTP output reports speech in the sender's wall clock and cuts at 
     await close();
   }
 });
+
+Deno.test("builtin renderer: over RTP, caption marks and a turn's end ride the sender's clock", async () => {
+  const { session, video, audio, close } = await rtpSession(
+    "session:rtp-captions",
+  );
+  const events: SpeechEvent[] = [];
+  const until = async (what: string, check: () => boolean) => {
+    for (let i = 0; i < 200 && !check(); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.ok(check(), `waited too long for ${what}`);
+  };
+  try {
+    session.publishRtp!({
+      host: "127.0.0.1",
+      videoPort: video.port,
+      audioPort: audio.port,
+    }, { onError: () => {}, onSpeech: (e) => events.push(e) });
+    await until("RTP", () => audio.pts.size > 0);
+    // A 1.8-s answer pushed at once, a caption before it and one after 1 s of it.
+    session.markText("turn_1", 1);
+    session.pushAudio(tone(1), 16000, "turn_1");
+    session.markText("turn_1", 2);
+    session.pushAudio(tone(0.8), 16000, "turn_1");
+    assert.equal(await session.endAudio("turn_1"), false);
+    await until("the end", () => events.some((e) => e.ended));
+    const on = events.find((e) => e.speaking && e.mark === undefined)!;
+    const marks = events.filter((e) => e.mark !== undefined);
+    assert.deepEqual(marks.map((e) => e.mark), [1, 2]);
+    // Epoch ms of the sender's clock, as avatar.speaking on this transport.
+    assert.ok(Math.abs(marks[0].mediaTimeMs - on.mediaTimeMs) <= FRAME_MS);
+    assert.ok(
+      Math.abs(marks[1].mediaTimeMs - on.mediaTimeMs - 1000) <= FRAME_MS,
+      `${marks[1].mediaTimeMs - on.mediaTimeMs}`,
+    );
+    const off = events.find((e) => !e.speaking && e.mark === undefined)!;
+    assert.ok(Math.abs(off.mediaTimeMs - on.mediaTimeMs - 1800) <= FRAME_MS);
+    assert.ok(events.indexOf(off) < events.findIndex((e) => e.ended));
+  } finally {
+    await close();
+  }
+});

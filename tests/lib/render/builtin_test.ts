@@ -9,6 +9,7 @@ import {
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import { RenderStartError } from "../../../lib/render/port.ts";
+import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";
 import {
   assertNoEncoders,
   ManualClock,
@@ -207,13 +208,21 @@ Deno.test("builtin renderer streams", async (t) => {
 
 Deno.test("builtin renderer audio queue", async (t) => {
   await t.step(
-    "holds at most 2 s of agent audio and counts the drop",
+    "holds a 5-s answer pushed at once whole, and refuses a push past its bound",
     async () => {
       const { backend } = renderer();
       const session = await backend.open(OPEN);
-      session.pushAudio(new Int16Array(5 * 48000), 48000);
-      assert.equal(session.stats().droppedAudioSamples, 3 * 48000);
-      assert.equal(session.stats().queuedAudioSamples, 2 * 48000);
+      assert.equal(session.pushAudio(new Int16Array(5 * 48000), 48000), true);
+      assert.equal(session.stats().droppedAudioSamples, 0);
+      assert.equal(session.stats().queuedAudioSamples, 5 * 48000);
+      const rest = MAX_AGENT_AUDIO_AHEAD_MS * 48 - 5 * 48000;
+      assert.equal(session.pushAudio(new Int16Array(rest), 48000), true);
+      assert.equal(session.pushAudio(new Int16Array(480), 48000), false);
+      assert.equal(session.stats().droppedAudioSamples, 480);
+      assert.equal(
+        session.stats().queuedAudioSamples,
+        MAX_AGENT_AUDIO_AHEAD_MS * 48,
+      );
       await session.stop({ graceful: false, timeoutMs: 0 });
     },
   );

@@ -8,6 +8,7 @@ import {
   type SpeechEvent,
 } from "../../../lib/render/port.ts";
 import { createRemoteRenderer } from "../../../lib/render/remote.ts";
+import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";
 import {
   assertNoEncoders,
   RecordingSink,
@@ -113,6 +114,40 @@ Deno.test("remote renderer against a real worker", async (t) => {
       },
     );
 
+    await t.step(
+      "a 5-s answer pushed at once goes whole; its caption mark and end come back",
+      async () => {
+        const session = await backend.open(OPEN);
+        const events: SpeechEvent[] = [];
+        const sink = Object.assign(new RecordingSink(), {
+          onSpeech: (e: SpeechEvent) => events.push(e),
+        });
+        session.attach(sink);
+        await sink.until(() => sink.segments.length >= 3);
+        session.markText("turn_1", 1);
+        for (let i = 0; i < 50; i++) {
+          assert.equal(
+            session.pushAudio(tone(0.1, 16000), 16000, "turn_1"),
+            true,
+          );
+          if (i === 24) session.markText("turn_1", 2);
+        }
+        assert.equal(await session.endAudio("turn_1"), false);
+        await sink.until(() => events.some((e) => e.ended), 15_000);
+        const on = events.find((e) => e.speaking && e.mark === undefined)!;
+        const marks = events.filter((e) => e.mark !== undefined);
+        assert.deepEqual(marks.map((e) => e.mark), [1, 2]);
+        assert.equal(marks[1].mediaTimeMs - on.mediaTimeMs, 2500);
+        const off = events.find((e) => !e.speaking && e.mark === undefined)!;
+        assert.ok(
+          Math.abs(off.mediaTimeMs - on.mediaTimeMs - 5000) <= 40,
+          `${off.mediaTimeMs - on.mediaTimeMs}`,
+        );
+        assert.equal(session.stats().droppedAudioSamples, 0);
+        await session.stop({ graceful: false, timeoutMs: 0 });
+      },
+    );
+
     await t.step("open() maps refusals to RenderStartError kinds", async () => {
       await assert.rejects(
         backend.open({ ...OPEN, avatarId: "nobody" }),
@@ -179,6 +214,31 @@ Deno.test("remote renderer against a real worker", async (t) => {
           status: 200,
           body: { played_ms: 0, was_speaking: false },
         });
+        assert.equal(
+          (await call("GET", path)).body.stats.queuedAudioSamples,
+          0,
+        );
+        // A turn's end and a caption mark: nothing of "t1" is queued or awaited.
+        assert.deepEqual(await call("POST", `${path}/end?tag=t1`), {
+          status: 200,
+          body: { ended: true },
+        });
+        assert.equal((await call("POST", `${path}/end?tag=a%20b`)).status, 400);
+        assert.equal(
+          (await call("POST", `${path}/mark?tag=t1&id=3&offset_ms=250`)).status,
+          204,
+        );
+        assert.equal((await call("POST", `${path}/mark?tag=t1`)).status, 400);
+        // Audio past the session's bound is refused whole, never dropped from the queue.
+        const minutes = new Int16Array(
+          (MAX_AGENT_AUDIO_AHEAD_MS / 1000) * 8000 + 8000,
+        );
+        const full = await call(
+          "POST",
+          `${path}/audio?sample_rate=8000`,
+          new Uint8Array(minutes.buffer),
+        );
+        assert.equal(full.status, 507);
         assert.equal(
           (await call("GET", path)).body.stats.queuedAudioSamples,
           0,

@@ -193,28 +193,24 @@ Deno.test("builtin renderer: a tagged cut drops only that turn's queued audio", 
 });
 
 Deno.test("SpeechTimeline follows tags through the queue", async (t) => {
-  await t.step(
-    "quiet audio of a turn is not speech; a dropped head is skipped",
-    () => {
-      const s = new SpeechTimeline();
-      const q = new AudioQueue(4800);
-      s.pushed("a", 4800);
-      q.push(new Int16Array(4800));
-      s.pushed("b", 960);
-      const dropped = q.push(tone(0.02, 48000));
-      s.droppedOldest(dropped);
-      // a's 3840 samples left are silent: two frames, then b speaks at 80 ms.
-      for (let pos = 0; pos < 3 * 1920; pos += 1920) {
-        const frame = q.take(1920);
-        s.took(frame.samples, frame.real, pos);
-        assert.equal(s.hasPending, pos >= 3840);
-      }
-      assert.deepEqual(s.delivered(3840), []);
-      assert.deepEqual(s.delivered(10_000), [
-        { speaking: true, tag: "b", mediaTimeMs: 80 },
-      ]);
-    },
-  );
+  await t.step("quiet audio of a turn is not speech", () => {
+    const s = new SpeechTimeline();
+    const q = new AudioQueue(48000);
+    s.pushed("a", 3840);
+    q.push(new Int16Array(3840));
+    s.pushed("b", 960);
+    q.push(tone(0.02, 48000));
+    // a's 3840 samples are silent: two frames, then b speaks at 80 ms.
+    for (let pos = 0; pos < 3 * 1920; pos += 1920) {
+      const frame = q.take(1920);
+      s.took(frame.samples, frame.real, pos);
+      assert.equal(s.hasPending, pos >= 3840);
+    }
+    assert.deepEqual(s.delivered(3840), []);
+    assert.deepEqual(s.delivered(10_000), [
+      { speaking: true, tag: "b", mediaTimeMs: 80 },
+    ]);
+  });
   await t.step(
     "without a stream nothing is pending and nothing counts as played",
     () => {
@@ -232,6 +228,77 @@ Deno.test("SpeechTimeline follows tags through the queue", async (t) => {
       });
       assert.equal(q.length, 0);
       assert.equal(s.cut(q, {}, null), null);
+    },
+  );
+});
+
+/** Takes frames of 1920 samples from `q` into `s` at stream positions from `from`. */
+function runFrames(
+  s: SpeechTimeline,
+  q: AudioQueue,
+  from: number,
+  frames: number,
+): number {
+  let pos = from;
+  for (let i = 0; i < frames; i++, pos += 1920) {
+    const f = q.take(1920);
+    s.took(f.samples, f.real, pos);
+  }
+  return pos;
+}
+
+Deno.test("SpeechTimeline: ends and caption marks", async (t) => {
+  await t.step(
+    "an ended tag stops and reports ended once all its audio was taken",
+    () => {
+      const s = new SpeechTimeline();
+      const q = new AudioQueue();
+      s.pushed("a", 9600);
+      q.push(tone(0.2, 48000));
+      assert.equal(s.end("a", 0), false);
+      const pos = runFrames(s, q, 0, 6);
+      assert.deepEqual(s.delivered(pos), [
+        { speaking: true, tag: "a", mediaTimeMs: 0 },
+        { speaking: false, tag: "a", mediaTimeMs: 200 },
+        { speaking: false, tag: "a", mediaTimeMs: 200, ended: true },
+      ]);
+      // Nothing of it left: a second end has nothing to wait for.
+      assert.equal(s.end("a", pos), true);
+    },
+  );
+  await t.step(
+    "marks land after the audio before them; a retro mark where its audio went",
+    () => {
+      const s = new SpeechTimeline();
+      const q = new AudioQueue();
+      s.mark("a", 1); // text before any audio
+      s.pushed("a", 4800);
+      q.push(tone(0.1, 48000));
+      s.mark("a", 2); // text after 100 ms of audio
+      s.pushed("a", 4800);
+      q.push(tone(0.1, 48000));
+      s.mark("a", 3, 2400); // placed by the adapter at 50 ms, into queued audio
+      const pos = runFrames(s, q, 1920, 6);
+      s.mark("a", 4, 4800); // after its audio was taken: where it went
+      const events = s.delivered(pos + 1).filter((e) => e.mark !== undefined)
+        .map((e) => [e.mark, e.mediaTimeMs]);
+      assert.deepEqual(events, [[1, 40], [3, 90], [2, 140], [4, 140]]);
+    },
+  );
+  await t.step(
+    "a cut drops the marks of its tag not yet reached",
+    () => {
+      const s = new SpeechTimeline();
+      const q = new AudioQueue();
+      s.pushed("a", 48000);
+      q.push(tone(1, 48000));
+      s.mark("a", 1);
+      const pos = runFrames(s, q, 0, 3);
+      s.cut(q, { tag: "a" }, pos);
+      runFrames(s, q, pos, 3);
+      const delivered = s.delivered(1e9);
+      assert.equal(delivered.some((e) => e.mark !== undefined), false);
+      assert.deepEqual(delivered.at(-1)?.cut, { playedMs: 120 });
     },
   );
 });

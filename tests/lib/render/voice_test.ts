@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   analyzeVoice,
   AudioQueue,
+  MAX_AGENT_AUDIO_AHEAD_MS,
   Resampler,
 } from "../../../lib/render/voice.ts";
 import { tone } from "./_helpers.ts";
@@ -39,23 +40,32 @@ Deno.test("Resampler", async (t) => {
 
 Deno.test("AudioQueue", async (t) => {
   await t.step(
-    "drops the oldest samples beyond its bound and counts them",
+    "refuses a push past its bound whole and never drops what it holds",
     () => {
       const q = new AudioQueue(100);
-      q.push(Int16Array.from({ length: 80 }, (_, i) => i));
+      assert.equal(q.push(Int16Array.from({ length: 80 }, (_, i) => i)), true);
       assert.equal(
         q.push(Int16Array.from({ length: 50 }, (_, i) => 80 + i)),
-        30,
+        false,
       );
-      assert.equal(q.length, 100);
-      assert.equal(q.dropped, 30);
+      assert.equal(q.length, 80);
+      assert.equal(q.refused, 50);
+      assert.equal(q.push(new Int16Array(20).fill(7)), true);
       const { samples, real } = q.take(120);
       assert.equal(real, 100);
-      assert.equal(samples[0], 30);
-      assert.equal(samples[99], 129);
+      assert.equal(samples[0], 0);
+      assert.equal(samples[79], 79);
+      assert.equal(samples[80], 7);
       assert.equal(samples[100], 0);
     },
   );
+
+  await t.step("holds minutes of audio by default", () => {
+    const q = new AudioQueue();
+    assert.equal(q.maxSamples, MAX_AGENT_AUDIO_AHEAD_MS * 48);
+    assert.ok(MAX_AGENT_AUDIO_AHEAD_MS >= 60_000);
+    assert.equal(q.push(new Int16Array(30 * 48000)), true);
+  });
 
   await t.step("take() pads with silence and clear() empties", () => {
     const q = new AudioQueue(100);

@@ -336,7 +336,7 @@ const MATRIX: [string, unknown, ErrorCode, string | undefined][] = [
       provider_config: {
         vendor_c: {
           agent_id: "a",
-          signed_url: "wss://api.vendor-c.example:8443/v1/convai/conversation",
+          signed_url: "wss://api.elevenlabs.io:8443/v1/convai/conversation",
         },
       },
     },
@@ -495,14 +495,14 @@ Deno.test("POST /v1/sessions checks a vendor_c signed_url against VENDOR_C_URL's
         await postCreate(
           app,
           body(
-            `wss://api.vendor-c.example/v1/convai/conversation?token=${token}`,
+            `wss://api.elevenlabs.io/v1/convai/conversation?token=${token}`,
           ),
         ),
         MISCONF,
         "provider_config.vendor_c.signed_url",
       );
       assert.doesNotMatch(JSON.stringify(b), new RegExp(token));
-      assert.doesNotMatch(JSON.stringify(b), /convai\.internal|vendor-c/);
+      assert.doesNotMatch(JSON.stringify(b), /convai\.internal|elevenlabs/);
       assert.equal(app.app.deps.vault.size, 0);
       assert.equal(app.app.deps.renderSlots.inUse, 0);
     });

@@ -50,10 +50,9 @@ Deno.test("credentials and media tokens never reach KV or the log, and the vault
       provider_config: {
         vendor_c: {
           agent_id: "agent-c2",
-          signed_url:
-            `wss://api.vendor-c.example/v1/convai/conversation?token=${
-              secrets[4]
-            }`,
+          signed_url: `wss://api.elevenlabs.io/v1/convai/conversation?token=${
+            secrets[4]
+          }`,
         },
       },
     },

@@ -18,6 +18,7 @@ import {
   parseFragment,
   parseInit,
 } from "../../../../../lib/render/mp4_parse.ts";
+import { parseInitSegment } from "../../../../../client/webcodecs/fmp4.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 
@@ -173,7 +174,7 @@ Deno.test("media socket activates a session: state, init segment, fragments, the
     assert.equal((hello.user_audio as Json).sample_rate, 24000);
     const peer = await s.engine.peer();
     assert.equal(peer.headers.get("x-engine-key"), ENGINE_KEY);
-    b.close();
+    b.ws.close();
   });
 });
 
@@ -265,7 +266,7 @@ Deno.test("media socket carries text turns, transcripts, audio, interrupt, ping 
       "the session survives",
     );
     assert.equal(b.closeCode, null);
-    b.close();
+    b.ws.close();
   });
 });
 
@@ -470,4 +471,37 @@ Deno.test("a service shutdown closes live sockets with 1001 and no session.ended
     await s.engine.close();
   }
   await noFfmpegLeft();
+});
+
+Deno.test("media.init says alpha stacked for a transparent background, whose video is twice as tall", async (t) => {
+  const cases = [
+    { bg_id: "transparent", alpha: "stacked", heightPerWidth: 2 },
+    { bg_id: "studio", alpha: undefined, heightPerWidth: 1 },
+  ];
+  for (const c of cases) {
+    await t.step(c.bg_id, () =>
+      live(async (s) => {
+        const created = await createSession(s, ENGINE_KEY, {
+          avatar_config: { bg_id: c.bg_id },
+        });
+        const b = Browser.connect(
+          s,
+          created.session_id,
+          created.stream_metadata.session_token,
+        );
+        await b.opened;
+        const init = await b.message(
+          (m) => m.type === "media.init",
+          "media.init",
+        );
+        assert.equal(init.alpha, c.alpha);
+        await b.until(() => b.binary.length >= 1, "init segment");
+        const video = parseInitSegment(b.binary[0]).find((x) =>
+          x.kind === "video"
+        )!;
+        assert.equal(video.height, c.heightPerWidth * video.width);
+        b.ws.close();
+        await end(s, created.session_id);
+      }));
+  }
 });

@@ -1,0 +1,265 @@
+/**
+ * The audio side of WebCodecs playback, and its clock: decoded PCM goes to an
+ * AudioWorklet that plays it with a jitter buffer that starts at one audio frame's worth
+ * and grows by one frame on each underrun (never shrinks within a stream), drops the
+ * oldest audio when more than `slackMs` past that target is queued (a takeover's GOP
+ * burst, a stall that let media pile up: the jump to the live edge) or when the queue
+ * never fell below target + half a frame over half a second (a backlog from the start
+ * that no jitter used), and reports which media time it is playing. The page's presentation clock (`mediaTimeUs`) is that
+ * media time less the output's latency: what is heard now. Video is shown on it.
+ */
+
+/** Name the processor registers under. */
+export const AUDIO_OUT_PROCESSOR = "avatar-audio-out";
+
+/**
+ * Module source of the processor (plain JavaScript, loaded from a Blob URL). Messages
+ * in: `{pcm: Float32Array, ptsUs}` (mono, the context's rate), `{reset: true, startSamples,
+ * stepSamples, maxSamples, slackSamples}`. Messages out: `{clock: ptsUs, frame, playing}`
+ * every few quanta and on every change, `{underrun: true, target}`, `{jumped: samples}`.
+ */
+export const AUDIO_OUT_SOURCE = `
+class AvatarAudioOut extends AudioWorkletProcessor {
+  constructor() {
+    super();
+    this.chunks = [];
+    this.queued = 0;
+    this.offset = 0;
+    this.playing = false;
+    this.target = 1920;
+    this.step = 1920;
+    this.max = 19200;
+    this.slack = 7200;
+    this.headUs = 0;
+    this.quanta = 0;
+    this.floor = Infinity;
+    this.played = 0;
+    this.port.onmessage = (e) => this.onMessage(e.data);
+  }
+  onMessage(m) {
+    if (m.reset) {
+      this.chunks = [];
+      this.queued = 0;
+      this.offset = 0;
+      this.playing = false;
+      this.target = m.startSamples;
+      this.step = m.stepSamples;
+      this.max = m.maxSamples;
+      this.slack = m.slackSamples;
+      this.floor = Infinity;
+      this.report();
+      return;
+    }
+    this.chunks.push({ pcm: m.pcm, ptsUs: m.ptsUs });
+    this.queued += m.pcm.length;
+    if (this.queued > this.target + this.slack) this.drop(this.queued - this.target);
+  }
+  drop(n) {
+    let dropped = 0;
+    while (dropped < n && this.chunks.length > 0) {
+      const c = this.chunks[0];
+      const left = c.pcm.length - this.offset;
+      const k = Math.min(left, n - dropped);
+      this.offset += k;
+      dropped += k;
+      if (this.offset >= c.pcm.length) { this.chunks.shift(); this.offset = 0; }
+    }
+    this.queued -= dropped;
+    this.port.postMessage({ jumped: dropped });
+    this.report();
+  }
+  report() {
+    const c = this.chunks[0];
+    const ptsUs = c ? c.ptsUs + this.offset * 1e6 / sampleRate : this.headUs;
+    this.port.postMessage({
+      clock: ptsUs, frame: currentFrame, playing: this.playing, queued: this.queued,
+    });
+  }
+  process(inputs, outputs) {
+    const out = outputs[0][0];
+    if (!out) return true;
+    const wasPlaying = this.playing;
+    if (!this.playing && this.queued >= this.target) this.playing = true;
+    if (this.playing && this.chunks.length > 0) {
+      const c = this.chunks[0];
+      this.headUs = c.ptsUs + this.offset * 1e6 / sampleRate;
+    }
+    this.quanta++;
+    if (this.playing !== wasPlaying || this.quanta % 8 === 0) this.report();
+    if (!this.playing) {
+      out.fill(0);
+      this.floor = Infinity;
+      this.played = 0;
+      return true;
+    }
+    // The lowest the queue went over the last half second of playing (188 quanta).
+    this.floor = Math.min(this.floor, this.queued);
+    if (++this.played % 188 === 0) {
+      if (this.floor > this.target + (this.step >> 1)) this.drop(this.floor - this.target);
+      this.floor = Infinity;
+    }
+    let i = 0;
+    while (i < out.length && this.chunks.length > 0) {
+      const c = this.chunks[0];
+      const k = Math.min(out.length - i, c.pcm.length - this.offset);
+      out.set(c.pcm.subarray(this.offset, this.offset + k), i);
+      i += k;
+      this.offset += k;
+      this.queued -= k;
+      this.headUs = c.ptsUs + this.offset * 1e6 / sampleRate;
+      if (this.offset >= c.pcm.length) { this.chunks.shift(); this.offset = 0; }
+    }
+    if (i < out.length) {
+      out.fill(0, i);
+      this.playing = false;
+      this.target = Math.min(this.max, this.target + this.step);
+      this.port.postMessage({ underrun: true, target: this.target });
+      this.report();
+    }
+    for (let ch = 1; ch < outputs[0].length; ch++) outputs[0][ch].set(out);
+    return true;
+  }
+}
+registerProcessor("${AUDIO_OUT_PROCESSOR}", AvatarAudioOut);
+`;
+
+export interface AudioOutStats {
+  underruns: number;
+  /** Times queued audio was dropped to get back to the live edge. */
+  liveEdgeJumps: number;
+  /** The jitter buffer's current start target (ms). */
+  jitterTargetMs: number;
+  /** Audio queued in the worklet at its last report (ms). */
+  queuedMs: number;
+  /** The output's latency after the worklet: base + output latency (ms). */
+  outputLatencyMs: number;
+}
+
+/** Jitter buffer bounds, in video frames. */
+const MAX_TARGET_FRAMES = 10;
+
+/** The worklet player on one AudioContext; `reset` per stream. */
+export class AudioOut {
+  readonly stats: AudioOutStats = {
+    underruns: 0,
+    liveEdgeJumps: 0,
+    jitterTargetMs: 0,
+    queuedMs: 0,
+    outputLatencyMs: 0,
+  };
+  readonly ctx: AudioContext;
+  #node: AudioWorkletNode | null = null;
+  #ready: Promise<void>;
+  #clock = { ptsUs: 0, frame: 0, playing: false, known: false };
+  #pending: Array<{ pcm: Float32Array; ptsUs: number }> = [];
+  #resetMsg: Record<string, unknown> | null = null;
+
+  constructor(sampleRate: number, workletUrl?: string) {
+    this.ctx = new AudioContext({ sampleRate, latencyHint: "interactive" });
+    const blob = workletUrl ? null : URL.createObjectURL(
+      new Blob([AUDIO_OUT_SOURCE], { type: "text/javascript" }),
+    );
+    this.#ready = this.ctx.audioWorklet.addModule(workletUrl ?? blob!).then(
+      () => {
+        const node = new AudioWorkletNode(this.ctx, AUDIO_OUT_PROCESSOR, {
+          numberOfInputs: 0,
+          outputChannelCount: [1],
+        });
+        node.port.onmessage = (e) => this.#onMessage(e.data);
+        node.connect(this.ctx.destination);
+        this.#node = node;
+        if (this.#resetMsg) node.port.postMessage(this.#resetMsg);
+        for (const m of this.#pending.splice(0)) {
+          node.port.postMessage(m, [m.pcm.buffer]);
+        }
+      },
+    ).finally(() => {
+      if (blob) URL.revokeObjectURL(blob);
+    });
+  }
+
+  /** Resolves once the worklet runs; rejects when it cannot load. */
+  get ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  get sampleRate(): number {
+    return this.ctx.sampleRate;
+  }
+
+  /** A new stream: queued audio dropped, the jitter buffer back at one frame. */
+  reset(frameMs: number, slackMs: number): void {
+    const perMs = this.ctx.sampleRate / 1000;
+    this.#resetMsg = {
+      reset: true,
+      startSamples: Math.round(frameMs * perMs),
+      stepSamples: Math.round(frameMs * perMs),
+      maxSamples: Math.round(frameMs * MAX_TARGET_FRAMES * perMs),
+      slackSamples: Math.round(slackMs * perMs),
+    };
+    this.stats.jitterTargetMs = frameMs;
+    this.#clock = { ptsUs: 0, frame: 0, playing: false, known: false };
+    this.#pending = [];
+    this.#node?.port.postMessage(this.#resetMsg);
+  }
+
+  /** Queues decoded mono PCM that starts at media time `ptsUs`. */
+  push(pcm: Float32Array, ptsUs: number): void {
+    const m = { pcm, ptsUs };
+    if (this.#node) this.#node.port.postMessage(m, [pcm.buffer]);
+    else this.#pending.push(m);
+  }
+
+  /**
+   * The media time heard now (µs): the worklet's playhead advanced by the audio
+   * clock since it reported, less the output latency; null before audio plays.
+   */
+  get mediaTimeUs(): number | null {
+    const c = this.#clock;
+    if (!c.known) return null;
+    if (!c.playing) return c.ptsUs;
+    const rate = this.ctx.sampleRate;
+    const since = Math.max(0, this.ctx.currentTime - c.frame / rate);
+    const latency = (this.ctx.outputLatency || 0) + (this.ctx.baseLatency || 0);
+    return c.ptsUs + (since - latency) * 1e6;
+  }
+
+  /** Whether audio is being played (false before the first start and after underruns). */
+  get playing(): boolean {
+    return this.#clock.playing;
+  }
+
+  resume(): Promise<void> {
+    return this.ctx.resume();
+  }
+
+  close(): void {
+    this.#node?.disconnect();
+    this.#node = null;
+    void this.ctx.close().catch(() => {});
+  }
+
+  #onMessage(m: Record<string, unknown>): void {
+    if (typeof m.clock === "number") {
+      this.stats.queuedMs = Math.round(
+        (m.queued as number) / this.ctx.sampleRate * 1000,
+      );
+      this.stats.outputLatencyMs = Math.round(
+        ((this.ctx.outputLatency || 0) + (this.ctx.baseLatency || 0)) * 1000,
+      );
+      this.#clock = {
+        ptsUs: m.clock,
+        frame: m.frame as number,
+        playing: m.playing === true,
+        known: true,
+      };
+    } else if (m.underrun) {
+      this.stats.underruns++;
+      this.stats.jitterTargetMs = Math.round(
+        (m.target as number) / this.ctx.sampleRate * 1000,
+      );
+    } else if (typeof m.jumped === "number") {
+      this.stats.liveEdgeJumps++;
+    }
+  }
+}

@@ -1,0 +1,424 @@
+/**
+ * WebCodecs playback of the socket's fMP4 stream (`websocket_fmp4`): each binary frame
+ * demuxed (./fmp4.ts), H.264 decoded by a `VideoDecoder` tuned for latency and AAC by an
+ * `AudioDecoder`, the audio played by a worklet with a small jitter buffer
+ * (./audio_out.ts) whose clock the video follows: each decoded frame is drawn on a canvas
+ * once the heard media time reaches its timestamp (frames already late are skipped, the
+ * newest due one is drawn). There is no MediaSource start buffer, which is where MSE
+ * playback loses a quarter of a second (docs/performance.md). The media is the same as
+ * on the MSE path; nothing changes on the wire.
+ */
+import { AudioOut, type AudioOutStats } from "./audio_out.ts";
+import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
+import { audioConfig, videoConfig } from "./support.ts";
+
+/** Where decoded frames go: a 2D canvas, or the stacked-alpha compositor. */
+export interface FrameSink {
+  draw(frame: VideoFrame): void;
+  close(): void;
+}
+
+export interface WebCodecsStats extends AudioOutStats {
+  streams: number;
+  segments: number;
+  framesDecoded: number;
+  framesDrawn: number;
+  /** Decoded frames never drawn: late behind the audio clock (a jump, a burst). */
+  framesSkipped: number;
+  /** The playback clock: media time heard now (ms), null before audio plays. */
+  clockMs: number | null;
+  /** The timestamp of the frame on the canvas (ms), null before the first. */
+  shownMs: number | null;
+  /** Decoded audio not yet heard: the newest media minus the clock (ms). */
+  latencyMs: number;
+}
+
+/** The stats of a player that decodes nothing with WebCodecs. */
+export const NO_WEBCODECS: WebCodecsStats = {
+  streams: 0,
+  segments: 0,
+  framesDecoded: 0,
+  framesDrawn: 0,
+  framesSkipped: 0,
+  clockMs: null,
+  shownMs: null,
+  latencyMs: 0,
+  underruns: 0,
+  liveEdgeJumps: 0,
+  jitterTargetMs: 0,
+  queuedMs: 0,
+  outputLatencyMs: 0,
+};
+
+export interface WebCodecsOptions {
+  /** Where frames are drawn (made for the stream's picture size). */
+  sink: (width: number, height: number) => FrameSink;
+  /** Reports a stream this browser cannot decode, or a decode error. */
+  onError: (code: string, message: string) => void;
+  /** The first frame of a stream is on the canvas. */
+  onFirstFrame?: () => void;
+  /** Audio queued past the jitter target that makes playback jump to live (ms). */
+  slackMs?: number;
+  workletUrl?: string;
+}
+
+/** Decoded frames waiting for their time, at most (about 2 s at 25 fps). */
+const MAX_FRAMES = 50;
+
+/** One stream at a time (each socket sends its own init segment) onto one canvas. */
+export class WebCodecsPlayback {
+  readonly #o: WebCodecsOptions;
+  readonly #stats = {
+    streams: 0,
+    segments: 0,
+    framesDecoded: 0,
+    framesDrawn: 0,
+    framesSkipped: 0,
+  };
+  #audio: AudioOut | null = null;
+  /** The stream's audio track (its output opens after the first frame is drawn). */
+  #audioTrack: Fmp4Track | null = null;
+  /** Decoded audio waiting for the output to open. */
+  #pendingPcm: Array<{ pcm: Float32Array; ptsUs: number }> = [];
+  #tracks: Fmp4Track[] = [];
+  #video: VideoDecoder | null = null;
+  #audioDec: AudioDecoder | null = null;
+  #frames: VideoFrame[] = [];
+  #sink: FrameSink | null = null;
+  #size = { w: 0, h: 0 };
+  #needInit = false;
+  #needKey = true;
+  #drewFirst = false;
+  #raf = 0;
+  #closed = false;
+  /** Where the newest decoded audio ends (µs). */
+  #audioEndUs = 0;
+  #shownUs: number | null = null;
+  #sinkFailed = false;
+
+  constructor(o: WebCodecsOptions) {
+    this.#o = o;
+  }
+
+  get stats(): WebCodecsStats {
+    const a = this.#audio?.stats ?? {
+      underruns: 0,
+      liveEdgeJumps: 0,
+      jitterTargetMs: 0,
+      queuedMs: 0,
+      outputLatencyMs: 0,
+    };
+    const clock = this.mediaTimeMs;
+    return {
+      ...this.#stats,
+      ...a,
+      clockMs: clock === null ? null : Math.round(clock),
+      shownMs: this.#shownUs === null ? null : Math.round(this.#shownUs / 1000),
+      latencyMs: clock === null
+        ? 0
+        : Math.max(0, Math.round(this.#audioEndUs / 1000 - clock)),
+    };
+  }
+
+  /** The media time heard and shown now (ms of the stream's timeline), or null. */
+  get mediaTimeMs(): number | null {
+    const us = this.#audioClockUs();
+    if (us !== null) return us / 1000;
+    // No audio clock: the picture runs live, and its time is the clock.
+    return this.#audioRuns() || this.#shownUs === null
+      ? null
+      : this.#shownUs / 1000;
+  }
+
+  /** Whether audio output exists and is not held (suspended by the autoplay policy). */
+  #audioRuns(): boolean {
+    return this.#audio !== null && this.#audio.ctx.state === "running";
+  }
+
+  /** The heard media time (µs) while the audio output runs, else null. */
+  #audioClockUs(): number | null {
+    return this.#audioRuns() ? this.#audio!.mediaTimeUs : null;
+  }
+
+  /** Whether decoded media is waiting or playing (a paused page has something to start). */
+  get hasMedia(): boolean {
+    return this.#drewFirst;
+  }
+
+  /** `media.init`: the next binary frame is a new stream's init segment. */
+  reset(): void {
+    this.#dropStream();
+    this.#needInit = true;
+  }
+
+  /** One binary frame of the socket: the init segment after `reset`, else a segment. */
+  append(data: ArrayBuffer): void {
+    if (this.#closed) return;
+    const bytes = new Uint8Array(data);
+    try {
+      if (this.#needInit) {
+        this.#needInit = false;
+        this.#start(bytes);
+      } else if (this.#tracks.length > 0) {
+        this.#stats.segments++;
+        this.#feed(bytes);
+      }
+    } catch (err) {
+      this.#o.onError("media_error", errorText(err));
+    }
+  }
+
+  /** Starts (resumes) audio output; after a user gesture when autoplay was refused. */
+  async play(): Promise<void> {
+    await this.#audio?.resume();
+  }
+
+  /** Whether the audio output is held by the autoplay policy. */
+  get suspended(): boolean {
+    return this.#audio?.ctx.state === "suspended";
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#dropStream();
+    cancelAnimationFrame(this.#raf);
+    this.#audio?.close();
+    this.#audio = null;
+    this.#sink?.close();
+    this.#sink = null;
+  }
+
+  #start(init: Uint8Array): void {
+    this.#tracks = parseInitSegment(init);
+    const video = this.#tracks.find((t) => t.kind === "video");
+    const audio = this.#tracks.find((t) => t.kind === "audio");
+    if (!video) throw new Error("the stream has no video track");
+    this.#stats.streams++;
+    this.#needKey = true;
+    this.#drewFirst = false;
+    this.#audioEndUs = 0;
+    this.#video = this.#videoDecoder(video);
+    this.#audioTrack = audio ?? null;
+    this.#pendingPcm = [];
+    if (audio) {
+      if (this.#audio && this.#audio.sampleRate !== audio.sampleRate) {
+        this.#audio.close();
+        this.#audio = null;
+      }
+      this.#audio?.reset(...this.#jitter(audio));
+      this.#audioDec = this.#audioDecoder(audio);
+    }
+    this.#schedule();
+  }
+
+  /** One AAC frame (1024 samples): the jitter buffer's start and its step; the slack. */
+  #jitter(track: Fmp4Track): [number, number] {
+    return [1024 / track.sampleRate * 1000, this.#o.slackMs ?? 150];
+  }
+
+  /**
+   * Opens the audio output, once the first frame is on the canvas: creating an
+   * AudioContext blocks the page's main thread (~240 ms the first time in headless
+   * Chromium), which would otherwise hold the first picture back. What was decoded
+   * meanwhile is queued; the jitter buffer drops what is past its slack (live edge).
+   */
+  #openAudio(): void {
+    const track = this.#audioTrack;
+    if (this.#closed || this.#audio || !track) return;
+    let audio: AudioOut;
+    try {
+      audio = new AudioOut(track.sampleRate, this.#o.workletUrl);
+    } catch (err) {
+      // No audio output (e.g. the browser's limit of audio contexts): the video
+      // plays on, live, without sound.
+      this.#audioTrack = null;
+      this.#pendingPcm = [];
+      this.#o.onError("media_error", errorText(err));
+      return;
+    }
+    this.#audio = audio;
+    audio.ready.catch((err) => this.#o.onError("media_error", errorText(err)));
+    audio.reset(...this.#jitter(track));
+    for (const p of this.#pendingPcm.splice(0)) audio.push(p.pcm, p.ptsUs);
+  }
+
+  /**
+   * A decoder for the stream's video; after a decode error it is replaced at the next
+   * keyframe (the media goes on, only the frames up to it are lost).
+   */
+  #videoDecoder(track: Fmp4Track): VideoDecoder {
+    const dec: VideoDecoder = new VideoDecoder({
+      output: (f) => this.#onFrame(f),
+      error: (e) => {
+        if (this.#video !== dec) return;
+        this.#video = null;
+        this.#needKey = true;
+        this.#decodeError(e);
+      },
+    });
+    dec.configure(videoConfig(track));
+    return dec;
+  }
+
+  /** A decoder for the stream's audio; replaced at once after a decode error. */
+  #audioDecoder(track: Fmp4Track): AudioDecoder {
+    const dec: AudioDecoder = new AudioDecoder({
+      output: (d) => this.#onAudio(d),
+      error: (e) => {
+        if (this.#audioDec !== dec) return;
+        this.#audioDec = this.#closed ? null : this.#audioDecoder(track);
+        this.#decodeError(e);
+      },
+    });
+    dec.configure(audioConfig(track));
+    return dec;
+  }
+
+  #feed(seg: Uint8Array): void {
+    const samples = parseMediaSegment(seg, this.#tracks);
+    for (const s of samples) {
+      const t = this.#tracks.find((x) => x.trackId === s.trackId)!;
+      if (t.kind === "video") {
+        if (this.#needKey && !s.key) continue;
+        this.#needKey = false;
+        this.#video ??= this.#videoDecoder(t);
+        if (this.#video.state !== "configured") continue;
+        this.#video.decode(
+          new EncodedVideoChunk({
+            type: s.key ? "key" : "delta",
+            timestamp: s.ptsUs,
+            duration: s.durationUs,
+            data: s.data,
+          }),
+        );
+      } else if (this.#audioDec?.state === "configured") {
+        this.#audioDec.decode(
+          new EncodedAudioChunk({
+            type: "key",
+            timestamp: s.ptsUs,
+            duration: s.durationUs,
+            data: s.data,
+          }),
+        );
+      }
+    }
+  }
+
+  #onAudio(d: AudioData): void {
+    try {
+      if (this.#closed) return;
+      const pcm = new Float32Array(d.numberOfFrames);
+      d.copyTo(pcm, { planeIndex: 0, format: "f32-planar" });
+      if (this.#audio) this.#audio.push(pcm, d.timestamp);
+      else if (this.#audioTrack) {
+        this.#pendingPcm.push({ pcm, ptsUs: d.timestamp });
+        // About 2 s at most: the output drops what is past the live edge anyway.
+        if (this.#pendingPcm.length > 96) this.#pendingPcm.shift();
+      }
+      this.#audioEndUs = d.timestamp + d.duration;
+    } finally {
+      d.close();
+    }
+  }
+
+  #onFrame(f: VideoFrame): void {
+    if (this.#closed) {
+      f.close();
+      return;
+    }
+    this.#stats.framesDecoded++;
+    this.#frames.push(f);
+    while (this.#frames.length > MAX_FRAMES) {
+      this.#frames.shift()!.close();
+      this.#stats.framesSkipped++;
+    }
+    if (!this.#drewFirst) this.#present();
+  }
+
+  #decodeError(e: DOMException): void {
+    if (this.#closed) return;
+    this.#o.onError(
+      "media_error",
+      `The browser could not decode: ${e.message}`,
+    );
+  }
+
+  #schedule(): void {
+    cancelAnimationFrame(this.#raf);
+    const loop = () => {
+      if (this.#closed) return;
+      this.#present();
+      this.#raf = requestAnimationFrame(loop);
+    };
+    this.#raf = requestAnimationFrame(loop);
+  }
+
+  /**
+   * Draws the newest frame due on the audio clock (the first frame of a stream at once,
+   * so a picture shows before audio starts); closes the frames it passed over.
+   */
+  #present(): void {
+    if (this.#frames.length === 0) return;
+    const now = this.#audioClockUs();
+    let due = -1;
+    if (!this.#drewFirst) due = 0;
+    else if (now !== null) {
+      for (let i = 0; i < this.#frames.length; i++) {
+        if (this.#frames[i].timestamp <= now) due = i;
+        else break;
+      }
+    } else if (!this.#audioRuns()) {
+      // No audio clock (not open yet, or held for a gesture): the newest frame, live.
+      due = this.#frames.length - 1;
+    }
+    if (due < 0) return;
+    for (let i = 0; i < due; i++) {
+      this.#frames[i].close();
+      this.#stats.framesSkipped++;
+    }
+    const frame = this.#frames[due];
+    this.#frames = this.#frames.slice(due + 1);
+    const w = frame.displayWidth;
+    const h = frame.displayHeight;
+    if (!this.#sink || w !== this.#size.w || h !== this.#size.h) {
+      this.#sink?.close();
+      this.#sink = null;
+      try {
+        this.#sink = this.#o.sink(w, h);
+        this.#size = { w, h };
+      } catch (err) {
+        // Nowhere to draw (no canvas context): said once, the frames are dropped.
+        frame.close();
+        if (!this.#sinkFailed) this.#o.onError("media_error", errorText(err));
+        this.#sinkFailed = true;
+        return;
+      }
+    }
+    this.#sink.draw(frame);
+    this.#shownUs = frame.timestamp;
+    frame.close();
+    this.#stats.framesDrawn++;
+    if (!this.#drewFirst) {
+      this.#drewFirst = true;
+      this.#o.onFirstFrame?.();
+      if (!this.#audio && this.#audioTrack) {
+        setTimeout(() => this.#openAudio(), 0);
+      }
+    }
+  }
+
+  #dropStream(): void {
+    for (const f of this.#frames) f.close();
+    this.#frames = [];
+    for (const d of [this.#video, this.#audioDec]) {
+      if (d && d.state !== "closed") d.close();
+    }
+    this.#video = null;
+    this.#audioDec = null;
+    this.#tracks = [];
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,8 @@
+/** Photo avatars' painter (DECISIONS 12): see ./painter.ts. */
+export {
+  createPhotoPainter,
+  isPhotoAvatarId,
+  type PhotoPainterOptions,
+  photoPainters,
+} from "./painter.ts";
+export { LANDMARK_COUNT, PHOTO_SIZE, type PhotoAvatar } from "./types.ts";

@@ -1,0 +1,226 @@
+/**
+ * Where every vertex of the rig goes in one frame: the jaw turns about its pivot by the
+ * opening the viseme blend asks for (the lower lip and chin ride on it, the cheeks give),
+ * the lips part, roll, press, spread and round, the upper lip lifts off the teeth, the
+ * lids close over the eyes, the brows lift, and the whole head sways, nods and breathes
+ * over still shoulders and background.
+ */
+import type { FaceState } from "../face.ts";
+import { polylineY, smoothstep } from "./geometry.ts";
+import { LIP_NONE, LIP_UPPER, type Rig } from "./rig.ts";
+
+/** One frame's pose: vertex positions and what the mouth and eye interiors need. */
+export interface Pose {
+  x: Float64Array;
+  y: Float64Array;
+  /** The head's motion: rotation (cos, sin) about the neck, then a shift. */
+  cos: number;
+  sin: number;
+  tx: number;
+  ty: number;
+  /** How far the lower lip dropped with the jaw at the mouth's centre (px). */
+  drop: number;
+  /** Jaw rotation (radians). */
+  theta: number;
+}
+
+/** Lower-lip drop at full opening, as a share of the face's height. */
+export const MAX_DROP = 0.13;
+
+/** An empty pose for `rig`. */
+export function createPose(rig: Rig): Pose {
+  return {
+    x: new Float64Array(rig.n),
+    y: new Float64Array(rig.n),
+    cos: 1,
+    sin: 0,
+    tx: 0,
+    ty: 0,
+    drop: 0,
+    theta: 0,
+  };
+}
+
+/** Vertical shift of the jaw's rotation by `theta` at rest point (y, z). */
+export function jawShift(
+  rig: Rig,
+  y: number,
+  z: number,
+  theta: number,
+): number {
+  const Y = y - rig.pivotY, Z = z - rig.pivotZ;
+  return Y * (Math.cos(theta) - 1) - Z * Math.sin(theta);
+}
+
+/**
+ * Poses `rig` for `state` into `out`. `breath` is the breathing phase's offset in
+ * pixels (shoulders up, head riding on them); `live` (0..1) scales the head's sway:
+ * small between turns, so the idle face stays the photo, fuller while speaking.
+ */
+export function posePoints(
+  rig: Rig,
+  state: FaceState,
+  breath: number,
+  live: number,
+  out: Pose,
+): void {
+  const m = state.mouth;
+  const { faceH, mouthX, mouthY, mouthHw } = rig;
+  // Jaw: the angle whose rotation drops the lower lip's centre by the asked opening.
+  const lipY = rig.sy[14], lipZ = rig.z[14];
+  const reach = Math.hypot(lipY - rig.pivotY, lipZ - rig.pivotZ);
+  // The lips part a little as soon as a sound starts (before the jaw has dropped
+  // much), then the jaw does the rest.
+  const drop = faceH *
+    (MAX_DROP * m.open + 0.012 * smoothstep(0.02, 0.12, m.open));
+  const theta = Math.asin(Math.min(0.9, drop / Math.max(1, reach)));
+  out.theta = theta;
+  out.drop = jawShift(rig, lipY, lipZ, theta);
+  const openK = Math.min(1, m.open * 2.5);
+  // Spreading (EE) pulls the cheeks along; rounding (OO) is the lips' own ring
+  // muscle: it gathers the lips and barely moves the cheeks.
+  const spread = mouthHw * 0.2 * (m.wide - 0.35);
+  const gather = -mouthHw * 0.38 * m.round;
+  const lift = faceH * (0.006 + 0.012 * m.teeth) * openK;
+  const thick = 0.28 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
+    0.22 * m.press;
+
+  // The head: rotation about the neck, a shift, the breath under it.
+  // A photographed head over a still background reads best moving less than the
+  // drawn one: half its sway and 30 % of its roll while speaking, a third of that
+  // between turns; most of its nod.
+  const sway = 0.3 + 0.7 * live;
+  // Whole pixels and roll steps of 1/512 rad, as the cartoon does: between steps the
+  // head stands still (the encoder skips its blocks, and the photo's texture is not
+  // resampled at a new sub-pixel offset every frame, which would shimmer).
+  const ang = Math.round(0.3 * sway * state.head.tilt * 512) / 512;
+  const cos = Math.cos(ang), sin = Math.sin(ang);
+  const tx = Math.round(0.5 * sway * state.head.x * rig.width);
+  const ty = Math.round(
+    0.75 * sway * state.head.y * rig.height + 0.4 * breath,
+  );
+  out.cos = cos, out.sin = sin, out.tx = tx, out.ty = ty;
+
+  const eyeLines = rig.eyes.map((e) => ({
+    e,
+    ux: e.upper.map((i) => rig.sx[i]),
+    uy: e.upper.map((i) => rig.sy[i]),
+    lx: e.lower.map((i) => rig.sx[i]),
+    ly: e.lower.map((i) => rig.sy[i]),
+  }));
+  const eyeTop = Math.min(...eyeLines.map((l) => Math.min(...l.uy)));
+  const browTop = eyeTop - 0.3 * faceH;
+
+  for (let i = 0; i < rig.n; i++) {
+    const sx = rig.sx[i], sy = rig.sy[i];
+    let x = sx, y = sy;
+    const role = rig.lip[i];
+    if (rig.jawW[i] > 0) y += rig.jawW[i] * jawShift(rig, sy, rig.z[i], theta);
+    // Mouth area: corners spread or round, with the cheeks around them following.
+    const u = (sx - mouthX) / mouthHw, v = (sy - mouthY) / mouthHw;
+    let g = 1, gl = 1;
+    if (role === LIP_NONE) {
+      // Falling off faster upwards: the nose stays where it is.
+      const e = Math.hypot(u * 0.85, v * (v < 0 ? 3 : 1.2));
+      g = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.6) ** 2));
+      gl = e <= 1 ? 1 : Math.exp(-(((e - 1) / 0.5) ** 2));
+    }
+    if (g > 0.01) {
+      const uc = Math.max(-1.1, Math.min(1.1, u));
+      x += (spread * g + gather * gl) * uc;
+      y -= 0.08 * mouthHw * Math.max(0, m.wide - 0.35) * g * uc * uc;
+    }
+    // The mouth opens less towards its corners (more so rounded), so the opening is
+    // an oval, not a slot; the lower lip and the skin under its corners alike.
+    const corner = Math.min(0.95, 0.7 + 0.3 * m.round) * Math.min(1, u * u) *
+      out.drop;
+    if (role === LIP_NONE && Math.abs(u) < 1.8) {
+      // Beside the corners it fades out again: the cheeks go down with the jaw.
+      const below = (sy - mouthY) / mouthHw;
+      y -= corner * rig.jawW[i] * smoothstep(-0.15, 0.15, below) *
+        Math.exp(-((below / 0.6) ** 2)) * (1 - smoothstep(1, 1.8, Math.abs(u)));
+    }
+    if (role !== LIP_NONE) {
+      const d = rig.lipD[i];
+      const curve = Math.max(0, 1 - u * u);
+      if (role === LIP_UPPER) {
+        y -= thick * d + lift * curve;
+      } else {
+        // Pressed lips close the photo's own gap; a tucked lip rides up under the
+        // upper teeth; an open jaw lets the lower lip roll out a little.
+        y -= corner;
+        y += thick * d + 0.15 * openK * d;
+        y -= m.press * rig.lipGap[i] * curve;
+        y -= m.tuck * (0.5 * d + 0.02 * faceH) * curve;
+      }
+    } else if (sy < mouthY && g > 0.01 && Math.abs(u) < 1) {
+      // The skin above the upper lip goes up with it (less the farther up).
+      y -= lift * (1 - u * u) * g *
+        Math.exp(-(((mouthY - sy) / (0.08 * faceH)) ** 2));
+    }
+    // Eyes: the upper lid comes down over the eye, the lower one up a little; the
+    // skin above the lid stretches with it.
+    if (state.blink > 0) {
+      for (const l of eyeLines) {
+        const x0 = l.ux[0], x1 = l.ux[l.ux.length - 1];
+        const w = x1 - x0;
+        if (sx < x0 - 0.3 * w || sx > x1 + 0.3 * w) continue;
+        const yu = polylineY(l.ux, l.uy, sx), yl = polylineY(l.lx, l.ly, sx);
+        const gap = Math.max(0, yl - yu);
+        const inside = sx > x0 && sx < x1;
+        const hx = inside ? 1 : 1 -
+          smoothstep(
+            0,
+            0.3 * w,
+            Math.min(Math.abs(sx - x0), Math.abs(sx - x1)),
+          );
+        if (l.e.upper.includes(i) && inside) y += state.blink * 0.85 * gap;
+        else if (l.e.lower.includes(i) && inside) y -= state.blink * 0.15 * gap;
+        else if (sy < yu && sy > yu - 1.5 * l.e.gap) {
+          y += state.blink * 0.85 * gap * hx *
+            (1 - (yu - sy) / (1.5 * l.e.gap)) ** 2;
+        } else if (sy > yl && sy < yl + 0.9 * l.e.gap) {
+          y -= state.blink * 0.15 * gap * hx *
+            (1 - (sy - yl) / (0.9 * l.e.gap));
+        }
+      }
+    }
+    // Brows: the forehead above the eyes lifts on stress.
+    if (
+      state.brow > 0 && i < 468 && sy < eyeTop && sy > browTop - 0.2 * faceH
+    ) {
+      y -= state.brow * 0.012 * faceH *
+        smoothstep(eyeTop, eyeTop - 0.12 * faceH, sy);
+    }
+    // The head carries all that; the shoulders breathe.
+    const hw = rig.headW[i];
+    if (hw > 0) {
+      const dx = x - rig.neckX, dy = y - rig.neckY;
+      const hx = rig.neckX + cos * dx - sin * dy + tx;
+      const hy = rig.neckY + sin * dx + cos * dy + ty;
+      x += hw * (hx - x);
+      y += hw * (hy - y);
+    }
+    if (
+      sy > rig.neckY && sy > 0 && sy < rig.height && sx > 0 && sx < rig.width
+    ) {
+      y += (1 - hw) * breath *
+        smoothstep(rig.neckY, rig.neckY + 0.3 * faceH, sy);
+    }
+    out.x[i] = x;
+    out.y[i] = y;
+  }
+}
+
+/** Head-space point of a frame point (the head's motion undone), into `p`. */
+export function unhead(
+  pose: Pose,
+  rig: Rig,
+  X: number,
+  Y: number,
+  p: Float64Array,
+): void {
+  const dx = X - pose.tx - rig.neckX, dy = Y - pose.ty - rig.neckY;
+  p[0] = rig.neckX + pose.cos * dx + pose.sin * dy;
+  p[1] = rig.neckY - pose.sin * dx + pose.cos * dy;
+}

@@ -1,0 +1,129 @@
+/**
+ * Regions of a photo avatar read off its pixels once, for the rig (./rig.ts): mean
+ * tones (skin, lips, the white of the eyes) and each eye's iris and opening.
+ */
+import { polylineY } from "./geometry.ts";
+import { IRIS_START } from "./landmarks.ts";
+import type { PhotoAvatar } from "./types.ts";
+
+/** A colour in BT.601 limited range. */
+export interface Tone {
+  y: number;
+  u: number;
+  v: number;
+}
+
+export interface EyeRig {
+  /** Lid contours, corner to corner, x increasing (vertex indices). */
+  upper: number[];
+  lower: number[];
+  /** Iris centre and radius, in crop pixels. */
+  irisX: number;
+  irisY: number;
+  irisR: number;
+  /** The white of the eye, sampled beside the iris. */
+  sclera: Tone;
+  /** Widest rest gap between the lids. */
+  gap: number;
+}
+
+/** Mean tone of the photo's pixels for which `keep(x, y)` holds inside a box. */
+export function sampleTone(
+  a: PhotoAvatar,
+  x0: number,
+  y0: number,
+  x1: number,
+  y1: number,
+  keep: (x: number, y: number) => boolean = () => true,
+): Tone {
+  const w = a.width, h = a.height, cw = w >> 1;
+  let sy = 0, su = 0, sv = 0, n = 0;
+  for (let y = Math.max(0, Math.floor(y0)); y < Math.min(h, y1); y++) {
+    for (let x = Math.max(0, Math.floor(x0)); x < Math.min(w, x1); x++) {
+      if (!keep(x + 0.5, y + 0.5)) continue;
+      const c = (y >> 1) * cw + (x >> 1);
+      sy += a.i420[y * w + x];
+      su += a.i420[w * h + c];
+      sv += a.i420[w * h * 5 / 4 + c];
+      n++;
+    }
+  }
+  return n ? { y: sy / n, u: su / n, v: sv / n } : { y: 128, u: 128, v: 128 };
+}
+
+/** An eye's lids (vertex indices), iris and white, from the rest landmarks. */
+export function eyeRig(
+  a: PhotoAvatar,
+  upper: number[],
+  lower: number[],
+  sx: Float64Array,
+  sy: Float64Array,
+): EyeRig {
+  const ex = (sx[upper[0]] + sx[upper[upper.length - 1]]) / 2;
+  const ey = (sy[upper[0]] + sy[upper[upper.length - 1]]) / 2;
+  // The iris of this eye: whichever of the two is nearer its centre.
+  const lm = a.landmarks;
+  let best = IRIS_START;
+  for (const c of [IRIS_START, IRIS_START + 5]) {
+    const d = Math.hypot(lm[c * 3] - ex, lm[c * 3 + 1] - ey);
+    if (d < Math.hypot(lm[best * 3] - ex, lm[best * 3 + 1] - ey)) best = c;
+  }
+  const irisX = lm[best * 3], irisY = lm[best * 3 + 1];
+  let r = 0;
+  for (let k = 1; k < 5; k++) {
+    r +=
+      Math.hypot(lm[(best + k) * 3] - irisX, lm[(best + k) * 3 + 1] - irisY) /
+      4;
+  }
+  let gap = 0;
+  const ux = upper.map((i) => sx[i]), uy = upper.map((i) => sy[i]);
+  const lx = lower.map((i) => sx[i]), ly = lower.map((i) => sy[i]);
+  for (let x = ux[0]; x <= ux[ux.length - 1]; x++) {
+    gap = Math.max(gap, polylineY(lx, ly, x) - polylineY(ux, uy, x));
+  }
+  const sclera = sampleTone(
+    a,
+    ux[0],
+    irisY - r,
+    ux[ux.length - 1],
+    irisY + r,
+    (x, y) =>
+      Math.hypot(x - irisX, y - irisY) > r * 1.15 &&
+      y > polylineY(ux, uy, x) + 1 && y < polylineY(lx, ly, x) - 1,
+  );
+  return {
+    upper,
+    lower,
+    irisX,
+    irisY,
+    irisR: irisEdge(a, irisX, irisY, Math.max(1, r), sclera.y),
+    sclera,
+    gap,
+  };
+}
+
+/**
+ * The iris's radius as the photo shows it: from the mesh's radius `r` outwards along
+ * the row through its centre, where the luma first passes halfway from the iris's
+ * to the white's (the mesh's iris is often smaller than the dark disc; a moved iris
+ * would leave a ghost of the rest behind).
+ */
+function irisEdge(
+  a: PhotoAvatar,
+  cx: number,
+  cy: number,
+  r: number,
+  white: number,
+): number {
+  const w = a.width;
+  const at = (x: number, y: number) =>
+    a.i420[Math.round(y) * w + Math.min(w - 1, Math.max(0, Math.round(x)))];
+  const dark = (at(cx, cy) + at(cx - 0.3 * r, cy) + at(cx + 0.3 * r, cy)) / 3;
+  const half = (dark + white) / 2;
+  for (let k = 0.8; k <= 1.8; k += 0.05) {
+    if ((at(cx - k * r, cy) + at(cx + k * r, cy)) / 2 > half) {
+      return Math.max(r, k * r);
+    }
+  }
+  return 1.8 * r;
+}

@@ -1,0 +1,244 @@
+/**
+ * WebCodecs playback of `websocket_fmp4` in real headless Chromium, end to end: the real
+ * service and the example engine on loopback, the example page and the bundled browser
+ * client. The avatar plays on a canvas with moving video and an advancing audio clock;
+ * a takeover (dropped socket) starts a new stream whose GOP burst is skipped to the live
+ * edge; a transparent avatar shows the page behind it, not inside it (screenshots:
+ * test-output/screenshots/transparent-*.png), on the WebCodecs and the MSE paths and
+ * without WebGL; with
+ * `VideoDecoder` deleted the same page plays over MSE.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import type { AvatarPlayer, PlayerStats } from "../../client/browser.ts";
+import { WAIT } from "./_browser.ts";
+import { checkTransparent } from "./_transparent.ts";
+import { startOnPage, startPlayerStack } from "./_player.ts";
+
+type Win = { avatarPlayer: AvatarPlayer };
+
+function stats(page: Page): Promise<PlayerStats> {
+  return page.evaluate(() => (globalThis as unknown as Win).avatarPlayer.stats);
+}
+
+/** Waits until the WebCodecs path has drawn `frames` and heard `ms` more. */
+async function waitDrawing(page: Page, frames: number, ms: number) {
+  const from = (await stats(page)).webcodecs;
+  await page.waitForFunction(
+    ([f, t]) => {
+      const w = (globalThis as unknown as Win).avatarPlayer.stats.webcodecs;
+      return w.framesDrawn >= f && (w.clockMs ?? -1) >= t;
+    },
+    [from.framesDrawn + frames, (from.clockMs ?? 0) + ms],
+    WAIT,
+  );
+}
+
+/** Ends the page's session (render slots are few: each step starts its own). */
+async function endOnPage(page: Page): Promise<void> {
+  await page.getByRole("button", { name: "End", exact: true }).click();
+  await page.waitForFunction(
+    () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
+    undefined,
+    WAIT,
+  );
+}
+
+/** A digest of the canvas's pixels (the 2D path's canvas). */
+function canvasDigest(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const c = document.querySelector(
+      "canvas.avatar-canvas",
+    ) as HTMLCanvasElement;
+    const d = c.getContext("2d")!.getImageData(0, 0, c.width, c.height).data;
+    let h = 0;
+    for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) >>> 0;
+    return h;
+  });
+}
+
+Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands transparent, falls back to MSE", async (t) => {
+  const stack = await startPlayerStack({
+    prefix: "webcodecs-e2e-",
+    viewport: { width: 900, height: 900 },
+  });
+  const { page, pageBase } = stack;
+  const { problems } = stack.browser;
+  try {
+    await t.step(
+      "the avatar plays on a canvas with moving video and audio",
+      async () => {
+        await startOnPage(page, pageBase, "bg=studio");
+        await waitDrawing(page, 25, 1000);
+        const s = await stats(page);
+        assert.equal(s.decoder, "webcodecs");
+        assert.equal(s.streams, 1);
+        assert.equal(
+          await page.evaluate(() => document.querySelector("video")!.hidden),
+          true,
+        );
+        const first = await canvasDigest(page);
+        await page.waitForFunction(
+          (d) => {
+            const c = document.querySelector(
+              "canvas.avatar-canvas",
+            ) as HTMLCanvasElement;
+            const px =
+              c.getContext("2d")!.getImageData(0, 0, c.width, c.height).data;
+            let h = 0;
+            for (let i = 0; i < px.length; i += 7) h = (h * 31 + px[i]) >>> 0;
+            return h !== d;
+          },
+          first,
+          WAIT,
+        );
+        // The audio clock runs with the wall clock (no stall over two seconds).
+        const a = (await stats(page)).webcodecs;
+        await new Promise((r) => setTimeout(r, 2000));
+        const b = (await stats(page)).webcodecs;
+        assert.ok(
+          b.clockMs! - a.clockMs! > 1500,
+          `clock ${a.clockMs} → ${b.clockMs}`,
+        );
+        assert.ok(
+          b.framesDrawn - a.framesDrawn > 30,
+          `${b.framesDrawn - a.framesDrawn} frames drawn`,
+        );
+      },
+    );
+
+    await t.step(
+      "the service's captions fire when the audio clock reaches them",
+      async () => {
+        await page.evaluate(() => {
+          const w = globalThis as unknown as Win & { heard: unknown[] };
+          w.heard = [];
+          w.avatarPlayer.on("caption", (d) =>
+            w.heard.push({
+              ...d,
+              clock: w.avatarPlayer.stats.webcodecs.clockMs,
+            }));
+          w.avatarPlayer.sendText("hello avatar");
+        });
+        const heard = await page.waitForFunction(
+          () => {
+            const w = globalThis as unknown as {
+              heard: Array<
+                {
+                  role: string;
+                  text: string;
+                  media_time_ms: number | null;
+                  clock: number;
+                }
+              >;
+            };
+            const a = w.heard.filter((c) =>
+              c.role === "avatar" && c.media_time_ms !== null
+            );
+            return a.length > 0 ? a : null;
+          },
+          undefined,
+          WAIT,
+        ).then((h) => h.jsonValue());
+        for (const c of heard!) {
+          assert.ok(
+            Math.abs(c.clock - c.media_time_ms!) <= 100,
+            `"${c.text}" at ${c.media_time_ms} ms fired at ${c.clock} ms`,
+          );
+        }
+      },
+    );
+
+    await t.step("a takeover's stream plays from the live edge", async () => {
+      await page.evaluate(() =>
+        (globalThis as unknown as Win).avatarPlayer._ws!.close()
+      );
+      await page.waitForFunction(
+        () => (globalThis as unknown as Win).avatarPlayer.stats.streams === 2,
+        undefined,
+        WAIT,
+      );
+      await waitDrawing(page, 25, 1000);
+      const s = await stats(page);
+      assert.equal(s.decoder, "webcodecs");
+      // The burst (the GOP so far, up to 1 s) is not played late: what is decoded but
+      // not heard stays within the jitter target and the jump slack.
+      assert.ok(
+        s.webcodecs.latencyMs <= s.webcodecs.jitterTargetMs + 200,
+        `latency ${s.webcodecs.latencyMs} ms (target ${s.webcodecs.jitterTargetMs})`,
+      );
+    });
+
+    await t.step(
+      "a transparent avatar shows the page around it (WebCodecs)",
+      async () => {
+        await endOnPage(page);
+        await startOnPage(page, pageBase, "bg=transparent");
+        await waitDrawing(page, 10, 300);
+        await checkTransparent(page, "transparent-webcodecs");
+      },
+    );
+
+    await t.step(
+      "a transparent avatar shows the page around it (MSE)",
+      async () => {
+        await endOnPage(page);
+        await startOnPage(page, pageBase, "bg=transparent&decoder=video");
+        await page.waitForFunction(
+          () => document.querySelector("video")!.currentTime > 0.5,
+          undefined,
+          WAIT,
+        );
+        assert.equal((await stats(page)).decoder, "mse");
+        await checkTransparent(page, "transparent-mse");
+      },
+    );
+
+    await t.step(
+      "without WebGL a transparent avatar is composited on the CPU",
+      async () => {
+        await stack.browser.context.addInitScript(() => {
+          const get = HTMLCanvasElement.prototype.getContext;
+          HTMLCanvasElement.prototype.getContext = function (
+            this: HTMLCanvasElement,
+            type: string,
+            ...rest: unknown[]
+          ) {
+            if (type === "webgl" || type === "webgl2") return null;
+            return (get as (...a: unknown[]) => unknown).call(
+              this,
+              type,
+              ...rest,
+            );
+          } as typeof HTMLCanvasElement.prototype.getContext;
+        });
+        await endOnPage(page);
+        await startOnPage(page, pageBase, "bg=transparent");
+        await waitDrawing(page, 10, 300);
+        await checkTransparent(page, "transparent-cpu");
+      },
+    );
+
+    await t.step("without VideoDecoder the page plays over MSE", async () => {
+      await stack.browser.context.addInitScript(() => {
+        delete (globalThis as Record<string, unknown>).VideoDecoder;
+      });
+      await endOnPage(page);
+      await startOnPage(page, pageBase, "bg=studio");
+      await page.waitForFunction(
+        () => {
+          const v = document.querySelector("video")!;
+          return !v.paused && v.currentTime > 1 && !v.hidden;
+        },
+        undefined,
+        WAIT,
+      );
+      const s = await stats(page);
+      assert.equal(s.decoder, "mse");
+      assert.equal(await page.locator("canvas.avatar-canvas").count(), 0);
+    });
+    assert.deepEqual(problems, []);
+  } finally {
+    await stack.close();
+  }
+});
