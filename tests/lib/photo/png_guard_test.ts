@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { deflateSync } from "node:zlib";
 import { encode as encodePng } from "fast-png";
 import { decodePhoto } from "../../../lib/photo/decode.ts";
-import { ADAM7, guardPng, pngDataBytes } from "../../../lib/photo/png_guard.ts";
+import {
+  ADAM7,
+  guardPng,
+  MAX_PNG_CHUNKS,
+  pngDataBytes,
+} from "../../../lib/photo/png_guard.ts";
 import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
 import {
   pngChunk as chunk,
@@ -123,4 +128,22 @@ Deno.test("decodePhoto() reads an Adam7-interlaced PNG (the bound counts each pa
     ),
     "corrupted image",
   );
+});
+
+Deno.test("decodePhoto() refuses more than MAX_PNG_CHUNKS chunks and reads image data split into many", () => {
+  const rows = deflateSync(new Uint8Array(pngDataBytes(16, 16, 24, false)));
+  // The image data one byte per IDAT: joined before fast-png sees it.
+  const split = Array.from(rows, (b) => chunk("IDAT", new Uint8Array([b])));
+  assert.equal(decodePhoto(png(ihdr(16), ...split)).width, 16);
+  // 100,000 empty IDATs in 1.2 MB (fast-png pays per chunk: 8 MiB of them, 10 s).
+  const empty = chunk("IDAT", new Uint8Array());
+  const many = png(
+    ihdr(16),
+    chunk("IDAT", rows),
+    ...Array<Uint8Array>(100_000).fill(empty),
+  );
+  const t = performance.now();
+  assert.equal(refusedSync(() => decodePhoto(many)), "corrupted image");
+  assert.ok(performance.now() - t < 1_000);
+  assert.ok(MAX_PNG_CHUNKS < 100_000);
 });
