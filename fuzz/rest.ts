@@ -4,7 +4,8 @@
  * tenant's session streams. By default the service is the hosting topology
  * (./_topology.ts: a control plane and a media node in their own processes): the cases
  * go to the control plane, and every fifth is a handoff attack on the node's
- * `/internal/v1/sessions` (./handoff_cases.ts). Counts process deaths, 5xx answers (a 503
+ * `/internal/v1/sessions` (./handoff_cases.ts); one in ten is a hostile photo upload
+ * from a signed-in console (./upload_cases.ts: decompression bombs, scan bombs). Counts process deaths, 5xx answers (a 503
  * for capacity excepted: the contract allows it), hangs, and answers that echo a
  * secret the case submitted. Deterministic by seed.
  *
@@ -22,6 +23,7 @@ import {
   withBystander,
 } from "./_lib.ts";
 import { HandoffCases } from "./handoff_cases.ts";
+import { signInConsole, uploadCase } from "./upload_cases.ts";
 import { FUZZ_NODE_SECRET, startTopology } from "./_topology.ts";
 import {
   bodyCase,
@@ -47,6 +49,8 @@ export interface RestFuzzReport extends FuzzReport {
   statuses: Record<number, number>;
   /** The same for the handoff cases alone (the media node's answers). */
   handoffStatuses: Record<number, number>;
+  /** The same for the photo upload cases alone. */
+  uploadStatuses: Record<number, number>;
 }
 
 export interface RestFuzzOptions {
@@ -198,7 +202,7 @@ function codeOf(body: string): string | undefined {
 
 /**
  * The case of index `i`: bodies, headers, paths and the route × method matrix in turn,
- * and on a topology, handoff attacks on the node.
+ * photo uploads, and on a topology, handoff attacks on the node.
  */
 function caseOf(
   rng: Rng,
@@ -207,6 +211,7 @@ function caseOf(
   handoffs: HandoffCases,
 ): RestCase {
   if (ctx.node && i % 5 === 4) return handoffs.next(rng, ctx.node);
+  if (ctx.console && i % 10 === 7) return uploadCase(rng, ctx.console);
   switch (i % 4) {
     case 0:
       return bodyCase(rng, ctx);
@@ -241,6 +246,7 @@ export async function runRestFuzz(
     secretEchoes: 0,
     statuses: {},
     handoffStatuses: {},
+    uploadStatuses: {},
   };
   try {
     const tenantKey = await mintKey(svc, "fuzz-rest");
@@ -258,6 +264,7 @@ export async function runRestFuzz(
       tenantKey,
       sessionId: session.session_id,
       clientToken: session.client_token,
+      console: await signInConsole(svc.base, svc.adminKey, "fuzz-upload"),
     };
     const rng = new Rng(options.seed);
     const handoffs = new HandoffCases();
@@ -316,6 +323,9 @@ export async function runCase(
       report.handoffStatuses[status] = (report.handoffStatuses[status] ?? 0) +
         1;
     }
+    if (c.kind === "upload") {
+      report.uploadStatuses[status] = (report.uploadStatuses[status] ?? 0) + 1;
+    }
   }
   if (answer !== null && answer !== "hang") {
     const code = codeOf(answer.body);
@@ -357,6 +367,8 @@ if (import.meta.main) {
   console.log(
     `         answers echoing a submitted secret: ${report.secretEchoes}; by status: ${
       JSON.stringify(report.statuses)
-    }; the node's to handoffs: ${JSON.stringify(report.handoffStatuses)}`,
+    }; the node's to handoffs: ${
+      JSON.stringify(report.handoffStatuses)
+    }; to uploads: ${JSON.stringify(report.uploadStatuses)}`,
   );
 }

@@ -7,10 +7,11 @@
  */
 import { garbageValue, type Rng } from "./_lib.ts";
 import type { NodeTarget } from "./handoff_cases.ts";
+import type { ConsoleTarget } from "./upload_cases.ts";
 
 /** One raw HTTP/1.1 request, and the secrets it carries that no answer may echo. */
 export interface RestCase {
-  kind: "body" | "header" | "path" | "matrix" | "handoff";
+  kind: "body" | "header" | "path" | "matrix" | "handoff" | "upload";
   /** Where it goes: the service (default) or, on a topology, the media node. */
   to?: "node";
   /** Body bytes sent before the sender stops writing (a stalled body); default all. */
@@ -34,6 +35,8 @@ export interface CaseContext {
   clientToken: string;
   /** On a topology: the media node's base URL and what a handoff to it is signed for. */
   node?: NodeTarget & { base: string };
+  /** A signed-in console, for the photo upload cases (./upload_cases.ts). */
+  console?: ConsoleTarget;
 }
 
 const enc = new TextEncoder();

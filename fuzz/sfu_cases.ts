@@ -19,6 +19,11 @@ const HOSTILE_ADDRESSES = [
   "fe80::1",
   "fd00::1",
   "::ffff:127.0.0.1",
+  // Leading zeros: octal to getaddrinfo, so to Janus (10.0.0.1, 172.16.0.1, 127.0.0.8).
+  "012.0.0.1",
+  "172.020.0.1",
+  "127.0.0.010",
+  "fe80::1%eth0",
   "metadata.google.internal",
   "localhost",
   "8.8.8.8",
@@ -44,9 +49,27 @@ export function candidateLine(rng: Rng): string {
   } ${addr} ${port} typ ${type}${extra}`;
 }
 
+/** Lines a hostile answer adds to a media section: floods, odd ids, huge values. */
+function hostileMediaLines(rng: Rng): string[] {
+  const n = rng.int(1, 3_000);
+  return rng.pick([
+    () => [
+      `a=ssrc-group:FID ${Array.from({ length: n }, (_, i) => i).join(" ")}`,
+    ],
+    () => [`a=extmap:${rng.pick([0, 15, 256, 2 ** 33])} urn:${rng.string(20)}`],
+    () => [`a=fmtp:96 ${"k=v;".repeat(n)}`],
+    () => ["a=rtpmap:96", `a=rtpmap:${rng.pick([-1, 2 ** 32])} x/y/z`],
+    () =>
+      Array.from({ length: Math.min(n, 300) }, (_, i) => `a=rid:r${i} recv`),
+    () => [`a=mid:${"m".repeat(n)}`, "a=msid:", "a=ssrc:", "a=ssrc:1 msid:"],
+    () => Array(n).fill("a=rtcp-fb:* nack pli"),
+    () => ["a=setup:holdconn", "a=sendrecv", "a=inactive", "a=ice-lite"],
+  ])();
+}
+
 /** An SDP answer: random, truncated, oversized or well formed with hostile candidates. */
 function answerSdp(rng: Rng): unknown {
-  switch (rng.int(0, 5)) {
+  switch (rng.int(0, 6)) {
     case 0:
       return rng.string(400) || "x";
     case 1:
@@ -76,9 +99,19 @@ function answerSdp(rng: Rng): unknown {
         for (let i = rng.int(0, 6); i > 0; i--) {
           lines.push(`a=${candidateLine(rng)}`);
         }
+        if (rng.bool(0.4)) lines.push(...hostileMediaLines(rng));
+      }
+      if (rng.bool(0.1)) {
+        // Many m-lines, as many mids in the bundle.
+        const extra = rng.int(10, 250);
+        for (let i = 0; i < extra; i++) {
+          lines.push(`m=video 9 UDP/TLS/RTP/SAVPF 96`, `a=mid:x${i}`);
+        }
       }
       if (rng.bool(0.3)) lines.splice(rng.int(0, lines.length), 3);
-      return lines.join("\r\n") + "\r\n";
+      // Line ends other than CRLF, and a NUL (C strings end there).
+      const eol = rng.pick(["\r\n", "\r\n", "\n", "\r", "\r\n\u0000"]);
+      return lines.join(eol) + eol;
     }
   }
 }

@@ -17,7 +17,9 @@ function ipv4ToInt(ip: string): number | null {
   if (parts.length !== 4) return null;
   let n = 0;
   for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p)) return null;
+    // No leading zeros: libc's parsers (getaddrinfo, inet_aton; the SFU's ICE stack
+    // among them) read "012" as octal 10, so "012.0.0.1" is 10.0.0.1 there.
+    if (!/^(0|[1-9]\d{0,2})$/.test(p)) return null;
     const v = Number(p);
     if (v > 255) return null;
     n = n * 256 + v;

@@ -154,6 +154,34 @@ export interface StreamOptions {
   /** Re-checked before every poll; when false the stream says so and ends. */
   stillAllowed: () => Promise<boolean>;
   pollMs?: number;
+  /** The console session the stream is for (its own key; `MAX_STREAMS_PER_CONSOLE`). */
+  owner?: string;
+}
+
+/**
+ * Live feeds one console session may hold open (a few tabs). Each polls KV every
+ * second for as long as it is open: without a bound, one signed-in tenant
+ * administrator could open thousands and keep the process polling for them.
+ */
+export const MAX_STREAMS_PER_CONSOLE = 8;
+
+const streamsByOwner = new WeakMap<AppDeps, Map<string, number>>();
+
+/** Counts a stream of `owner`; null when it has `MAX_STREAMS_PER_CONSOLE` open. */
+function takeStream(deps: AppDeps, owner: string): (() => void) | null {
+  let counts = streamsByOwner.get(deps);
+  if (!counts) streamsByOwner.set(deps, counts = new Map());
+  const n = counts.get(owner) ?? 0;
+  if (n >= MAX_STREAMS_PER_CONSOLE) return null;
+  counts.set(owner, n + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const left = (counts.get(owner) ?? 1) - 1;
+    if (left > 0) counts.set(owner, left);
+    else counts.delete(owner);
+  };
 }
 
 /**
@@ -169,6 +197,18 @@ export function sessionsStream(
 ): Response {
   const enc = new TextEncoder();
   const pollMs = options.pollMs ?? POLL_MS;
+  const release = options.owner === undefined
+    ? () => {}
+    : takeStream(deps, options.owner);
+  if (!release) {
+    return new Response("Too many live feeds open for this sign-in\n", {
+      status: 429,
+      headers: {
+        "content-type": "text/plain; charset=utf-8",
+        "retry-after": "10",
+      },
+    });
+  }
   let closed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let unregister = () => {};
@@ -179,6 +219,7 @@ export function sessionsStream(
     closed = true;
     clearTimeout(timer);
     unregister();
+    release();
     try {
       controllerRef?.close();
     } catch {
@@ -240,6 +281,7 @@ export function sessionsStream(
       closed = true;
       clearTimeout(timer);
       unregister();
+      release();
     },
   });
   return new Response(body, {

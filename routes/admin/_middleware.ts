@@ -17,6 +17,7 @@ import {
 } from "../../lib/console/http.ts";
 import { consoleState, errorPage } from "../../lib/console/render.tsx";
 import { loadConsoleSession } from "../../lib/console/session.ts";
+import { takeUploadSlot } from "../../lib/console/upload_slots.ts";
 import { toApiError } from "../../lib/api/errors.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import { MAX_PHOTO_BYTES } from "../../lib/photo/mod.ts";
@@ -62,13 +63,32 @@ async function guard(ctx: Ctx): Promise<Response> {
     try {
       // Only a signed-in upload page may send a photo; any other form stays at 64 KiB.
       if (state.session && UPLOAD_PATHS.has(ctx.url.pathname)) {
-        const upload = await readUploadForm(
-          ctx.req,
-          UPLOAD_MAX_BYTES,
-          UPLOAD_TIMEOUT_MS,
+        // Before a byte is read: a body is held whole while it arrives (upload_slots.ts).
+        const release = takeUploadSlot(
+          ctx.deps,
+          state.session.record.tenant_id,
         );
-        state.form = upload.form;
-        state.files = upload.files;
+        if (!release) {
+          await ctx.req.body?.cancel();
+          return errorPage(
+            ctx,
+            503,
+            "Busy with other uploads",
+            "Another photo is being uploaded. Wait a few seconds, then send the form again.",
+            { "retry-after": "5" },
+          );
+        }
+        try {
+          const upload = await readUploadForm(
+            ctx.req,
+            UPLOAD_MAX_BYTES,
+            UPLOAD_TIMEOUT_MS,
+          );
+          state.form = upload.form;
+          state.files = upload.files;
+        } finally {
+          release();
+        }
       } else {
         state.form = await readForm(
           ctx.req,

@@ -27,6 +27,11 @@ Deno.test("REST fuzzer on the topology: a few hundred cases, handoff attacks on 
       `no handoff ${status}: ${JSON.stringify(report.handoffStatuses)}`,
     );
   }
+  // The photo uploads reach the decoder: bombs and damaged portraits refused (400).
+  assert.ok(
+    (report.uploadStatuses[400] ?? 0) > 10,
+    `uploads: ${JSON.stringify(report.uploadStatuses)}`,
+  );
 });
 
 Deno.test("REST fuzzer counts a 500, a hang and an echoed secret when a server gives them", async () => {
@@ -60,6 +65,7 @@ Deno.test("REST fuzzer counts a 500, a hang and an echoed secret when a server g
     secretEchoes: 0,
     statuses: {},
     handoffStatuses: {},
+    uploadStatuses: {},
   };
   const get = (target: string, headers: [string, string][] = []): RestCase => ({
     kind: "path",

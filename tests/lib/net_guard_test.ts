@@ -27,6 +27,11 @@ Deno.test("isPrivateAddress() knows the internal ranges", async (t) => {
     "2002:7f00:1::1",
     "64:ff9b::a00:1",
     "not-an-ip",
+    // Leading zeros read as octal by libc (getaddrinfo): 10.0.0.1, 172.16.0.1, 127.0.0.8.
+    "012.0.0.1",
+    "172.020.0.1",
+    "127.0.0.010",
+    "8.8.8.08",
   ];
   const external = [
     "8.8.8.8",

@@ -6,7 +6,10 @@
  */
 import { sessionsStream } from "../../../lib/console/live.ts";
 import { requireAdmin, requireSession } from "../../../lib/console/render.tsx";
-import { loadConsoleSession } from "../../../lib/console/session.ts";
+import {
+  consoleSessionKey,
+  loadConsoleSession,
+} from "../../../lib/console/session.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import { parseSessionFilters } from "../../../lib/console/filters.ts";
 import { isOperator } from "../../../lib/auth/principal.ts";
@@ -22,6 +25,7 @@ export const handler = {
     return sessionsStream(ctx.deps, admin, query, {
       stillAllowed: async () =>
         (await loadConsoleSession(ctx.deps, session.id)) !== null,
+      owner: consoleSessionKey(session.id).join("/"),
     });
   },
 };

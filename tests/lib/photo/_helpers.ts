@@ -89,6 +89,17 @@ export async function refusal(p: Promise<unknown>): Promise<PhotoRefusal> {
   assert.fail("resolved instead of refusing");
 }
 
+/** The refusal message `fn` throws (fails when it returns or throws something else). */
+export function refusedSync(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof PhotoRefusal, `a PhotoRefusal, not ${e}`);
+    return e.message;
+  }
+  assert.fail("accepted");
+}
+
 export const HOPPER = fixtureBytes("grace_hopper.jpg");
 
 /** A photo store on `:memory:` KV with a clock one ms a call, disposed with `await using`. */

@@ -3,21 +3,12 @@ import jpeg from "jpeg-js";
 import { encode as encodePng } from "fast-png";
 import {
   decodePhoto,
+  MAX_JPEG_SCANS,
   orient,
   readPhotoHeader,
 } from "../../../lib/photo/decode.ts";
-import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
-import { fixture, fixtureBytes } from "./_helpers.ts";
-
-function cause(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof PhotoRefusal, `a PhotoRefusal, not ${e}`);
-    return e.message;
-  }
-  assert.fail("accepted");
-}
+import { fixture, fixtureBytes, refusedSync } from "./_helpers.ts";
+import { progressiveJpeg } from "../../../fuzz/_images.ts";
 
 /** A PNG signature and IHDR claiming `width`×`height`, with no pixel data after it. */
 function pngHeaderOnly(width: number, height: number): Uint8Array {
@@ -103,17 +94,19 @@ Deno.test("readPhotoHeader() refuses before decoding: size, magic bytes, sides",
   await t.step("8 MiB + 1 byte, even a JPEG", () => {
     const big = new Uint8Array(8 * 1024 * 1024 + 1);
     big.set(fixtureBytes("grace_hopper.jpg"));
-    assert.equal(cause(() => readPhotoHeader(big)), "larger than 8 MiB");
+    assert.equal(refusedSync(() => readPhotoHeader(big)), "larger than 8 MiB");
   });
   await t.step("a GIF", () => {
     assert.equal(
-      cause(() => readPhotoHeader(new TextEncoder().encode("GIF89a...."))),
+      refusedSync(() =>
+        readPhotoHeader(new TextEncoder().encode("GIF89a...."))
+      ),
       "not a JPEG or PNG",
     );
   });
   await t.step("a PNG claiming 5000 px (no pixel data needed)", () => {
     assert.equal(
-      cause(() => readPhotoHeader(pngHeaderOnly(5000, 100))),
+      refusedSync(() => readPhotoHeader(pngHeaderOnly(5000, 100))),
       "larger than 4096 px",
     );
     assert.deepEqual(readPhotoHeader(pngHeaderOnly(4096, 100)), {
@@ -138,11 +131,16 @@ Deno.test("readPhotoHeader() refuses before decoding: size, magic bytes, sides",
       }
     }
     new DataView(bytes.buffer).setUint16(sof + 5, 4097);
-    assert.equal(cause(() => readPhotoHeader(bytes)), "larger than 4096 px");
+    assert.equal(
+      refusedSync(() => readPhotoHeader(bytes)),
+      "larger than 4096 px",
+    );
   });
   await t.step("a JPEG with no frame header", () => {
     assert.equal(
-      cause(() => readPhotoHeader(new Uint8Array([0xff, 0xd8, 0xff, 0xd9]))),
+      refusedSync(() =>
+        readPhotoHeader(new Uint8Array([0xff, 0xd8, 0xff, 0xd9]))
+      ),
       "corrupted image",
     );
   });
@@ -152,18 +150,18 @@ Deno.test("decodePhoto() refuses damaged pixel data as a corrupted image", async
   await t.step("a PNG cut short", () => {
     const full = greyPng(64, 90);
     assert.equal(
-      cause(() => decodePhoto(full.slice(0, full.length - 20))),
+      refusedSync(() => decodePhoto(full.slice(0, full.length - 20))),
       "corrupted image",
     );
   });
   await t.step("a PNG with a flipped bit (CRC)", () => {
     const bad = greyPng(8, 7).slice();
     bad[40] ^= 1;
-    assert.equal(cause(() => decodePhoto(bad)), "corrupted image");
+    assert.equal(refusedSync(() => decodePhoto(bad)), "corrupted image");
   });
   await t.step("a JPEG cut in its scan", () => {
     assert.equal(
-      cause(() =>
+      refusedSync(() =>
         decodePhoto(fixtureBytes("grace_hopper.jpg").slice(0, 30_000))
       ),
       "corrupted image",
@@ -237,4 +235,18 @@ Deno.test("decodePhoto() decodes a JPEG of the largest accepted size, 4096×4096
   const out = decodePhoto(bytes);
   assert.deepEqual([out.width, out.height], [side, side]);
   assert.ok(Math.abs(out.data[out.data.length - 1] - 180) <= 2);
+});
+
+Deno.test("decodePhoto() refuses a JPEG of more scans than MAX_JPEG_SCANS before decoding it", () => {
+  const ok = decodePhoto(progressiveJpeg(64, MAX_JPEG_SCANS - 1));
+  assert.equal(ok.width, 64);
+  assert.ok(ok.data.every((v) => v === 128), "mid-grey");
+  // 2,000 scans of 4096×4096 in under 128 KiB: jpeg-js would walk 262,144 blocks per scan,
+  // about 3 s of the event loop (8 MiB of them, over 5 minutes).
+  const bomb = progressiveJpeg(4096, 2_000);
+  assert.ok(bomb.length < 128 * 1024);
+  const t = performance.now();
+  assert.equal(refusedSync(() => readPhotoHeader(bomb)), "corrupted image");
+  assert.equal(refusedSync(() => decodePhoto(bomb)), "corrupted image");
+  assert.ok(performance.now() - t < 1_000);
 });

@@ -47,6 +47,9 @@ Deno.test("candidateAllowed(): public addresses and mDNS names pass; loopback, p
     const bad of [
       "127.0.0.1",
       "10.1.2.3",
+      // Octal to Janus's ICE stack (getaddrinfo): 10.0.0.1 and 172.16.0.1.
+      "012.0.0.1",
+      "172.020.0.1",
       "192.168.1.1",
       "172.20.0.1",
       "169.254.169.254",

@@ -8,6 +8,7 @@ import { decode as decodePng } from "fast-png";
 import { testApp } from "../../_helpers.ts";
 import { OPERATOR } from "../../../lib/auth/principal.ts";
 import { addPhotoAvatar, listPhotoAvatars } from "../../../lib/photo/mod.ts";
+import { MAX_UPLOAD_PARTS } from "../../../lib/console/http.ts";
 import {
   type Console,
   get,
@@ -302,6 +303,49 @@ Deno.test("a tenant administrator sees and changes its own tenant's photo avatar
         assert.deepEqual(await stored(app, "globex"), [theirs.avatarId]);
       },
     );
+  } finally {
+    await app.close();
+  }
+});
+
+Deno.test("an upload form of more than MAX_UPLOAD_PARTS fields is refused before it is parsed", async () => {
+  const app = await testApp();
+  try {
+    const c = await signIn(app);
+    const boundary = "manyPartsBoundary";
+    const field = (name: string, value: string) =>
+      `--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const enc = new TextEncoder();
+    const body = (extra: number) => {
+      const head = field("_csrf", c.csrf) + field("tenant_id", "acme") +
+        field("name", "Many") + field("consent", "yes") +
+        field("x", "").repeat(extra) +
+        `--${boundary}\r\ncontent-disposition: form-data; name="photo"; filename="p.jpg"\r\ncontent-type: image/jpeg\r\n\r\n`;
+      const tail = `\r\n--${boundary}--\r\n`;
+      return new Uint8Array([
+        ...enc.encode(head),
+        ...HOPPER,
+        ...enc.encode(tail),
+      ]);
+    };
+    const send = (extra: number) =>
+      app.request("/admin/avatars", {
+        method: "POST",
+        headers: {
+          cookie: c.cookie,
+          origin: ORIGIN,
+          "content-type": `multipart/form-data; boundary="${boundary}"`,
+        },
+        body: body(extra),
+      });
+    const refused = await send(50_000);
+    assert.equal(refused.status, 400);
+    assert.match(await refused.text(), /more than 32 fields/);
+    assert.deepEqual(await stored(app, "acme"), []);
+    // Within the bound, the same form is read and the portrait added.
+    const res = await send(MAX_UPLOAD_PARTS - 6);
+    assert.equal(res.status, 201, await res.text());
+    assert.equal((await stored(app, "acme")).length, 1);
   } finally {
     await app.close();
   }

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import type { SessionsSnapshot } from "../../../lib/console/live.ts";
+import {
+  MAX_STREAMS_PER_CONSOLE,
+  type SessionsSnapshot,
+} from "../../../lib/console/live.ts";
 import { moveSession } from "../../../lib/sessions.ts";
 import { authJson, TEST_ADMIN_KEY, testApp } from "../../_helpers.ts";
 import {
@@ -247,6 +250,38 @@ Deno.test("the live stream follows the tenant filter and ends when the operator 
     assert.equal(end?.event, "signed_out");
     assert.equal(await sse.next(), null, "the stream closes");
   } finally {
+    await app.close();
+  }
+});
+
+Deno.test("a console sign-in holds at most MAX_STREAMS_PER_CONSOLE live feeds; the next gets 429", async () => {
+  const app = await testApp();
+  const open: SseReader[] = [];
+  try {
+    const c = await signIn(app);
+    for (let i = 0; i < MAX_STREAMS_PER_CONSOLE; i++) {
+      const res = await get(app, c, "/admin/sessions/events");
+      assert.equal(res.status, 200);
+      const sse = new SseReader(res);
+      open.push(sse);
+      assert.equal((await sse.next())?.event, "sessions");
+    }
+    const refused = await get(app, c, "/admin/sessions/events");
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get("retry-after"), "10");
+    await refused.body?.cancel();
+    // Another sign-in has its own feeds.
+    const other = await get(app, await signIn(app), "/admin/sessions/events");
+    assert.equal(other.status, 200);
+    open.push(new SseReader(other));
+    // A feed that closes frees its place.
+    await open.shift()!.close();
+    await new Promise((r) => setTimeout(r, 50));
+    const again = await get(app, c, "/admin/sessions/events");
+    assert.equal(again.status, 200);
+    open.push(new SseReader(again));
+  } finally {
+    for (const s of open) await s.close();
     await app.close();
   }
 });

@@ -1,0 +1,98 @@
+/**
+ * Hostile portraits built byte by byte, for the upload fuzz cases and the photo tests:
+ * PNG chunks (with their CRC), and progressive JPEGs of as many scans as asked.
+ */
+const enc = new TextEncoder();
+
+export const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+function crc32(b: Uint8Array): number {
+  let c = ~0;
+  for (const x of b) {
+    c ^= x;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+
+/** One PNG chunk: length, type, data, CRC. */
+export function pngChunk(type: string, data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(12 + data.length);
+  const v = new DataView(out.buffer);
+  v.setUint32(0, data.length);
+  out.set(enc.encode(type), 4);
+  out.set(data, 8);
+  v.setUint32(8 + data.length, crc32(out.subarray(4, 8 + data.length)));
+  return out;
+}
+
+/** The IHDR chunk of an 8-bit RGB `side`² image (`interlace` 1: Adam7). */
+export function pngIhdr(side: number, interlace = 0): Uint8Array {
+  const b = new Uint8Array(13);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, side);
+  v.setUint32(4, side);
+  b.set([8, 2, 0, 0, interlace], 8);
+  return pngChunk("IHDR", b);
+}
+
+/** The signature, `chunks` and IEND, as one PNG file. */
+export function pngOf(...chunks: Uint8Array[]): Uint8Array {
+  const all = [
+    new Uint8Array(PNG_SIGNATURE),
+    ...chunks,
+    pngChunk("IEND", new Uint8Array()),
+  ];
+  return concat(all);
+}
+
+export function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of parts) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/**
+ * A progressive greyscale JPEG, `side`² px, all mid-grey: a DC scan, then `acScans`
+ * AC scans of a few bytes each (one EOB run of 32,767 blocks per 15 bits).
+ */
+export function progressiveJpeg(side: number, acScans: number): Uint8Array {
+  const out: number[] = [0xff, 0xd8];
+  const seg = (marker: number, body: number[]) =>
+    out.push(
+      0xff,
+      marker,
+      (body.length + 2) >> 8,
+      (body.length + 2) & 255,
+      ...body,
+    );
+  const entropy = (bits: string) => {
+    bits = bits.padEnd(Math.ceil(bits.length / 8) * 8, "1");
+    const b: number[] = [];
+    for (let i = 0; i < bits.length; i += 8) {
+      b.push(parseInt(bits.slice(i, i + 8), 2));
+      if (b.at(-1) === 0xff) b.push(0); // stuffed
+    }
+    return b;
+  };
+  seg(0xdb, [0, ...new Array(64).fill(1)]);
+  seg(0xc2, [8, side >> 8, side & 255, side >> 8, side & 255, 1, 1, 0x11, 0]);
+  seg(0xc4, [0x00, 1, ...new Array(15).fill(0), 0]); // DC: symbol 0, code "0"
+  seg(0xc4, [0x10, 1, ...new Array(15).fill(0), 0xe0]); // AC: EOB run, code "0"
+  const blocks = Math.ceil(side / 8) ** 2;
+  seg(0xda, [1, 1, 0x00, 0, 0, 0]);
+  for (const b of entropy("0".repeat(blocks))) out.push(b);
+  const ac = entropy(
+    ("0" + "1".repeat(14)).repeat(Math.ceil(blocks / 32_767)),
+  );
+  for (let i = 0; i < acScans; i++) {
+    seg(0xda, [1, 1, 0x00, 1, 63, 0]);
+    for (const b of ac) out.push(b);
+  }
+  out.push(0xff, 0xd9);
+  return new Uint8Array(out);
+}
