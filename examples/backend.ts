@@ -83,17 +83,25 @@ export function createBackend(
     if (req.method !== "POST") return json({ error: "not_found" }, 404);
 
     if (pathname === "/api/avatar/sessions") {
-      // The page may pick a catalog background (e.g. `transparent`); the service
-      // validates it against its catalog.
+      // The page may pick a catalog background (e.g. `transparent`) and an avatar
+      // (a catalog id or one of this tenant's photo avatars, `ph_…`); the service
+      // validates both.
       const body = await req.json().catch(() => null) as
-        | { bg_id?: unknown }
+        | { bg_id?: unknown; avatar_id?: unknown }
         | null;
-      const bgId = typeof body?.bg_id === "string" &&
-          /^[a-z0-9_-]{1,64}$/.test(body.bg_id)
-        ? body.bg_id
-        : undefined;
+      const pick = (v: unknown) =>
+        typeof v === "string" && /^[A-Za-z0-9_-]{1,64}$/.test(v)
+          ? v
+          : undefined;
+      const bgId = pick(body?.bg_id);
+      const avatarId = pick(body?.avatar_id);
       const session = await client.createSession({
-        avatar_config: bgId ? { bg_id: bgId } : undefined,
+        avatar_config: bgId || avatarId
+          ? {
+            ...(bgId ? { bg_id: bgId } : {}),
+            ...(avatarId ? { avatar_id: avatarId } : {}),
+          }
+          : undefined,
         provider_type: "external_engine",
         provider_config: {
           external_engine: {

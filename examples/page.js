@@ -7,6 +7,8 @@ const video = $("avatar");
 // `?decoder=video` plays over MSE in the <video> even where WebCodecs exists.
 const params = new URLSearchParams(location.search);
 const bgId = params.get("bg") ?? "transparent";
+// `?avatar=ph_…` shows one of the tenant's photo avatars (the console's Photo avatars page).
+const avatarId = params.get("avatar") ?? undefined;
 const decoder = params.get("decoder") === "video" ? "video" : "auto";
 
 function log(kind, role, text) {
@@ -29,7 +31,10 @@ async function post(path, body) {
 
 $("start").onclick = async () => {
   $("start").disabled = true;
-  const s = await post("/api/avatar/sessions", { bg_id: bgId });
+  const s = await post("/api/avatar/sessions", {
+    bg_id: bgId,
+    avatar_id: avatarId,
+  });
   const player = new AvatarPlayer({
     sessionId: s.session_id,
     token: s.client_token,

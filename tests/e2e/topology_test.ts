@@ -8,13 +8,15 @@
  * on a node and plays in Chromium through the control plane's relay, that killing that
  * node ends its session `ended_with_warnings` / `instance_lost` and the next create lands
  * on the other node and plays, and that the engine's credential never shows in the
- * control plane's logs. Screenshot: test-output/screenshots/topology.png.
+ * control plane's logs. A portrait uploaded on the control plane's console plays from a
+ * node. Screenshots: test-output/screenshots/topology.png and topology_photo.png.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { AvatarPlayer } from "../../client/browser.ts";
 import { TEST_ADMIN_KEY } from "../_helpers.ts";
 import { type Instance, startInstance } from "../lib/media/_instance.ts";
+import { cookieFrom, hiddenField } from "../routes/admin/_console.ts";
 import { requireChromium, SHOTS, startTlsEngine, WAIT } from "./_browser.ts";
 import {
   type PlayerFront,
@@ -67,6 +69,60 @@ function playback(page: Page): Promise<{ time: number; frames: number }> {
       frames: v.getVideoPlaybackQuality().totalVideoFrames,
     };
   });
+}
+
+const HOPPER = Deno.readFileSync(
+  new URL("../fixtures/photo/grace_hopper.jpg", import.meta.url),
+);
+
+/**
+ * Signs in to the console of `base` as the operator and uploads the test portrait for
+ * tenant `admin` (the example backend's); returns the new photo avatar's id.
+ */
+async function uploadPhoto(base: string): Promise<string> {
+  const origin = new URL(base).origin;
+  const login = await fetch(`${base}/admin/login`);
+  const loginHtml = await login.text();
+  const signed = await fetch(`${base}/admin/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      cookie: cookieFrom(login, "avtr_console_login") ?? "",
+      origin,
+    },
+    body: new URLSearchParams({
+      _csrf: hiddenField(loginHtml, "_csrf"),
+      next: "/admin/avatars",
+      api_key: TEST_ADMIN_KEY,
+    }),
+    redirect: "manual",
+  });
+  await signed.body?.cancel();
+  const cookie = cookieFrom(signed, "avtr_console");
+  assert.ok(cookie, `console sign-in answered ${signed.status}`);
+  const page = await fetch(`${base}/admin/avatars?tenant=admin`, {
+    headers: { cookie },
+  });
+  const form = new FormData();
+  form.set("_csrf", hiddenField(await page.text(), "_csrf"));
+  form.set("tenant_id", "admin");
+  form.set("name", "Grace");
+  form.set("consent", "yes");
+  form.set(
+    "photo",
+    new File([HOPPER], "grace.jpg", { type: "image/jpeg" }),
+  );
+  const res = await fetch(`${base}/admin/avatars`, {
+    method: "POST",
+    headers: { cookie, origin },
+    body: form,
+    redirect: "manual",
+  });
+  const html = await res.text();
+  assert.equal(res.status, 201, html);
+  const id = html.match(/data-avatar-id="(ph_[0-9A-Z]{26})"/)?.[1];
+  assert.ok(id, "the uploaded avatar is listed");
+  return id;
 }
 
 Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", async (t) => {
@@ -163,6 +219,31 @@ Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", a
         await waitPlaying(page, await playback(page), 1.5, 20);
         assert.equal((await session(id)).status, "active");
         lost = await holder(id);
+      },
+    );
+
+    await t.step(
+      "a portrait uploaded on the control plane's console plays from a media node",
+      async () => {
+        // Prepared on the control plane (WASM only: no subprocess there), stored in
+        // the shared KV, read and painted by the node that takes the session.
+        const avatarId = await uploadPhoto(control.base);
+        const { id } = await startOnPage(
+          page,
+          pageBase,
+          `decoder=video&bg=studio&avatar=${avatarId}`,
+        );
+        await waitPlaying(page, await playback(page), 1.5, 20);
+        const s = await session(id);
+        assert.equal(s.status, "active");
+        const size = await page.evaluate(() => {
+          const v = document.querySelector("video")!;
+          return [v.videoWidth, v.videoHeight];
+        });
+        assert.deepEqual(size, [512, 512]);
+        await page.screenshot({
+          path: new URL("topology_photo.png", SHOTS).pathname,
+        });
       },
     );
 
