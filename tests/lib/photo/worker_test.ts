@@ -73,17 +73,8 @@ Deno.test("a worker that dies refuses its photo, and a new one prepares the next
   closePhotoWorker();
 });
 
-Deno.test("a process that prepared a photo exits once its app is closed", async () => {
-  // The worker keeps a process alive: closeDeps (deps.onClose) must end it.
-  const code = `
-    import { createDeps, closeDeps } from "./lib/wire.ts";
-    import { preparePhoto } from "./lib/photo/mod.ts";
-    const deps = await createDeps({ kv: await Deno.openKv(":memory:") });
-    const bytes = Deno.readFileSync("tests/fixtures/photo/grace_hopper.jpg");
-    const a = await preparePhoto(bytes, ${JSON.stringify(meta)});
-    console.log(a.width);
-    await closeDeps(deps);
-  `;
+/** Runs `code` as a TypeScript program in the project folder; fails after 30 s. */
+async function runTs(code: string) {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["eval", "--ext=ts", code],
     cwd: new URL("../../../", import.meta.url),
@@ -93,7 +84,50 @@ Deno.test("a process that prepared a photo exits once its app is closed", async 
   const timer = setTimeout(() => child.kill(), 30_000);
   const out = await child.output();
   clearTimeout(timer);
-  const stderr = new TextDecoder().decode(out.stderr);
-  assert.equal(out.code, 0, stderr);
-  assert.equal(new TextDecoder().decode(out.stdout).trim(), String(PHOTO_SIZE));
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+}
+
+const PREPARE = `
+  import { preparePhoto } from "./lib/photo/mod.ts";
+  const bytes = Deno.readFileSync("tests/fixtures/photo/grace_hopper.jpg");
+  const meta = ${JSON.stringify(meta)};
+`;
+
+Deno.test("a process that prepared a photo exits once its app is closed", async () => {
+  // The worker keeps a process alive: closeDeps (deps.onClose) must end it.
+  const r = await runTs(`
+    import { createDeps, closeDeps } from "./lib/wire.ts";
+    ${PREPARE}
+    const deps = await createDeps({ kv: await Deno.openKv(":memory:") });
+    console.log((await preparePhoto(bytes, meta)).width);
+    await closeDeps(deps);
+  `);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), String(PHOTO_SIZE));
+});
+
+Deno.test("where no Worker starts, photos are prepared in-process after one warning", async () => {
+  const r = await runTs(`
+    globalThis.Worker = class {
+      constructor() { throw new Error("no workers here"); }
+    } as unknown as typeof Worker;
+    ${PREPARE}
+    for (let i = 0; i < 2; i++) {
+      console.log("width", (await preparePhoto(bytes, meta)).width);
+    }
+  `);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split("\n");
+  assert.deepEqual(lines.filter((l) => l.startsWith("width")), [
+    `width ${PHOTO_SIZE}`,
+    `width ${PHOTO_SIZE}`,
+  ]);
+  const warnings = lines.filter((l) => l.startsWith("{")).map((l) =>
+    JSON.parse(l)
+  );
+  assert.deepEqual(warnings.map((w) => [w.level, w.msg]), [[
+    "warn",
+    "photo worker could not start: photos are prepared on the event loop",
+  ]]);
 });
