@@ -66,7 +66,12 @@ function startWorker(): Worker | undefined {
   const died = (event: Event) => {
     // Handled here: an uncaught error in the worker must not reach the process.
     event.preventDefault();
-    if (worker === w) stopWorker();
+    if (worker !== w) return;
+    const cause = event instanceof ErrorEvent ? event.message : event.type;
+    createLogger().error("photo worker died; a new one takes the next photo", {
+      cause,
+    });
+    stopWorker();
   };
   w.onerror = died;
   w.onmessageerror = died;
