@@ -15,9 +15,12 @@ function reply(message: PrepareReply, transfer: Transferable[] = []): void {
 }
 
 self.onmessage = async (event: MessageEvent<PrepareRequest>) => {
-  const { bytes, meta, crash } = event.data;
-  // Tests' stand-in for a fatal failure (out of memory, a crashed decoder): uncaught.
-  if (crash) throw new Error("photo worker crashed on purpose (test)");
+  const { bytes, meta, fault } = event.data;
+  // Tests' stand-ins for a fatal failure (uncaught) and for a decoder that loops.
+  if (fault === "crash") {
+    throw new Error("photo worker crashed on purpose (test)");
+  }
+  if (fault === "hang") return;
   try {
     const avatar = await preparePhotoWith(photoModels, bytes, meta);
     const { i420, alpha, landmarks } = avatar;

@@ -3,7 +3,8 @@
  * process's one preparation worker (lib/photo/prepare_worker.ts), started on first use and
  * kept warm (its models load once). The queue stays here: one photo at a time,
  * `PHOTO_QUEUE_MAX` waiting, then "busy". A worker that dies (out of memory on a hostile
- * image, say) refuses that photo and is replaced for the next one. Where no Worker can be
+ * image, say) or takes longer than `PHOTO_PREPARE_TIMEOUT_MS` refuses that photo and is
+ * replaced for the next one. Where no Worker can be
  * started, photos are prepared in-process, with one warning.
  */
 import { createLogger } from "../log.ts";
@@ -16,11 +17,17 @@ import { PhotoRefusal, type PhotoRefusalCause } from "./refusal.ts";
 /** Photos waiting while one is prepared; one more is refused as busy. */
 export const PHOTO_QUEUE_MAX = 4;
 
-/** One portrait to prepare; `crash` makes the worker fail uncaught (tests only). */
+/** Longest a photo may take in the worker before it is ended and the photo refused. */
+export const PHOTO_PREPARE_TIMEOUT_MS = 60_000;
+
+/** How a test makes the next photo's worker fail: die uncaught, or never answer. */
+export type WorkerFault = "crash" | "hang";
+
+/** One portrait to prepare; `fault` is set by tests only. */
 export interface PrepareRequest {
   bytes: Uint8Array;
   meta: PhotoMeta;
-  crash: boolean;
+  fault: WorkerFault | null;
 }
 
 /** The worker's answer: the avatar, a refusal's cause, or another failure's message. */
@@ -38,7 +45,7 @@ let worker: Worker | undefined;
 let job: Job | undefined;
 /** Set once a Worker could not be constructed: every photo is prepared in-process. */
 let inProcess = false;
-let crashNext = false;
+let faultNext: { fault: WorkerFault; timeoutMs: number } | null = null;
 
 function startWorker(): Worker | undefined {
   if (inProcess) return undefined;
@@ -95,12 +102,30 @@ async function prepareOne(
   if (!w) return await preparePhotoWith(photoModels, bytes, meta);
   // A copy goes over: the caller keeps its bytes, the worker owns (and frees) the copy.
   const copy = bytes.slice();
-  const request: PrepareRequest = { bytes: copy, meta, crash: crashNext };
-  crashNext = false;
-  return await new Promise<PhotoAvatar>((resolve, reject) => {
-    job = { resolve, reject };
-    w.postMessage(request, [copy.buffer]);
-  });
+  const fault = faultNext;
+  faultNext = null;
+  const request: PrepareRequest = {
+    bytes: copy,
+    meta,
+    fault: fault?.fault ?? null,
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await new Promise<PhotoAvatar>((resolve, reject) => {
+      job = { resolve, reject };
+      // A decoder looping on a hostile file would otherwise hold the slot for good.
+      timer = setTimeout(() => {
+        if (worker !== w) return;
+        createLogger().error(
+          "photo worker timed out; a new one takes the next photo",
+        );
+        stopWorker();
+      }, fault?.timeoutMs ?? PHOTO_PREPARE_TIMEOUT_MS);
+      w.postMessage(request, [copy.buffer]);
+    });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 let active = false;
@@ -146,7 +171,13 @@ export function closePhotoWorker(): void {
   stopWorker();
 }
 
-/** Tests only: the next photo's worker fails uncaught, as on a fatal error. */
-export function crashNextPhotoForTest(): void {
-  crashNext = true;
+/**
+ * Tests only: the next photo's worker dies uncaught (`crash`, as on a fatal error) or
+ * never answers (`hang`, as a looping decoder), and times out after `timeoutMs`.
+ */
+export function failNextPhotoForTest(
+  fault: WorkerFault,
+  timeoutMs = PHOTO_PREPARE_TIMEOUT_MS,
+): void {
+  faultNext = { fault, timeoutMs };
 }

@@ -3,7 +3,7 @@ import jpeg from "jpeg-js";
 import { PHOTO_SIZE } from "../../../lib/render/photo/types.ts";
 import { closePhotoWorker, preparePhoto } from "../../../lib/photo/mod.ts";
 import { resample } from "../../../lib/photo/resample.ts";
-import { crashNextPhotoForTest } from "../../../lib/photo/worker.ts";
+import { failNextPhotoForTest } from "../../../lib/photo/worker.ts";
 import { fixture, HOPPER, refusal } from "./_helpers.ts";
 
 const meta = {
@@ -57,7 +57,7 @@ Deno.test("the event loop keeps turning while a 4096 px portrait is prepared", a
 });
 
 Deno.test("a worker that dies refuses its photo, and a new one prepares the next", async () => {
-  crashNextPhotoForTest();
+  failNextPhotoForTest("crash");
   const e = await refusal(preparePhoto(HOPPER, meta));
   assert.equal(e.message, "photo could not be prepared");
   assert.ok(!e.retryable);
@@ -70,6 +70,15 @@ Deno.test("a worker that dies refuses its photo, and a new one prepares the next
     "corrupted image",
   );
   assert.ok((await preparePhoto(HOPPER, meta)).i420.length > 0);
+  closePhotoWorker();
+});
+
+Deno.test("a worker that does not answer in time is ended; its photo is refused, the next prepared", async () => {
+  failNextPhotoForTest("hang", 500);
+  const e = await refusal(preparePhoto(HOPPER, meta));
+  assert.equal(e.message, "photo could not be prepared");
+  const avatar = await preparePhoto(HOPPER, meta);
+  assert.deepEqual(avatar.landmarks.length > 0, true);
   closePhotoWorker();
 });
 
