@@ -9,8 +9,8 @@
  * (SSIM of idle frames — 0.4 s or more into a silence, eyes open — against the
  * portrait, mouth and eyes left out).
  */
-import { preparePhoto } from "../lib/photo/mod.ts";
-import { withPhotoModels } from "../lib/photo/models.ts";
+import { closePhotoWorker, preparePhoto } from "../lib/photo/mod.ts";
+import { photoModels } from "../lib/photo/models.ts";
 import { FaceDriver } from "../lib/render/face.ts";
 import { ffmpegPath } from "../lib/render/ffmpeg.ts";
 import { createPhotoPainter } from "../lib/render/photo/mod.ts";
@@ -164,6 +164,8 @@ export async function photoLipsync(
     name: "Grace",
     createdAt: 0,
   });
+  // A live preparation worker would keep the bench's process from exiting.
+  closePhotoWorker();
   const file = `${dir}/photo.mp4`;
   const drawn = await render(avatar, pcm, file);
   // The first pass: the labelled frames and a little after.
@@ -175,9 +177,11 @@ export async function photoLipsync(
   const luma = new Uint8Array(SIZE * SIZE);
   const t0 = performance.now();
   const pts = await eachFrame(file, firstPass, async (j, rgb) => {
-    const faces = await withPhotoModels((m) =>
-      m.faces({ width: SIZE, height: SIZE, data: rgb })
-    );
+    const faces = await photoModels.faces({
+      width: SIZE,
+      height: SIZE,
+      data: rgb,
+    });
     const f = faces[0];
     if (!f) return void (gap[j] = NaN);
     const y = (i: number) => f.mesh[i * 3 + 1];

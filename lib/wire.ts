@@ -13,6 +13,7 @@ import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render/slots.ts";
 import { createJanusSfu, sfuIdentity } from "./sfu/mod.ts";
 import { handOffCreate } from "./nodes/handoff.ts";
+import { closePhotoWorker } from "./photo/worker.ts";
 
 /** Builds the shared dependencies; the caller owns `closeDeps()`. */
 export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
@@ -27,7 +28,8 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
     readKv,
     now,
     log,
-    onClose: [],
+    // The photo preparation worker keeps a process alive: it ends with the app.
+    onClose: [closePhotoWorker],
     instanceId: crypto.randomUUID(),
     instanceUrl: config.instanceUrl,
     sessionHooks: { inCommit: [], afterCommit: [] },

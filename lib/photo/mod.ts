@@ -5,7 +5,8 @@
  */
 export { MAX_PHOTO_BYTES, MAX_PHOTO_SIDE } from "./decode.ts";
 export { PhotoRefusal, type PhotoRefusalCause } from "./refusal.ts";
-export { MIN_FACE_WIDTH, type PhotoMeta, preparePhoto } from "./prepare.ts";
+export { MIN_FACE_WIDTH, type PhotoMeta } from "./prepare.ts";
+export { closePhotoWorker, preparePhoto } from "./worker.ts";
 export {
   addPhotoAvatar,
   type AddPhotoInput,

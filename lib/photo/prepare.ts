@@ -10,8 +10,8 @@ import {
   PHOTO_SIZE,
   type PhotoAvatar,
 } from "../render/photo/types.ts";
-import { decodePhoto, readPhotoHeader, type RgbImage } from "./decode.ts";
-import { type FoundFace, type PhotoModels, withPhotoModels } from "./models.ts";
+import { decodePhoto, type RgbImage } from "./decode.ts";
+import type { FoundFace, PhotoModels } from "./models.ts";
 import { PhotoRefusal } from "./refusal.ts";
 import { type Rect, resample } from "./resample.ts";
 
@@ -39,19 +39,11 @@ export interface PhotoMeta {
 }
 
 /**
- * Decodes, checks and prepares a portrait; rejects with `PhotoRefusal` naming the cause
- * (the face-model queue's "busy" included). The header's limits are checked at once;
- * the rest, which takes a whole photo's memory and CPU, runs in the process's one slot.
+ * Decodes, checks and prepares a portrait with `models`, here on the calling thread:
+ * lib/photo/prepare_worker.ts runs it off the event loop (`preparePhoto`,
+ * lib/photo/worker.ts). Rejects with `PhotoRefusal` naming the cause.
  */
-export async function preparePhoto(
-  bytes: Uint8Array,
-  meta: PhotoMeta,
-): Promise<PhotoAvatar> {
-  readPhotoHeader(bytes);
-  return await withPhotoModels((models) => prepare(models, bytes, meta));
-}
-
-async function prepare(
+export async function preparePhotoWith(
   models: PhotoModels,
   bytes: Uint8Array,
   meta: PhotoMeta,

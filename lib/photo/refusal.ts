@@ -14,7 +14,8 @@ export type PhotoRefusalCause =
   | "name must be 1 to 80 printable characters"
   | "tenant id is not valid"
   | "photo avatar limit reached"
-  | "busy preparing other photos, try again";
+  | "busy preparing other photos, try again"
+  | "photo could not be prepared";
 
 /**
  * A portrait refused, with its cause. `retryable` only for `busy…`: the same photo may

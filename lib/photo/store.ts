@@ -12,7 +12,7 @@ import { ulid } from "../ids.ts";
 import { kvTry } from "../kv/store.ts";
 import type { PhotoAvatar } from "../render/photo/types.ts";
 import { packPhoto, unpackPhoto } from "./blob.ts";
-import { preparePhoto } from "./prepare.ts";
+import { preparePhoto } from "./worker.ts";
 import { PhotoRefusal } from "./refusal.ts";
 
 /** A photo avatar's id: `ph_` + a ULID. */

@@ -4,7 +4,7 @@ import { preparePhoto } from "../../../lib/photo/mod.ts";
 import { checkFace, rgbToI420 } from "../../../lib/photo/prepare.ts";
 import { i420ToRgb } from "../../../lib/photo/preview.ts";
 import { resample } from "../../../lib/photo/resample.ts";
-import { withPhotoModels } from "../../../lib/photo/models.ts";
+import { withPhotoSlot } from "../../../lib/photo/worker.ts";
 import { toYuv } from "../../../lib/render/raster.ts";
 import {
   crop,
@@ -116,12 +116,12 @@ Deno.test("preparePhoto() refuses each bad portrait with its cause", async (t) =
   }
 });
 
-Deno.test("withPhotoModels() runs one photo at a time and refuses as busy past its queue", async () => {
+Deno.test("withPhotoSlot() runs one photo at a time and refuses as busy past its queue", async () => {
   let release!: () => void;
   const gate = new Promise<void>((r) => release = r);
   let running = 0, most = 0;
   const job = () =>
-    withPhotoModels(async () => {
+    withPhotoSlot(async () => {
       running++;
       most = Math.max(most, running);
       await gate;
@@ -142,7 +142,7 @@ Deno.test("withPhotoModels() runs one photo at a time and refuses as busy past i
   release();
   await Promise.all(accepted);
   assert.deepEqual(most, 1);
-  await withPhotoModels(() => Promise.resolve()); // free again
+  await withPhotoSlot(() => Promise.resolve()); // free again
 });
 
 Deno.test("rgbToI420() converts as raster.ts's toYuv, chroma averaged per 2×2 block", () => {
