@@ -99,17 +99,22 @@ Deno.test("end drives the real teardown: graceful, stubborn engine, force", asyn
   );
 });
 
+/** Waits for the socket to open and get the fatal invalid_session error. */
+async function refusedInvalidSession(b: Browser): Promise<void> {
+  await b.opened;
+  const err = await b.message((m) => m.type === "error", "fatal error");
+  assert.deepEqual(err, {
+    type: "error",
+    code: "invalid_session",
+    fatal: true,
+  });
+}
+
 Deno.test("an engine that refuses the session fails it; the socket gets invalid_session", async () => {
   await live(async (s) => {
     const c = await createSession(s, "wrong-engine-key");
     const b = Browser.connect(s, c.session_id, c.client_token);
-    await b.opened;
-    const err = await b.message((m) => m.type === "error", "fatal error");
-    assert.deepEqual(err, {
-      type: "error",
-      code: "invalid_session",
-      fatal: true,
-    });
+    await refusedInvalidSession(b);
     await b.closed();
     assert.equal((await statusOf(s, c.session_id)).status, "failed");
     assert.equal(s.t.app.deps.vault.has(c.session_id), false);
@@ -141,13 +146,7 @@ Deno.test("an ended session's socket opens, gets the fatal invalid_session and c
     await end(s, c.session_id, true);
     await b.closed();
     const late = Browser.connect(s, c.session_id, c.client_token);
-    await late.opened;
-    const err = await late.message((m) => m.type === "error", "error");
-    assert.deepEqual(err, {
-      type: "error",
-      code: "invalid_session",
-      fatal: true,
-    });
+    await refusedInvalidSession(late);
     assert.equal(await late.closed(), 4001);
   });
 });
@@ -157,13 +156,7 @@ Deno.test("an engine that never answers fails the session at START_TIMEOUT_MS (t
     s.engine.server.freeze(); // accepts the connection, never answers the upgrade
     const c = await createSession(s);
     const b = Browser.connect(s, c.session_id, c.client_token);
-    await b.opened;
-    const err = await b.message((m) => m.type === "error", "fatal error");
-    assert.deepEqual(err, {
-      type: "error",
-      code: "invalid_session",
-      fatal: true,
-    });
+    await refusedInvalidSession(b);
     assert.equal((await statusOf(s, c.session_id)).status, "failed");
     // Still serving: a new session can be created after the timeout fired.
     await createSession(s);
