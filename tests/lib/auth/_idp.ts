@@ -1,5 +1,4 @@
 /** Identity-provider test fixtures: an ES256 signer, its JWKS, tokens and deps. */
-import assert from "node:assert/strict";
 import {
   exportJWK,
   generateKeyPair,
@@ -8,11 +7,9 @@ import {
   SignJWT,
 } from "jose";
 import { initAuth } from "../../../lib/auth/authenticate.ts";
-import type { AppDeps } from "../../../lib/deps.ts";
 import { createDeps } from "../../../lib/wire.ts";
-import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
-import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
 import { memoryLogger } from "../../../lib/log.ts";
+import { countingKv } from "./_keys.ts";
 
 export const ISSUER = "https://idp.example.test/";
 export const AUDIENCE = "https://avatar.example.test";
@@ -52,43 +49,9 @@ export const GOOD: JWTPayload = {
   scope: "sessions:read openid sessions:write",
 };
 
-/** A handler context for a request with `headers` on `deps`. */
-export function ctxFor(deps: AppDeps, headers: HeadersInit): Ctx {
-  const req = new Request("http://localhost/v1/x", { headers });
-  return {
-    req,
-    url: new URL(req.url),
-    params: {},
-    state: { requestId: "r", startedAt: 0, headers: new ResponseHeaders() },
-    deps,
-    remoteAddr: "127.0.0.1",
-    next: () => Promise.reject(new Error("no chain")),
-  };
-}
-
-/** Asserts `p` rejects with an `ApiError` of `code`. */
-export async function rejectsWith(p: Promise<unknown>, code: ErrorCode) {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof ApiError, `expected ApiError, got ${err}`);
-    assert.equal(err.code, code);
-    return true;
-  });
-}
-
 /** Deps on `:memory:` KV (calls counted per method) with `env` and auth initialised. */
 export async function setup(env: Record<string, string>) {
-  const inner = await Deno.openKv(":memory:");
-  const calls = new Map<string, number>();
-  const kv = new Proxy(inner, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => {
-        calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1);
-        return value.apply(target, args);
-      };
-    },
-  });
+  const { kv, calls, inner } = countingKv(await Deno.openKv(":memory:"));
   const deps = await createDeps({
     env: {
       KV_PATH: ":memory:",

@@ -11,16 +11,15 @@ import { memoryLogger } from "../../../lib/log.ts";
 import { ApiError } from "../../../lib/api/errors.ts";
 import {
   AUDIENCE,
-  ctxFor,
   GOOD,
   ISSUER,
   JWKS,
   NOW_S,
-  rejectsWith,
   setup,
   sign,
   stranger,
 } from "./_idp.ts";
+import { ctxFor, rejectsWith } from "./_keys.ts";
 
 Deno.test("authenticate() verifies tokens against IDP_JWKS_URL served over HTTP, and answers 503 when it is unreachable", async (t) => {
   let jwksRequests = 0;

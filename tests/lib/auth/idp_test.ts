@@ -11,16 +11,15 @@ import { looksLikeJwt } from "../../../lib/auth/idp.ts";
 import { deleteOrgMapping, setOrgMapping } from "../../../lib/auth/idp_orgs.ts";
 import {
   AUDIENCE,
-  ctxFor,
   GOOD,
   ISSUER,
   JWKS,
   NOW_S,
-  rejectsWith,
   setup,
   sign,
   stranger,
 } from "./_idp.ts";
+import { ctxFor, rejectsWith } from "./_keys.ts";
 
 Deno.test("looksLikeJwt() tells compact JWTs from API keys", () => {
   assert.equal(looksLikeJwt("aaa.bbb.ccc"), true);
