@@ -41,6 +41,7 @@ import {
   type WrkResult,
 } from "./_wrk.ts";
 
+import { freePort, spawn, stop, waitReady } from "./_server_process.ts";
 const ROOT = new URL("..", import.meta.url).pathname;
 const ADMIN_KEY = "bench-admin-key-0123456789abcdefghijklmnopqrstuvwxyz";
 const TOKEN_SECRET = "bench-token-secret-0123456789abcdefghijklmnopqrstuvwxyz";
@@ -57,72 +58,6 @@ const WRK_OPTIONS = {
   connections: arg("connections", 64),
   seconds: DURATION,
 };
-
-// ---------------------------------------------------------------------------
-// Subprocesses
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-interface Server {
-  base: string;
-  child: Deno.ChildProcess;
-  stderr: () => string;
-}
-
-function spawn(
-  args: string[],
-  env: Record<string, string>,
-  port: number,
-): Server {
-  const child = new Deno.Command(Deno.execPath(), {
-    args,
-    env,
-    cwd: ROOT,
-    stdin: "null",
-    // The service writes one access-log line per request: part of its real cost.
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let err = "";
-  (async () => {
-    const dec = new TextDecoder();
-    for await (const chunk of child.stderr) {
-      err = (err + dec.decode(chunk)).slice(-4000);
-    }
-  })();
-  return { base: `http://127.0.0.1:${port}`, child, stderr: () => err };
-}
-
-async function waitReady(server: Server, path: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(server.base + path);
-      await res.body?.cancel();
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`server did not become ready:\n${server.stderr()}`);
-}
-
-async function stop(server: Server): Promise<void> {
-  try {
-    server.child.kill("SIGTERM");
-  } catch {
-    // already gone
-  }
-  await server.child.status;
-}
-
-// ---------------------------------------------------------------------------
 
 async function bareServer(port: number): Promise<void> {
   const body = JSON.stringify({ hello: "world" });

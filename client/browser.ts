@@ -10,7 +10,10 @@
  *
  * Bundle for a page: `deno bundle --platform browser -o avatar.js client/browser.ts`.
  */
+import { errorText } from "./errors.ts";
 import { MicUplink } from "./mic_uplink.ts";
+import { type PlayerConfig, playerConfig } from "./player_options.ts";
+import { Redial } from "./redial.ts";
 import { Playback } from "./playback.ts";
 import { TurnEvents } from "./turns.ts";
 import type {
@@ -40,19 +43,7 @@ const ENDED_WAIT_MS = 2_000;
 export class AvatarPlayer extends EventTarget {
   state: PlayerState = "idle";
   status: string | null = null;
-  readonly #o:
-    & Required<
-      Omit<
-        AvatarPlayerOptions,
-        | "expiresAt"
-        | "workletUrl"
-        | "audioWorkletUrl"
-        | "transport"
-        | "iceServers"
-        | "canvas"
-      >
-    >
-    & Pick<AvatarPlayerOptions, "expiresAt" | "workletUrl">;
+  readonly #o: PlayerConfig;
   /** The `<video>`: MSE or WebRTC, the speaking schedule, autoplay. */
   readonly #media: Playback;
   readonly #token: MediaToken;
@@ -61,34 +52,23 @@ export class AvatarPlayer extends EventTarget {
   /** A reconnect is in flight (refresh + dial); wake-ups must not start another. */
   #dialing = false;
   #done = false;
-  #attempts = 0;
-  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #redial: Redial;
   #tick: ReturnType<typeof setInterval> | undefined;
   #keepalive = new Keepalive(() => this.#o.now());
   #mic = new MicUplink(() => this.#ws, (err) =>
     this.#emit("error", {
       code: "microphone_unavailable",
       fatal: false,
-      message: text(err),
+      message: errorText(err),
     }));
   readonly #turns = new TurnEvents((type, detail) => this.#emit(type, detail));
-  #reconnects = 0;
   /** `invalid_session` came: `ended` waits (briefly) for its status and reason. */
   #endWait: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: AvatarPlayerOptions) {
     super();
-    this.#o = {
-      microphone: true,
-      micSampleRate: 24000,
-      frameMs: 20,
-      reconnect: true,
-      maxReconnectAttempts: 8,
-      maxLatencyS: 1,
-      decoder: "auto",
-      now: Date.now,
-      ...options,
-    };
+    this.#o = playerConfig(options);
+    this.#redial = new Redial(this.#o.maxReconnectAttempts);
     this.#token = new MediaToken(
       options.token,
       options.expiresAt,
@@ -112,7 +92,7 @@ export class AvatarPlayer extends EventTarget {
         this.#emit("error", { code, fatal: false, message }),
       onAutoplayBlocked: () =>
         this.#emit("error", { code: "autoplay_blocked", fatal: false }),
-      onPlaying: () => this.#attempts = 0,
+      onPlaying: () => this.#redial.playing(),
       // A new socket takes the session over and gets a fresh offer.
       onFailed: () => this.#dropSocket(),
       onSpeaking: (d) => this.#emit("speaking", d),
@@ -138,7 +118,7 @@ export class AvatarPlayer extends EventTarget {
     return {
       ...this.#media.bufferStats,
       micFramesSent: this.#mic.framesSent,
-      reconnects: this.#reconnects,
+      reconnects: this.#redial.total,
       rtc: this.#media.rtcStats,
       decoder: this.#media.decoder,
       webcodecs: this.#media.webCodecsStats,
@@ -172,7 +152,7 @@ export class AvatarPlayer extends EventTarget {
       this.#emit("error", {
         code: "connect_failed",
         fatal: true,
-        message: text(err),
+        message: errorText(err),
       });
       this.close();
       throw err;
@@ -220,7 +200,7 @@ export class AvatarPlayer extends EventTarget {
     this.#closing = true;
     // A session refused as over and no `session.ended` came: it ended, reason unknown.
     if (this.#endWait !== undefined) this.#finish(null, null);
-    clearTimeout(this.#retryTimer);
+    this.#redial.cancel();
     clearInterval(this.#tick);
     removeEventListener("online", this.#onWake);
     document.removeEventListener("visibilitychange", this.#onWake);
@@ -343,28 +323,24 @@ export class AvatarPlayer extends EventTarget {
 
   #scheduleReconnect(delayMs: number): void {
     if (this.#closing) return;
-    clearTimeout(this.#retryTimer);
-    if (this.#attempts >= this.#o.maxReconnectAttempts) {
+    if (!this.#redial.schedule(delayMs, () => void this.#reconnect())) {
       this.#emit("error", { code: "reconnect_failed", fatal: true });
       this.close();
       return;
     }
     if (this.state !== "reconnecting") this.#setState("reconnecting");
-    this.#retryTimer = setTimeout(() => void this.#reconnect(), delayMs);
   }
 
   /** Takes the session over on a new socket with a fresh token (its own init segment). */
   async #reconnect(): Promise<void> {
     if (this.#closing || this.#ws || this.#dialing) return;
     this.#dialing = true;
-    this.#attempts++;
-    this.#reconnects++;
+    this.#redial.begin();
     try {
       await this.#open(true);
       this.#mic.resume();
     } catch {
-      const backoff = Math.min(30_000, 500 * 2 ** this.#attempts);
-      this.#scheduleReconnect(backoff * (0.8 + 0.4 * Math.random()));
+      this.#scheduleReconnect(this.#redial.backoffMs());
     } finally {
       this.#dialing = false;
     }
@@ -421,8 +397,4 @@ export async function connectAvatar(
   const player = new AvatarPlayer(options);
   await player.connect();
   return player;
-}
-
-function text(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

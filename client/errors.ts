@@ -163,3 +163,8 @@ export async function errorFromResponse(
     retry_after: Number.isInteger(header) && header > 0 ? header : undefined,
   });
 }
+
+/** The message of anything thrown: an `Error`'s message, else its string form. */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -12,6 +12,7 @@
  * `endstreaming` events); segments arriving in between are held, the oldest dropped
  * past `HELD_MAX`, and the live-edge jump of `tick()` catches up once it streams again.
  */
+import { errorText } from "./errors.ts";
 
 /** How close to the end of a buffered range the playhead counts as stalled at a hole. */
 const HOLE_EDGE_S = 0.1;
@@ -297,8 +298,4 @@ export class LiveBuffer {
       this.#onError("media_error", errorText(err));
     }
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

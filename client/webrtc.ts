@@ -11,6 +11,7 @@
  * then streams fMP4 on the socket, one created `webrtc_sfu` answers with the fatal
  * `unsupported_media`.
  */
+import { errorText } from "./errors.ts";
 
 export interface IceServer {
   urls: string | string[];
@@ -238,8 +239,4 @@ export function webrtcMissing(): string | null {
 function rejectsVideo(sdp: string): boolean {
   const video = sdp.match(/^m=video (\d+)/m);
   return video === null || video[1] === "0";
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

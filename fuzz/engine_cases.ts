@@ -10,12 +10,12 @@
 import { MAX_ENGINE_FRAME_BYTES } from "../lib/providers/frames.ts";
 import { pcmToBase64 } from "../lib/providers/resample.ts";
 import type { Json } from "../tests/fakes/fake_ws.ts";
+import { type ProviderKit, typeKey } from "../tests/fakes/providers.ts";
 import {
   fieldPaths,
-  type ProviderKit,
-  typeKey,
   withField,
-} from "../tests/fakes/providers.ts";
+  withoutField,
+} from "../tests/fakes/json_paths.ts";
 import { garbageValue, type Rng } from "./_lib.ts";
 
 export type Frame = string | Uint8Array;
@@ -53,16 +53,6 @@ const ODD_TYPES = [
   "response.start ",
   "RESPONSE.START",
 ];
-
-/** A copy of `msg` without the field at dotted `path`. */
-function withoutField(msg: Json, path: string): Json {
-  const copy = structuredClone(msg);
-  const keys = path.split(".");
-  let at = copy;
-  for (const k of keys.slice(0, -1)) at = at[k] as Json;
-  delete at[keys[keys.length - 1]];
-  return copy;
-}
 
 function badJson(rng: Rng, kit: ProviderKit): string {
   const valid = JSON.stringify(rng.pick(kit.templates).msg);

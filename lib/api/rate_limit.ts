@@ -21,30 +21,23 @@
  * returns), never a shared window: a tenant that mints keys by the thousand must not be
  * able to spend one window that every other tenant's keys then fall into.
  *
- * KV's `sum` keeps no expiry (a sum even clears the expiry of the key it adds to), so
- * the flush also sweeps the keys of windows older than the previous one.
+ * The counters in KV, their merge, read-back and sweep of old windows: ./rate_store.ts.
  */
 import type { AppDeps } from "../deps.ts";
 import type { Logger } from "../log.ts";
 import { deriveKey } from "../auth/tokens.ts";
 import { addressGroup, isAddressSubject, SubjectMac } from "./rate_subjects.ts";
+import {
+  type CounterMerge,
+  mergeCounters,
+  readCounters,
+  sweepCountersBefore,
+} from "./rate_store.ts";
 
 /** Length of one rate-limit window. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 /** How often local counts are merged into KV. */
 export const RATE_LIMIT_FLUSH_MS = 250;
-
-const KV_MUTATIONS_MAX = 1000;
-const KV_GET_MANY_MAX = 10;
-const SWEEP_BATCH = 500;
-
-/** KV key of one subject's counter in one window (a `Deno.KvU64`). */
-export function rateLimitKey(
-  window: number,
-  subject: string,
-): ["rate_limits", number, string] {
-  return ["rate_limits", window, subject];
-}
 
 /** Label of the key derived from `TOKEN_SECRET` for rate-limit subjects. */
 const SUBJECT_KEY_LABEL = "rate-limit-subject";
@@ -85,6 +78,11 @@ interface Entry {
   inFlight: number;
   /** Counted here, not yet merged. */
   pending: number;
+}
+
+/** One entry's counts being merged by a flush. */
+interface Merge extends CounterMerge {
+  entry: Entry;
 }
 
 export interface RateLimiterOptions {
@@ -288,7 +286,7 @@ export class RateLimiter {
 
   async #flushOnce(): Promise<void> {
     const window = Math.floor(this.#now() / this.#windowMs);
-    const batch: [string, Entry, number][] = [];
+    const batch: Merge[] = [];
     for (const [subject, e] of this.#entries) {
       if (e.window < window) {
         this.#entries.delete(subject);
@@ -299,22 +297,16 @@ export class RateLimiter {
       if (e.pending > 0) {
         e.inFlight = e.pending;
         e.pending = 0;
-        batch.push([subject, e, e.inFlight]);
+        batch.push({ subject, window: e.window, count: e.inFlight, entry: e });
       }
     }
     try {
-      for (let i = 0; i < batch.length; i += KV_MUTATIONS_MAX) {
-        const op = this.#kv.atomic();
-        for (const [subject, e, n] of batch.slice(i, i + KV_MUTATIONS_MAX)) {
-          op.sum(rateLimitKey(e.window, subject), BigInt(n));
+      await mergeCounters(this.#kv, batch, (chunk) => {
+        for (const { entry, count } of chunk) {
+          entry.global += count;
+          entry.inFlight -= count;
         }
-        const res = await op.commit();
-        if (!res.ok) throw new Error("rate-limit merge was not committed");
-        for (const [, e, n] of batch.slice(i, i + KV_MUTATIONS_MAX)) {
-          e.global += n;
-          e.inFlight -= n;
-        }
-      }
+      });
       // Only the subjects merged now: a subject with no request here since the last
       // flush decides nothing here, and reads the others' counts when it next does.
       await this.#readBack(batch);
@@ -323,9 +315,9 @@ export class RateLimiter {
       if (this.#failing) this.#log?.info("rate-limit merge recovered");
       this.#failing = false;
     } catch (err) {
-      for (const [, e] of batch) {
-        e.pending += e.inFlight;
-        e.inFlight = 0;
+      for (const { entry } of batch) {
+        entry.pending += entry.inFlight;
+        entry.inFlight = 0;
       }
       if (!this.#failing) {
         this.#log?.warn("rate-limit merge failed; counting locally", { err });
@@ -334,41 +326,26 @@ export class RateLimiter {
     }
   }
 
-  async #readBack(entries: [string, Entry, number][]): Promise<void> {
-    const chunks: [string, Entry, number][][] = [];
-    for (let i = 0; i < entries.length; i += KV_GET_MANY_MAX) {
-      chunks.push(entries.slice(i, i + KV_GET_MANY_MAX));
-    }
-    await Promise.all(chunks.map(async (chunk) => {
-      const windows = chunk.map(([, e]) => e.window);
-      const got = await this.#kv.getMany<Deno.KvU64[]>(
-        chunk.map(([subject], i) => rateLimitKey(windows[i], subject)),
-      );
-      chunk.forEach(([, e], i) => {
-        const total = got[i].value;
-        // The entry may have moved to a new window while KV answered.
-        if (total === null || e.window !== windows[i]) return;
-        e.global = Math.max(e.global, Number(total.value));
-      });
+  async #readBack(merged: Merge[]): Promise<void> {
+    // Each entry's window now: it may have moved since it was merged.
+    const counters = merged.map(({ subject, entry }) => ({
+      subject,
+      window: entry.window,
     }));
+    const totals = await readCounters(this.#kv, counters);
+    merged.forEach(({ entry }, i) => {
+      const total = totals[i];
+      // The entry may have moved to a new window while KV answered.
+      if (total === null || entry.window !== counters[i].window) return;
+      entry.global = Math.max(entry.global, total);
+    });
   }
 
   /** Deletes counters of windows before the previous one (any instance may do it). */
   async #sweep(window: number): Promise<void> {
     const below = window - 1;
     if (below <= this.#sweptBelow) return;
-    const keys: Deno.KvKey[] = [];
-    const iter = this.#kv.list({
-      start: ["rate_limits"],
-      end: ["rate_limits", below],
-    }, { limit: SWEEP_BATCH });
-    for await (const entry of iter) keys.push(entry.key);
-    if (keys.length > 0) {
-      const op = this.#kv.atomic();
-      for (const key of keys) op.delete(key);
-      await op.commit();
-    }
-    if (keys.length < SWEEP_BATCH) this.#sweptBelow = below;
+    if (await sweepCountersBefore(this.#kv, below)) this.#sweptBelow = below;
   }
 }
 

@@ -18,14 +18,11 @@ import {
 } from "./contain.ts";
 import { closeSocket, Downlink, sendJson } from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
+import { Uplink, type WebrtcMessage } from "./uplink.ts";
 import { stopPipeline } from "./teardown.ts";
 import {
-  type ClientMessage,
   CLOSE_TAKEN_OVER,
-  CLOSE_TOO_BIG,
   CLOSE_UNSUPPORTED_MEDIA,
-  DEFAULT_BROWSER_SAMPLE_RATE,
-  pcmFromBytes,
   type ServerMessage,
   type SocketErrorCode,
 } from "./protocol.ts";
@@ -82,7 +79,8 @@ export class LiveSession {
   private restarts: number[] = [];
   closed = false;
 
-  private browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
+  /** The browser's frames, whichever socket carries them. */
+  private readonly uplink: Uplink;
   /** On a webrtc_sfu session: the socket served fMP4 instead (`webrtc.unsupported`). */
   private fmp4Socket: WebSocket | null = null;
   /** The socket whose stream has its init segment (speech events can reach it). */
@@ -105,7 +103,18 @@ export class LiveSession {
       ),
   });
 
-  constructor(readonly deps: AppDeps, readonly sessionId: string) {}
+  constructor(readonly deps: AppDeps, readonly sessionId: string) {
+    this.uplink = new Uplink({
+      sessionId,
+      log: deps.log,
+      stats: this.stats,
+      turns: this.turns,
+      engine: () => this.engine,
+      send: (msg) => this.send(msg),
+      sendError: (code, fatal) => this.sendError(code, fatal),
+      webrtc: (msg) => this.onWebrtc(msg),
+    });
+  }
 
   /** A contained handler threw: the session ends as a failure of its source. */
   private readonly contained = (source: FailureSource): void => {
@@ -206,7 +215,10 @@ export class LiveSession {
     ws.binaryType = "arraybuffer";
     const gate = new FrameGate(() => this.deps.now());
     bindSocket(ws, this.deps.log, "media socket", "socket", this.contained, {
-      message: (ev) => this.onFrame(ws, gate, ev.data),
+      message: (ev) => {
+        if (this.socket !== ws || this.closed) return;
+        return this.uplink.frame(ws, gate, ev.data);
+      },
       close: () => {
         if (this.socket === ws) {
           this.socket = null;
@@ -258,77 +270,16 @@ export class LiveSession {
     this.onInitSent?.();
   }
 
-  /** One browser frame, judged by the socket's gate (./gate.ts) before any use. */
-  private onFrame(
-    ws: WebSocket,
-    gate: FrameGate,
-    data: unknown,
-  ): void | Promise<void> {
-    if (this.socket !== ws || this.closed) return;
-    this.stats.framesReceived++;
-    const verdict = gate.check(data, this.browserRate);
-    switch (verdict.kind) {
-      case "message":
-        // A cut is async (the renderer may be remote): returned, so it stays contained.
-        return this.onMessage(verdict.message);
-      case "audio":
-        this.engine?.sendUserAudio(
-          pcmFromBytes(verdict.bytes),
-          this.browserRate,
-        );
-        return;
-      case "drop":
-        this.stats.framesThrottled++;
-        return;
-      case "refuse":
-        this.stats.invalidMessages++;
-        if (verdict.oversize) this.stats.oversizeFrames++;
-        if (verdict.throttled) this.stats.framesThrottled++;
-        if (verdict.answer) this.sendError("invalid_message", false);
-        return;
-      case "close":
-        this.stats.oversizeFrames++;
-        this.deps.log.warn("media socket closed for oversize frames", {
-          session_id: this.sessionId,
-        });
-        closeSocket(ws, CLOSE_TOO_BIG, "frame too big");
+  /** WebRTC signalling from the current socket: to the SFU side, or refused. */
+  private onWebrtc(msg: WebrtcMessage): void {
+    if (
+      msg.type === "webrtc.unsupported" ||
+      (this.sfu && msg.type === "webrtc.answer" && rejectsVideo(msg.sdp))
+    ) {
+      return this.webrtcUnsupported();
     }
-  }
-
-  private onMessage(msg: ClientMessage): void | Promise<void> {
-    switch (msg.type) {
-      case "ping":
-        this.send({ type: "pong" });
-        break;
-      case "audio.config":
-        this.browserRate = msg.sample_rate;
-        break;
-      case "text": {
-        if (this.engine?.textTurns === false) {
-          // The engine has no typed turns (vendor_b): refused, the session goes on.
-          this.invalidMessage();
-          break;
-        }
-        this.turns.userTranscript(msg.text, true);
-        this.engine?.sendText(msg.text);
-        break;
-      }
-      case "interrupt":
-        return this.turns.interrupt();
-      case "webrtc.unsupported":
-        this.webrtcUnsupported();
-        break;
-      case "webrtc.answer":
-      case "webrtc.candidate":
-        if (
-          this.sfu && msg.type === "webrtc.answer" && rejectsVideo(msg.sdp)
-        ) {
-          this.webrtcUnsupported();
-        } else if (this.sfu && this.socket) {
-          void this.sfu.handle(this.socket, msg);
-        } else this.invalidMessage();
-        break;
-    }
+    if (this.sfu && this.socket) void this.sfu.handle(this.socket, msg);
+    else this.uplink.invalid();
   }
 
   /**
@@ -339,7 +290,7 @@ export class LiveSession {
   private webrtcUnsupported(): void {
     const ws = this.socket;
     if (!ws || this.fmp4Socket === ws) return;
-    if (!this.sfu) return this.invalidMessage();
+    if (!this.sfu) return this.uplink.invalid();
     if (!this.fmp4Fallback) {
       this.sendError("unsupported_media", true);
       return closeSocket(ws, CLOSE_UNSUPPORTED_MEDIA, "cannot play WebRTC");
@@ -350,12 +301,6 @@ export class LiveSession {
     this.sfu.detach(ws);
     this.fmp4Socket = ws;
     this.render?.attach(this.sinkFor(ws));
-  }
-
-  /** A message the socket may not send on this session: refused, nothing else. */
-  private invalidMessage(): void {
-    this.stats.invalidMessages++;
-    this.sendError("invalid_message", false);
   }
 
   send(msg: ServerMessage): void {

@@ -20,6 +20,13 @@ import {
   type Viewer,
   type ViewerEvents,
 } from "./port.ts";
+import {
+  defaultIngestHost,
+  mountpointCredential,
+  mountpointSrtpKey,
+} from "./ingest.ts";
+// Still here for tests/lib/render/rtp_test.ts, which imports it from this module.
+export { mountpointCredential } from "./ingest.ts";
 
 export interface JanusSfuOptions {
   /** Janus API URL (`SFU_URL`). */
@@ -66,59 +73,6 @@ const watchEventSchema = z.looseObject({
   streaming: z.literal("event"),
   result: z.looseObject({ status: z.string() }).optional(),
 });
-
-/**
- * The default ingest host: loopback when Janus is on this host (SFU_URL names a
- * loopback or local address, or a name), else SFU_URL's IPv4 host (its private network).
- */
-export function defaultIngestHost(
-  url: string,
-  local: readonly string[] = localAddresses(),
-): string {
-  const host = new URL(url).hostname;
-  if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(host)) return "127.0.0.1";
-  return host.startsWith("127.") || local.includes(host) ? "127.0.0.1" : host;
-}
-
-function localAddresses(): string[] {
-  try {
-    return Deno.networkInterfaces().map((i) => i.address);
-  } catch {
-    return [];
-  }
-}
-
-async function hmacBytes(key: string, text: string): Promise<Uint8Array> {
-  const k = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(key),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  return new Uint8Array(
-    await crypto.subtle.sign("HMAC", k, new TextEncoder().encode(text)),
-  );
-}
-
-/** A mountpoint's secret (`kind` "secret") or pin (`kind` "pin"). */
-export async function mountpointCredential(
-  adminKey: string,
-  kind: "secret" | "pin",
-  id: number,
-): Promise<string> {
-  const mac = await hmacBytes(adminKey, `avatar-sfu-${kind}:${id}`);
-  return btoa(String.fromCharCode(...mac)).replace(/[+/=]/g, "").slice(0, 32);
-}
-
-/** A mountpoint's SRTP master key and salt: 30 bytes, base64 (SDES `inline:` form). */
-export async function mountpointSrtpKey(
-  adminKey: string,
-  id: number,
-): Promise<string> {
-  const mac = await hmacBytes(adminKey, `avatar-sfu-srtp:${id}`);
-  return btoa(String.fromCharCode(...mac.subarray(0, 30)));
-}
 
 /** The plugin's answer to a message, or an `SfuError` for a plugin error. */
 function pluginData(

@@ -5,7 +5,8 @@
  * example of every engine → service message type (the templates garbage is made from),
  * which fields of each the adapter types (a `{"toString":0}` there makes the frame
  * invalid), and a "marker" message that produces a known event (a sync point: every frame
- * sent before it was handled when its event arrives).
+ * sent before it was handled when its event arrives). Paths into a message:
+ * ./json_paths.ts.
  */
 import type {
   ProviderCredentials,
@@ -380,27 +381,4 @@ export function startProviderKit(type: ProviderType): ProviderKit {
     case "vendor_c":
       return vendorC();
   }
-}
-
-/** Every leaf and object path of `v` (dotted), `type` included. */
-export function fieldPaths(v: Json, prefix = ""): string[] {
-  const out: string[] = [];
-  for (const [k, child] of Object.entries(v)) {
-    const path = prefix ? `${prefix}.${k}` : k;
-    out.push(path);
-    if (child && typeof child === "object" && !Array.isArray(child)) {
-      out.push(...fieldPaths(child as Json, path));
-    }
-  }
-  return out;
-}
-
-/** A deep copy of `msg` with the field at `path` set to `value`. */
-export function withField(msg: Json, path: string, value: unknown): Json {
-  const copy = structuredClone(msg);
-  const keys = path.split(".");
-  let at = copy;
-  for (const k of keys.slice(0, -1)) at = at[k] as Json;
-  at[keys[keys.length - 1]] = value;
-  return copy;
 }

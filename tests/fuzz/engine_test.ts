@@ -3,7 +3,8 @@ import { assertClean } from "../../fuzz/_lib.ts";
 import { CaseSource, POISONS } from "../../fuzz/engine_cases.ts";
 import { runEngineFuzz } from "../../fuzz/engine.ts";
 import { Rng } from "../../fuzz/_lib.ts";
-import { fieldPaths, startProviderKit } from "../fakes/providers.ts";
+import { startProviderKit } from "../fakes/providers.ts";
+import { fieldPaths } from "../fakes/json_paths.ts";
 
 Deno.test("CaseSource is deterministic by seed and sweeps every field of every message type", async () => {
   const kit = startProviderKit("external_engine");

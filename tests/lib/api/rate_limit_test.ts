@@ -11,8 +11,8 @@ import {
   RATE_LIMIT_WINDOW_MS,
   RateLimiter,
   rateLimiterOf,
-  rateLimitKey,
 } from "../../../lib/api/rate_limit.ts";
+import { rateLimitKey } from "../../../lib/api/rate_store.ts";
 import { keySubject } from "../../../lib/api/rate_subjects.ts";
 import {
   TEST_ADMIN_KEY,

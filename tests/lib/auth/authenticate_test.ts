@@ -9,12 +9,10 @@ import {
   MAX_PREFETCH,
   safeEqual,
 } from "../../../lib/auth/authenticate.ts";
-import type { AppDeps } from "../../../lib/deps.ts";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
-import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
-import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { countingKv, ctxFor, rejectsWith } from "./_keys.ts";
 
 /** A clock moved by hand (lib tests stay off the app and its route manifest). */
 class TestClock {
@@ -26,53 +24,6 @@ class TestClock {
 }
 
 const TEST_ADMIN_KEY = "test-admin-key-0123456789abcdefghijklmnop";
-
-/** KV calls made through a counting wrapper around a real `:memory:` store. */
-interface CountingKv {
-  kv: Deno.Kv;
-  calls: Map<string, number>;
-  inner: Deno.Kv;
-}
-
-/** Wraps a real KV handle so tests can count round trips (every method is forwarded). */
-function countingKv(inner: Deno.Kv): CountingKv {
-  const calls = new Map<string, number>();
-  const kv = new Proxy(inner, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => {
-        calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1);
-        return value.apply(target, args);
-      };
-    },
-  });
-  return { kv, calls, inner };
-}
-
-function ctxFor(deps: AppDeps, headers: HeadersInit = {}): Ctx {
-  const req = new Request("http://localhost/v1/x", { headers });
-  return {
-    req,
-    url: new URL(req.url),
-    params: {},
-    state: { requestId: "r", startedAt: 0, headers: new ResponseHeaders() },
-    deps,
-    remoteAddr: "127.0.0.1",
-    next: () => Promise.reject(new Error("no chain")),
-  };
-}
-
-async function rejectsWith(
-  p: Promise<unknown>,
-  code: ErrorCode,
-): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof ApiError, `expected ApiError, got ${err}`);
-    assert.equal(err.code, code);
-    return true;
-  });
-}
 
 async function setup(env: Record<string, string> = {}) {
   const clock = new TestClock();

@@ -1,106 +1,25 @@
+/**
+ * Identity-provider tokens through `authenticate()` with an inline IDP_JWKS: every
+ * case of issuer, audience, azp, scope, org and expiry. Keys from IDP_JWKS_URL, and a
+ * malformed IDP_JWKS: idp_jwks_test.ts.
+ */
 import assert from "node:assert/strict";
-import {
-  exportJWK,
-  generateKeyPair,
-  type JWK,
-  type JWTPayload,
-  SignJWT,
-} from "jose";
-import { authenticate, initAuth } from "../../../lib/auth/authenticate.ts";
-import { ConfigError } from "../../../lib/config.ts";
-import type { AppDeps } from "../../../lib/deps.ts";
-import { closeDeps, createDeps } from "../../../lib/wire.ts";
-import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
-import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
+import type { JWTPayload } from "jose";
+import { authenticate } from "../../../lib/auth/authenticate.ts";
+import { closeDeps } from "../../../lib/wire.ts";
 import { looksLikeJwt } from "../../../lib/auth/idp.ts";
 import { deleteOrgMapping, setOrgMapping } from "../../../lib/auth/idp_orgs.ts";
-import { memoryLogger } from "../../../lib/log.ts";
-
-const ISSUER = "https://idp.example.test/";
-const AUDIENCE = "https://avatar.example.test";
-const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
-const NOW_S = Math.floor(NOW / 1000);
-
-type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
-
-async function newKey(kid: string): Promise<{ pair: KeyPair; jwk: JWK }> {
-  const pair = await generateKeyPair("ES256", { extractable: true });
-  const jwk = { ...await exportJWK(pair.publicKey), kid, alg: "ES256" };
-  return { pair, jwk };
-}
-
-const signer = await newKey("k1");
-const stranger = await newKey("k1"); // same kid, different key: a forged signature
-const JWKS = JSON.stringify({ keys: [signer.jwk] });
-
-async function sign(
-  claims: JWTPayload,
-  options: { key?: KeyPair; kid?: string; iss?: string; exp?: number } = {},
-): Promise<string> {
-  const jwt = new SignJWT(claims)
-    .setProtectedHeader({ alg: "ES256", kid: options.kid ?? "k1" })
-    .setIssuer(options.iss ?? ISSUER)
-    .setIssuedAt(NOW_S - 60);
-  if (options.exp !== -1) jwt.setExpirationTime(options.exp ?? NOW_S + 600);
-  return await jwt.sign((options.key ?? signer.pair).privateKey);
-}
-
-const GOOD: JWTPayload = {
-  sub: "user-1",
-  aud: AUDIENCE,
-  azp: "console-app",
-  org_id: "org_acme",
-  scope: "sessions:read openid sessions:write",
-};
-
-function ctxFor(deps: AppDeps, headers: HeadersInit): Ctx {
-  const req = new Request("http://localhost/v1/x", { headers });
-  return {
-    req,
-    url: new URL(req.url),
-    params: {},
-    state: { requestId: "r", startedAt: 0, headers: new ResponseHeaders() },
-    deps,
-    remoteAddr: "127.0.0.1",
-    next: () => Promise.reject(new Error("no chain")),
-  };
-}
-
-async function rejectsWith(p: Promise<unknown>, code: ErrorCode) {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof ApiError, `expected ApiError, got ${err}`);
-    assert.equal(err.code, code);
-    return true;
-  });
-}
-
-async function setup(env: Record<string, string>) {
-  const inner = await Deno.openKv(":memory:");
-  const calls = new Map<string, number>();
-  const kv = new Proxy(inner, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => {
-        calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1);
-        return value.apply(target, args);
-      };
-    },
-  });
-  const deps = await createDeps({
-    env: {
-      KV_PATH: ":memory:",
-      TOKEN_SECRET: "x".repeat(32),
-      IDP_AUDIENCE: AUDIENCE,
-      ...env,
-    },
-    kv,
-    now: () => NOW,
-    log: memoryLogger(),
-  });
-  initAuth(deps);
-  return { deps, calls, inner };
-}
+import {
+  AUDIENCE,
+  GOOD,
+  ISSUER,
+  JWKS,
+  NOW_S,
+  setup,
+  sign,
+  stranger,
+} from "./_idp.ts";
+import { ctxFor, rejectsWith } from "./_keys.ts";
 
 Deno.test("looksLikeJwt() tells compact JWTs from API keys", () => {
   assert.equal(looksLikeJwt("aaa.bbb.ccc"), true);
@@ -314,92 +233,5 @@ Deno.test("authenticate() accepts any azp when IDP_AZP_ALLOWLIST is empty", asyn
     }
   } finally {
     await closeDeps(deps);
-  }
-});
-
-Deno.test("authenticate() verifies tokens against IDP_JWKS_URL served over HTTP, and answers 503 when it is unreachable", async (t) => {
-  let jwksRequests = 0;
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => {
-      jwksRequests++;
-      return new Response(JWKS, {
-        headers: { "content-type": "application/json" },
-      });
-    },
-  );
-  const url = `http://127.0.0.1:${server.addr.port}/.well-known/jwks.json`;
-  const { deps } = await setup({ IDP_ISSUER: ISSUER, IDP_JWKS_URL: url });
-  try {
-    await setOrgMapping(deps, "org_acme", "acme");
-    const auth = async (token: string) =>
-      await authenticate(
-        ctxFor(deps, { authorization: `Bearer ${token}` }),
-        "sessions:read",
-      );
-    await t.step("valid token", async () => {
-      const { principal } = await auth(await sign(GOOD));
-      assert.equal(principal.subject, "user-1");
-      assert.equal(jwksRequests, 1);
-    });
-    await t.step("cached key set is reused", async () => {
-      await auth(await sign({ ...GOOD, sub: "user-2" }));
-      assert.equal(jwksRequests, 1);
-    });
-    await t.step("bad signature and expiry still refused", async () => {
-      await rejectsWith(
-        auth(await sign(GOOD, { key: stranger.pair })),
-        "AVTR_AUTH_INVALID_KEY",
-      );
-      await rejectsWith(
-        auth(await sign(GOOD, { exp: NOW_S - 3600 })),
-        "AVTR_AUTH_EXPIRED_TOKEN",
-      );
-    });
-  } finally {
-    await closeDeps(deps);
-    await server.shutdown();
-  }
-
-  await t.step(
-    "unreachable JWKS → retryable 503 AVTR_SESSION_STATE_UNAVAILABLE",
-    async () => {
-      const down = await setup({ IDP_ISSUER: ISSUER, IDP_JWKS_URL: url });
-      try {
-        await assert.rejects(
-          authenticate(
-            ctxFor(down.deps, { authorization: `Bearer ${await sign(GOOD)}` }),
-            "sessions:read",
-          ),
-          (err: unknown) => {
-            assert.ok(err instanceof ApiError);
-            assert.equal(err.code, "AVTR_SESSION_STATE_UNAVAILABLE");
-            assert.ok(err.retryAfter !== undefined);
-            return true;
-          },
-        );
-      } finally {
-        await closeDeps(down.deps);
-      }
-    },
-  );
-});
-
-Deno.test("initAuth() refuses a malformed inline IDP_JWKS with a ConfigError", async () => {
-  for (const bad of ["not json", '{"keys": 3}']) {
-    const deps = await createDeps({
-      env: {
-        KV_PATH: ":memory:",
-        IDP_ISSUER: ISSUER,
-        IDP_AUDIENCE: AUDIENCE,
-        IDP_JWKS: bad,
-      },
-      log: memoryLogger(),
-    });
-    try {
-      assert.throws(() => initAuth(deps), ConfigError);
-    } finally {
-      await closeDeps(deps);
-    }
   }
 });

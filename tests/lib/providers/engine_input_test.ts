@@ -11,7 +11,8 @@ import {
   MAX_ENGINE_FRAME_BYTES,
 } from "../../../lib/providers/frames.ts";
 import { PROVIDER_TYPES } from "../../../lib/providers/port.ts";
-import { fieldPaths, typeKey, withField } from "../../fakes/providers.ts";
+import { typeKey } from "../../fakes/providers.ts";
+import { fieldPaths, withField } from "../../fakes/json_paths.ts";
 import { readyEngine } from "./_helpers.ts";
 
 Deno.test("external_engine ignores response.start with a response_id of {toString:0} and lives on", async () => {

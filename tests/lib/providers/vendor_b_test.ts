@@ -2,66 +2,16 @@
  * The vendor_b adapter against a fake Cartesia agents WebSocket on real wss
  * (tests/fakes/vendor_b_fake.ts): the URL, headers and `start` the vendor wants, `ack`
  * as ready, base64 audio both ways in small frames, turns delimited by the audio, the
- * agent's `clear` as barge-in, the browser's interrupt cut locally, no typed turns, the
- * vendor's idle close kept away by silence, and its clean close reported as such.
+ * agent's `clear` as barge-in, the browser's interrupt cut locally, no typed turns, and
+ * the format the ack confirms. The connection's life (idle, closes, refusals, tokens):
+ * vendor_b_connection_test.ts.
  */
 import assert from "node:assert/strict";
-import {
-  EngineStartError,
-  type ProviderCredentials,
-} from "../../../lib/providers/port.ts";
-import {
-  createVendorBEngine,
-  VENDOR_B_CHUNK_SAMPLES,
-  type VendorBOptions,
-} from "../../../lib/providers/vendor_b.ts";
-import {
-  type Json,
-  providerDeps,
-  type RecordedEvents,
-  recordEvents,
-} from "../../fakes/fake_ws.ts";
-import {
-  CARTESIA_AGENTS_VERSION,
-  startVendorBFake,
-  type VendorBFakeOptions,
-} from "../../fakes/vendor_b_fake.ts";
+import { VENDOR_B_CHUNK_SAMPLES } from "../../../lib/providers/vendor_b.ts";
+import { type RecordedEvents, recordEvents } from "../../fakes/fake_ws.ts";
+import { CARTESIA_AGENTS_VERSION } from "../../fakes/vendor_b_fake.ts";
 import { sendOneSecond, startEngine } from "./_helpers.ts";
-
-const TOKEN = "vb-access-token-0123456789abcdef";
-const AGENT = "agent 42/eu";
-const creds: ProviderCredentials = {
-  type: "vendor_b",
-  access_token: TOKEN,
-  agent_id: AGENT,
-};
-
-function setup(
-  fakeOpts: VendorBFakeOptions = {},
-  opts: VendorBOptions = { responseIdleMs: 150 },
-) {
-  const fake = startVendorBFake({
-    tokens: [TOKEN],
-    agents: [AGENT],
-    ...fakeOpts,
-  });
-  const deps = providerDeps({ endpoints: { vendorBUrl: fake.url } });
-  return { fake, deps, factory: createVendorBEngine(deps, opts) };
-}
-
-async function ready(s: ReturnType<typeof setup>, events = recordEvents()) {
-  const conn = await startEngine(s.factory, creds, {
-    events,
-    sessionId: "session:b",
-  });
-  await events.waiter.until(() => events.ready.length > 0, "ack → ready");
-  return conn;
-}
-
-const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const frames = (fake: { peers: { json: Json[] }[] }, event: string) =>
-  fake.peers[0].json.filter((m) => m.event === event);
+import { creds, delay, frames, ready, setup, TOKEN } from "./_vendor_b.ts";
 
 /** Waits until the next response's first audio arrives. */
 const firstAudio = (events: RecordedEvents, response: number) =>
@@ -218,56 +168,6 @@ Deno.test("vendor_b speaks the Cartesia agents WebSocket", async (t) => {
   }
 });
 
-Deno.test("vendor_b: silence keeps a quiet connection past the vendor's idle close", async () => {
-  const s = setup({ idleMs: 500 }, { keepAliveMs: 100 });
-  const events = recordEvents();
-  const conn = await ready(s, events);
-  try {
-    await delay(1500);
-    assert.equal(s.fake.idleCloses(), 0);
-    assert.deepEqual(events.closes, []);
-    const silence = frames(s.fake, "media_input");
-    assert.ok(silence.length >= 3, `${silence.length} keep-alives`);
-    assert.ok(
-      silence.every((m) =>
-        /^A+=*$/.test((m.media as { payload: string }).payload)
-      ),
-    );
-  } finally {
-    conn.close();
-    await s.fake.close();
-  }
-});
-
-Deno.test("vendor_b: the vendor closing normally (1000) is reported as such", async (t) => {
-  // The media plane reads it as the agent ending the conversation (provider_ended).
-  for (
-    const [name, idleMs, hangUp] of [
-      ["the vendor's idle close, without keep-alive", 300, false],
-      ["the agent ending the call", 30_000, true],
-    ] as const
-  ) {
-    await t.step(name, async () => {
-      const s = setup({ idleMs }, { keepAliveMs: 60_000 });
-      const events = recordEvents();
-      const conn = await ready(s, events);
-      try {
-        if (hangUp) s.fake.endCall();
-        await events.waiter.until(() => events.closes.length > 0, "close");
-        assert.equal(s.fake.idleCloses(), hangUp ? 0 : 1);
-        assert.deepEqual(events.closes, [{
-          clean: false,
-          reason: "engine closed the connection",
-          code: 1000,
-        }]);
-      } finally {
-        conn.close();
-        await s.fake.close();
-      }
-    });
-  }
-});
-
 Deno.test("vendor_b: the format the ack confirms is the stream's, both ways", async (t) => {
   await t.step(
     "pcm_24000 → agent audio at 24 kHz, user audio resampled to it",
@@ -312,93 +212,4 @@ Deno.test("vendor_b: the format the ack confirms is the stream's, both ways", as
       await s.fake.close();
     }
   });
-});
-
-Deno.test("vendor_b: the vendor closes a connection whose first message is not start", async () => {
-  const s = setup();
-  try {
-    const ws = new (WebSocket as unknown as new (
-      url: string,
-      o: { headers: Record<string, string> },
-    ) => WebSocket)(`${s.fake.url}/${encodeURIComponent(AGENT)}`, {
-      headers: {
-        authorization: `Bearer ${TOKEN}`,
-        "cartesia-version": CARTESIA_AGENTS_VERSION,
-      },
-    });
-    const closed = new Promise<number>((resolve) => {
-      ws.onclose = (e) => resolve(e.code);
-    });
-    ws.onopen = () =>
-      ws.send(JSON.stringify({
-        event: "media_input",
-        stream_id: "x",
-        media: { payload: "AAAA" },
-      }));
-    assert.equal(await closed, 1008);
-  } finally {
-    await s.fake.close();
-  }
-});
-
-Deno.test("vendor_b: refused upgrades and bad agent ids fail the start", async (t) => {
-  const s = setup();
-  try {
-    for (
-      const [name, c, kind] of [
-        [
-          "a token without the agent grant",
-          { ...creds, access_token: "nope" },
-          "refused",
-        ],
-        ["an unknown agent", { ...creds, agent_id: "agent-x" }, "refused"],
-        [
-          "a dot-segment agent id",
-          { ...creds, agent_id: ".." },
-          "misconfigured",
-        ],
-      ] as const
-    ) {
-      await t.step(name, async () => {
-        await assert.rejects(
-          startEngine(s.factory, c),
-          (e) => e instanceof EngineStartError && e.kind === kind,
-        );
-      });
-    }
-  } finally {
-    await s.fake.close();
-  }
-});
-
-Deno.test("vendor_b: a token minted with the agent grant opens the socket", async () => {
-  const s = setup({ apiKey: "sk_car_test_key", tokens: [] });
-  try {
-    // What a customer backend does (docs/providers.md): POST /access-token.
-    const res = await fetch(
-      `${s.fake.server.origin.replace("wss:", "https:")}/access-token`,
-      {
-        method: "POST",
-        headers: {
-          authorization: "Bearer sk_car_test_key",
-          "cartesia-version": CARTESIA_AGENTS_VERSION,
-          "content-type": "application/json",
-        },
-        body: JSON.stringify({ grants: { agent: true }, expires_in: 600 }),
-      },
-    );
-    const { token } = await res.json();
-    const events = recordEvents();
-    const conn = await startEngine(
-      s.factory,
-      { ...creds, access_token: token },
-      {
-        events,
-      },
-    );
-    await events.waiter.until(() => events.ready.length > 0, "ready");
-    conn.close();
-  } finally {
-    await s.fake.close();
-  }
 });

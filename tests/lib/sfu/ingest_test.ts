@@ -7,12 +7,12 @@ import assert from "node:assert/strict";
 import { createSocket } from "node:dgram";
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import { RtpOutput } from "../../../lib/render/rtp.ts";
+import { createJanusSfu } from "../../../lib/sfu/janus.ts";
 import {
-  createJanusSfu,
   defaultIngestHost,
   mountpointCredential,
   mountpointSrtpKey,
-} from "../../../lib/sfu/janus.ts";
+} from "../../../lib/sfu/ingest.ts";
 import { startTestJanus, streamingRequest } from "./_janus.ts";
 
 Deno.test("defaultIngestHost(): loopback for Janus on this host, its private address for Janus elsewhere", () => {

@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
 import { sessionResponseSchema } from "../../../lib/api/schemas.ts";
 import { instanceKey } from "../../../lib/media/presence.ts";
-import {
-  createJanusSfu,
-  mountpointCredential,
-} from "../../../lib/sfu/janus.ts";
+import { createJanusSfu } from "../../../lib/sfu/janus.ts";
+import { mountpointCredential } from "../../../lib/sfu/ingest.ts";
 import {
   closeMountpoint,
   mountpointKey,

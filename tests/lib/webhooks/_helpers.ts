@@ -4,8 +4,15 @@
  * through a real atomic commit, and polling helpers.
  */
 import assert from "node:assert/strict";
+import { Webhook } from "standardwebhooks";
 import type { AppDeps } from "../../../lib/deps.ts";
-import type { WebhookEventRecord } from "../../../lib/webhooks/index.ts";
+import { OPERATOR } from "../../../lib/auth/principal.ts";
+import {
+  getWebhookSecret,
+  type WebhookAttempt,
+  type WebhookEventBody,
+  type WebhookEventRecord,
+} from "../../../lib/webhooks/index.ts";
 
 const TLS_DIR = new URL("../../fixtures/tls/", import.meta.url);
 
@@ -213,4 +220,39 @@ export async function fakeMove(
     }
   }
   return res.ok;
+}
+
+/** The delivery attempts KV holds for event `id`. */
+export async function attemptsOf(
+  deps: AppDeps,
+  id: string,
+): Promise<WebhookAttempt[]> {
+  const out: WebhookAttempt[] = [];
+  for await (
+    const e of deps.kv.list<WebhookAttempt>({
+      prefix: ["webhook_attempts", id],
+    })
+  ) out.push(e.value);
+  return out;
+}
+
+/** Verifies a received delivery with the tenant's webhook secret; its body. */
+export async function verify(deps: AppDeps, tenant: string, r: Received) {
+  const { secret } = await getWebhookSecret(deps, OPERATOR, tenant);
+  return new Webhook(secret).verify(r.body, r.headers) as WebhookEventBody;
+}
+
+/** Creates a session with a webhook and waits for its session.created event record. */
+export async function createWithWebhook(
+  deps: AppDeps,
+  url: string,
+  fields: Record<string, unknown> = {},
+): Promise<{ session: Record<string, unknown>; event: WebhookEventRecord }> {
+  const session = fakeSession({ webhook_url: url, ...fields });
+  assert.equal(await fakeMove(deps, null, session), true);
+  const event = (await allEvents(deps)).find((e) =>
+    e.session_id === session.session_id
+  );
+  assert.ok(event, "the create committed an event record");
+  return { session, event };
 }

@@ -160,3 +160,34 @@ export async function assertError(
   }
   return body;
 }
+
+/** [name, body, code, param]: one create body the service refuses. */
+export type RefusedCase = [string, unknown, ErrorCode, string | undefined];
+
+/**
+ * Posts each case to one fresh app as a step and asserts its error; then that nothing
+ * was stored and no credential or render slot is held.
+ */
+export async function assertRefusesEach(
+  t: Deno.TestContext,
+  cases: RefusedCase[],
+): Promise<void> {
+  const app = await sessionApp();
+  try {
+    for (const [name, body, code, param] of cases) {
+      await t.step(name, async () => {
+        await assertError(await postCreate(app, body), code, param);
+      });
+    }
+    await t.step("nothing was stored and no credential is held", async () => {
+      const entries = await Array.fromAsync(
+        app.app.deps.kv.list({ prefix: ["sessions"] }),
+      );
+      assert.equal(entries.length, 0);
+      assert.equal(app.app.deps.vault.size, 0);
+      assert.equal(app.app.deps.renderSlots.inUse, 0);
+    });
+  } finally {
+    await app.close();
+  }
+}

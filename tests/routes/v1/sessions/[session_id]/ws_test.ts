@@ -1,5 +1,10 @@
+/**
+ * The media socket of a session: token faults refused before the upgrade, activation,
+ * turns and frames, takeover, the alpha init. How a session ends or fails on it:
+ * ws_teardown_test.ts.
+ */
 import assert from "node:assert/strict";
-import { TEST_ADMIN_KEY, TestClock } from "../../../../_helpers.ts";
+import { TestClock } from "../../../../_helpers.ts";
 import {
   boxTypes,
   Browser,
@@ -7,9 +12,6 @@ import {
   createSession,
   ENGINE_KEY,
   type Json,
-  type LiveStack,
-  liveStack,
-  noFfmpegLeft,
   statusOf,
   withLiveStack,
 } from "../../../../lib/media/_live.ts";
@@ -19,28 +21,7 @@ import {
   parseInit,
 } from "../../../../../lib/render/mp4_parse.ts";
 import { parseInitSegment } from "../../../../../client/webcodecs/fmp4.ts";
-
-const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
-
-async function end(s: LiveStack, id: string, force = false) {
-  const res = await s.t.request(
-    `/v1/sessions/${id}/end${force ? "?force=true" : ""}`,
-    {
-      method: "POST",
-      headers: auth,
-    },
-  );
-  return { status: res.status, body: await res.json() };
-}
-
-/** Connects a browser and waits until the session is active with media flowing. */
-/** `withLiveStack` that also asserts no ffmpeg child outlives the stack. */
-function live(
-  fn: (s: LiveStack) => Promise<void>,
-  setup: { env?: Record<string, string>; stubborn?: boolean } = {},
-): Promise<void> {
-  return withLiveStack(fn, { ...setup, noFfmpegLeft: true });
-}
+import { end, live } from "./_helpers.ts";
 
 Deno.test("media socket refuses every token fault with HTTP 401 before the upgrade", async (t) => {
   const clock = new TestClock(Date.now());
@@ -298,179 +279,6 @@ Deno.test("a newer socket takes the session over; the older gets session_already
     assert.equal((await statusOf(s, c.session_id)).status, "active");
     second.close();
   });
-});
-
-Deno.test("end drives the real teardown: graceful, stubborn engine, force", async (t) => {
-  await t.step(
-    "graceful end → ended, session.ended, close 1000, chunks counted",
-    async () => {
-      await live(async (s) => {
-        const c = await createSession(s);
-        const b = await connectActive(s, c.session_id, c.client_token, 2);
-        const r = await end(s, c.session_id);
-        assert.equal(r.status, 200);
-        assert.equal(r.body.status, "ended");
-        assert.equal("warning" in r.body, false);
-        assert.ok(r.body.chunks_rendered >= 1);
-        assert.ok(r.body.duration_s >= 0);
-        await b.message(
-          (m) => m.type === "session.ended" && m.status === "ended",
-          "session.ended",
-        );
-        assert.equal(await b.closed(), 1000);
-        const peer = await s.engine.peer();
-        assert.ok(peer.json.some((m) => m.type === "session.end"));
-        assert.equal(s.t.app.deps.vault.has(c.session_id), false);
-        // After a whole live session, no secret is in KV or in any log line.
-        const secrets = [
-          ENGINE_KEY,
-          c.client_token,
-          c.stream_metadata.session_token,
-        ];
-        for await (const e of s.t.app.deps.kv.list({ prefix: [] })) {
-          const text = JSON.stringify(
-            e,
-            (_k, v) => typeof v === "bigint" ? String(v) : v,
-          );
-          for (const secret of secrets) {
-            assert.ok(!text.includes(secret), `KV ${e.key.join("/")}`);
-          }
-        }
-        for (const line of s.t.log.lines) {
-          for (const secret of secrets) assert.ok(!line.includes(secret), line);
-        }
-      });
-    },
-  );
-
-  await t.step("stubborn engine → ended_with_warnings naming it", async () => {
-    await live(
-      async (s) => {
-        const c = await createSession(s);
-        const b = await connectActive(s, c.session_id, c.client_token, 2);
-        const r = await end(s, c.session_id);
-        assert.equal(r.status, 200);
-        assert.equal(r.body.status, "ended_with_warnings");
-        assert.match(r.body.warning, /conversation engine did not close/);
-        await b.message(
-          (m) =>
-            m.type === "session.ended" && m.status === "ended_with_warnings",
-          "ended",
-        );
-      },
-      { env: { END_CLEANUP_TIMEOUT_MS: "600" }, stubborn: true },
-    );
-  });
-
-  await t.step(
-    "force=true drops at once, without session.end to the engine",
-    async () => {
-      await live(
-        async (s) => {
-          const c = await createSession(s);
-          const b = await connectActive(s, c.session_id, c.client_token, 2);
-          const r = await end(s, c.session_id, true);
-          assert.equal(r.status, 200);
-          assert.equal(r.body.status, "ended");
-          const peer = await s.engine.peer();
-          assert.ok(!peer.json.some((m) => m.type === "session.end"));
-          assert.equal(await b.closed(), 1000);
-          const again = await end(s, c.session_id);
-          assert.equal(again.status, 409);
-          assert.equal(again.body.code, "AVTR_SESSION_ENDED");
-        },
-        { stubborn: true },
-      );
-    },
-  );
-});
-
-Deno.test("an engine that refuses the session fails it; the socket gets invalid_session", async () => {
-  await live(async (s) => {
-    const c = await createSession(s, "wrong-engine-key");
-    const b = Browser.connect(s, c.session_id, c.client_token);
-    await b.opened;
-    const err = await b.message((m) => m.type === "error", "fatal error");
-    assert.deepEqual(err, {
-      type: "error",
-      code: "invalid_session",
-      fatal: true,
-    });
-    await b.closed();
-    assert.equal((await statusOf(s, c.session_id)).status, "failed");
-    assert.equal(s.t.app.deps.vault.has(c.session_id), false);
-    const r = await end(s, c.session_id);
-    assert.equal(r.status, 409);
-    assert.equal(r.body.code, "AVTR_SESSION_CONFLICT");
-  });
-});
-
-Deno.test("a fatal engine error ends an active session with a warning", async () => {
-  await live(async (s) => {
-    const c = await createSession(s);
-    const b = await connectActive(s, c.session_id, c.client_token, 2);
-    b.send({ type: "text", text: "fatal" });
-    const ended = await b.message(
-      (m) => m.type === "session.ended",
-      "session.ended",
-    );
-    assert.equal(ended.status, "ended_with_warnings");
-    const st = await statusOf(s, c.session_id);
-    assert.equal(st.status, "ended_with_warnings");
-  });
-});
-
-Deno.test("an ended session's socket opens, gets the fatal invalid_session and closes", async () => {
-  await live(async (s) => {
-    const c = await createSession(s);
-    const b = await connectActive(s, c.session_id, c.client_token, 2);
-    await end(s, c.session_id, true);
-    await b.closed();
-    const late = Browser.connect(s, c.session_id, c.client_token);
-    await late.opened;
-    const err = await late.message((m) => m.type === "error", "error");
-    assert.deepEqual(err, {
-      type: "error",
-      code: "invalid_session",
-      fatal: true,
-    });
-    assert.equal(await late.closed(), 4001);
-  });
-});
-
-Deno.test("an engine that never answers fails the session at START_TIMEOUT_MS (the process lives on)", async () => {
-  await live(async (s) => {
-    s.engine.server.freeze(); // accepts the connection, never answers the upgrade
-    const c = await createSession(s);
-    const b = Browser.connect(s, c.session_id, c.client_token);
-    await b.opened;
-    const err = await b.message((m) => m.type === "error", "fatal error");
-    assert.deepEqual(err, {
-      type: "error",
-      code: "invalid_session",
-      fatal: true,
-    });
-    assert.equal((await statusOf(s, c.session_id)).status, "failed");
-    // Still serving: a new session can be created after the timeout fired.
-    await createSession(s);
-  }, { env: { START_TIMEOUT_MS: "400" } });
-});
-
-Deno.test("a service shutdown closes live sockets with 1001 and no session.ended", async () => {
-  const s = await liveStack();
-  let b: Browser | undefined;
-  try {
-    const c = await createSession(s);
-    b = await connectActive(s, c.session_id, c.client_token);
-    await s.t.close();
-    assert.equal(await b.closed(), 1001);
-    assert.equal(b.json.some((m) => m.type === "session.ended"), false);
-  } finally {
-    b?.close();
-    await s.server.shutdown();
-    await s.engine.close();
-  }
-  await noFfmpegLeft();
 });
 
 Deno.test("media.init says alpha stacked for a transparent background, whose video is twice as tall", async (t) => {

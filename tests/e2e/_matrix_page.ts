@@ -1,0 +1,110 @@
+/**
+ * Probes of the example page for the browser matrix (./_matrix.ts): bounded waits, the
+ * page's problems, a hash of the video's picture, the end line, and hearing an answer.
+ */
+import type { Pulse } from "./_desktop.ts";
+import type { PageDriver } from "./_drivers.ts";
+
+/** Bounds every wait so a broken build fails instead of hanging. */
+const WAIT_MS = 60_000;
+/** RMS of 16-bit samples over 50 ms that counts as audible (about -30 dBFS). */
+const AUDIBLE_RMS = 1000;
+
+/** Polls `expression` in the page until it is truthy; returns its value. */
+export async function until<T>(
+  page: PageDriver,
+  expression: string,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    last = await page.eval<T>(expression);
+    if (last) return last as T;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(
+    `waited too long for ${what} (last: ${JSON.stringify(last)})`,
+  );
+}
+
+/** Polls `check` until it holds. */
+export async function waitFor(
+  check: () => boolean,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + WAIT_MS;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`waited too long for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Page errors and unhandled rejections, collected from the start. */
+export const COLLECT = `(() => {
+  globalThis.__problems = [];
+  addEventListener("error", (e) => __problems.push(String(e.message)));
+  addEventListener("unhandledrejection", (e) => __problems.push(String(e.reason)));
+  const v = document.querySelector("video");
+  v.addEventListener("playing", () => globalThis.__playing ??= performance.now());
+  return true;
+})()`;
+
+/** A hash of the video's picture, drawn small (changes as the avatar moves). */
+export const FRAME = `(() => {
+  const v = document.querySelector("video");
+  const c = document.createElement("canvas");
+  c.width = 64;
+  c.height = 36;
+  const g = c.getContext("2d");
+  g.drawImage(v, 0, 0, 64, 36);
+  const d = g.getImageData(0, 0, 64, 36).data;
+  let h = 0, sum = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    h = (h * 31 + d[i] + 7 * d[i + 1] + 13 * d[i + 2]) >>> 0;
+    sum += d[i] + d[i + 1] + d[i + 2];
+  }
+  return { h, lit: sum / (d.length / 4) };
+})()`;
+
+/** The example page's end line, once shown: "<status> <reason>". */
+export const ENDED = `!document.getElementById("ended").hidden &&
+  document.getElementById("end-status").textContent + " " +
+  document.getElementById("end-reason").textContent`;
+
+/**
+ * The example page's options: the `<video>` paths (MSE, WebRTC) on a boxed background,
+ * which the matrix watches in every browser (WebCodecs: tests/e2e/webcodecs_test.ts).
+ */
+export const PAGE_QUERY = "decoder=video&bg=studio";
+
+/** How the player plays now, from its stats. */
+export const PLAYS = `(() => {
+  const s = globalThis.avatarPlayer.stats;
+  return s.rtc.framesDecoded > 0 ? "rtc" : s.segmentsAppended > 0 ? "mse" : null;
+})()`;
+
+/**
+ * Mutes the microphone, types "hello avatar", waits until `shown` (the answer on the
+ * page) and until the answer is audible on the browser's sink; the peak RMS heard.
+ */
+export async function hearAnswer(
+  page: PageDriver,
+  pulse: Pulse,
+  shown: string,
+): Promise<number> {
+  await page.eval(`(document.getElementById("mute").click(), true)`);
+  const rec = pulse.record();
+  try {
+    await page.eval(`(() => {
+      document.getElementById("text").value = "hello avatar";
+      document.getElementById("send").click();
+      return true;
+    })()`);
+    await until(page, shown, "the avatar's answer");
+    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
+    return Math.round(rec.peak());
+  } finally {
+    await rec.stop();
+  }
+}
