@@ -25,8 +25,6 @@ import {
   mountpointCredential,
   mountpointSrtpKey,
 } from "./ingest.ts";
-// Still here for tests/lib/render/rtp_test.ts, which imports it from this module.
-export { mountpointCredential } from "./ingest.ts";
 
 export interface JanusSfuOptions {
   /** Janus API URL (`SFU_URL`). */

@@ -2,10 +2,8 @@ import assert from "node:assert/strict";
 import { createSocket, type Socket } from "node:dgram";
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import { RtpOutput } from "../../../lib/render/rtp.ts";
-import {
-  createJanusSfu,
-  mountpointCredential,
-} from "../../../lib/sfu/janus.ts";
+import { createJanusSfu } from "../../../lib/sfu/janus.ts";
+import { mountpointCredential } from "../../../lib/sfu/ingest.ts";
 import { startTestJanus, streamingRequest } from "../sfu/_janus.ts";
 
 /** The streaming plugin's `info` on a mountpoint, with its secret (ports, media age). */
