@@ -1,7 +1,8 @@
 /**
  * The audio side of WebCodecs playback, and its clock: decoded PCM goes to an
- * AudioWorklet that plays it with a jitter buffer that starts at one audio frame's worth
- * and grows by one frame on each underrun (never shrinks within a stream), drops the
+ * AudioWorklet that plays it with a jitter buffer that starts at the player's choice
+ * (one video frame) and grows by a step (one AAC frame) on each underrun (never
+ * shrinks within a stream), drops the
  * oldest audio when more than `slackMs` past that target is queued (a takeover's GOP
  * burst, a stall that let media pile up: the jump to the live edge) or when the queue
  * never fell below target + half a frame over half a second (a backlog from the start
@@ -135,6 +136,15 @@ export interface AudioOutStats {
   outputLatencyMs: number;
 }
 
+/** The stats of no audio output. */
+export const NO_AUDIO_STATS: Readonly<AudioOutStats> = {
+  underruns: 0,
+  liveEdgeJumps: 0,
+  jitterTargetMs: 0,
+  queuedMs: 0,
+  outputLatencyMs: 0,
+};
+
 /** Jitter buffer bounds, in video frames. */
 const MAX_TARGET_FRAMES = 10;
 
@@ -153,8 +163,21 @@ export class AudioOut {
   #clock = { ptsUs: 0, frame: 0, playing: false, known: false };
   #pending: Array<{ pcm: Float32Array; ptsUs: number }> = [];
   #resetMsg: Record<string, unknown> | null = null;
+  /** The stream's rate, and how many of its samples make one output sample. */
+  readonly streamRate: number;
+  #step: number;
 
-  constructor(sampleRate: number, workletUrl?: string) {
+  /**
+   * Plays a stream at `streamRate`. A rate that is a multiple of 48 kHz (the service's
+   * 96-kHz AAC) plays at 48 kHz, every `n`-th sample: its encoder band-limits it far
+   * below 24 kHz, so nothing folds back, and the output runs at the device's own rate.
+   */
+  constructor(streamRate: number, workletUrl?: string) {
+    this.streamRate = streamRate;
+    this.#step = streamRate > 48000 && streamRate % 48000 === 0
+      ? streamRate / 48000
+      : 1;
+    const sampleRate = streamRate / this.#step;
     // Numeric 0: the smallest buffer the device allows. "interactive" is larger on
     // some outputs (headless Chromium: 10 ms base + 32 ms output, against 2.7 + 8),
     // and video is shown on the heard clock, so every ms here is glass to glass.
@@ -190,24 +213,33 @@ export class AudioOut {
     return this.ctx.sampleRate;
   }
 
-  /** A new stream: queued audio dropped, the jitter buffer back at one frame. */
-  reset(frameMs: number, slackMs: number): void {
+  /**
+   * A new stream: queued audio dropped, the jitter buffer back at `startMs`, growing by
+   * `stepMs` on each underrun up to `MAX_TARGET_FRAMES` of `startMs`.
+   */
+  reset(startMs: number, stepMs: number, slackMs: number): void {
     const perMs = this.ctx.sampleRate / 1000;
     this.#resetMsg = {
       reset: true,
-      startSamples: Math.round(frameMs * perMs),
-      stepSamples: Math.round(frameMs * perMs),
-      maxSamples: Math.round(frameMs * MAX_TARGET_FRAMES * perMs),
+      startSamples: Math.round(startMs * perMs),
+      stepSamples: Math.round(stepMs * perMs),
+      maxSamples: Math.round(startMs * MAX_TARGET_FRAMES * perMs),
       slackSamples: Math.round(slackMs * perMs),
     };
-    this.stats.jitterTargetMs = frameMs;
+    this.stats.jitterTargetMs = startMs;
     this.#clock = { ptsUs: 0, frame: 0, playing: false, known: false };
     this.#pending = [];
     this.#node?.port.postMessage(this.#resetMsg);
   }
 
-  /** Queues decoded mono PCM that starts at media time `ptsUs`. */
+  /** Queues decoded mono PCM (at the stream's rate) that starts at media time `ptsUs`. */
   push(pcm: Float32Array, ptsUs: number): void {
+    const step = this.#step;
+    if (step > 1) {
+      const out = new Float32Array(Math.floor(pcm.length / step));
+      for (let i = 0; i < out.length; i++) out[i] = pcm[i * step];
+      pcm = out;
+    }
     const m = { pcm, ptsUs };
     if (this.#node) this.#node.port.postMessage(m, [pcm.buffer]);
     else this.#pending.push(m);

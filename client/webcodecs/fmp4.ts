@@ -121,7 +121,8 @@ function descriptorLength(b: Uint8Array, at: number): number {
   return len;
 }
 
-const AAC_RATES = [
+/** AAC sampling rates by sampling-frequency index. */
+export const AAC_RATES = [
   96000,
   88200,
   64000,

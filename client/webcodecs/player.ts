@@ -8,15 +8,12 @@
  * playback loses a quarter of a second (docs/performance.md). The media is the same as
  * on the MSE path; nothing changes on the wire.
  */
-import { AudioOut, type AudioOutStats } from "./audio_out.ts";
+import { AudioOut, type AudioOutStats, NO_AUDIO_STATS } from "./audio_out.ts";
 import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
+import { dueFrame, type FrameSink, SizedSink } from "./frames.ts";
 import { audioConfig, videoConfig } from "./support.ts";
 
-/** Where decoded frames go: a 2D canvas, or the stacked-alpha compositor. */
-export interface FrameSink {
-  draw(frame: VideoFrame): void;
-  close(): void;
-}
+export type { FrameSink };
 
 export interface WebCodecsStats extends AudioOutStats {
   streams: number;
@@ -43,11 +40,7 @@ export const NO_WEBCODECS: WebCodecsStats = {
   clockMs: null,
   shownMs: null,
   latencyMs: 0,
-  underruns: 0,
-  liveEdgeJumps: 0,
-  jitterTargetMs: 0,
-  queuedMs: 0,
-  outputLatencyMs: 0,
+  ...NO_AUDIO_STATS,
 };
 
 export interface WebCodecsOptions {
@@ -76,6 +69,8 @@ export class WebCodecsPlayback {
     framesSkipped: 0,
   };
   #audio: AudioOut | null = null;
+  /** A video frame's duration (ms), from the first one seen. */
+  #frameMs = 0;
   /** The stream's audio track (its output opens after the first frame is drawn). */
   #audioTrack: Fmp4Track | null = null;
   /** Decoded audio waiting for the output to open. */
@@ -84,8 +79,7 @@ export class WebCodecsPlayback {
   #video: VideoDecoder | null = null;
   #audioDec: AudioDecoder | null = null;
   #frames: VideoFrame[] = [];
-  #sink: FrameSink | null = null;
-  #size = { w: 0, h: 0 };
+  readonly #sink: SizedSink;
   #needInit = false;
   #needKey = true;
   #drewFirst = false;
@@ -94,20 +88,14 @@ export class WebCodecsPlayback {
   /** Where the newest decoded audio ends (µs). */
   #audioEndUs = 0;
   #shownUs: number | null = null;
-  #sinkFailed = false;
 
   constructor(o: WebCodecsOptions) {
     this.#o = o;
+    this.#sink = new SizedSink(o.sink, (m) => o.onError("media_error", m));
   }
 
   get stats(): WebCodecsStats {
-    const a = this.#audio?.stats ?? {
-      underruns: 0,
-      liveEdgeJumps: 0,
-      jitterTargetMs: 0,
-      queuedMs: 0,
-      outputLatencyMs: 0,
-    };
+    const a = this.#audio?.stats ?? NO_AUDIO_STATS;
     const clock = this.mediaTimeMs;
     return {
       ...this.#stats,
@@ -184,8 +172,7 @@ export class WebCodecsPlayback {
     cancelAnimationFrame(this.#raf);
     this.#audio?.close();
     this.#audio = null;
-    this.#sink?.close();
-    this.#sink = null;
+    this.#sink.close();
   }
 
   #start(init: Uint8Array): void {
@@ -201,7 +188,7 @@ export class WebCodecsPlayback {
     this.#audioTrack = audio ?? null;
     this.#pendingPcm = [];
     if (audio) {
-      if (this.#audio && this.#audio.sampleRate !== audio.sampleRate) {
+      if (this.#audio && this.#audio.streamRate !== audio.sampleRate) {
         this.#audio.close();
         this.#audio = null;
       }
@@ -211,9 +198,13 @@ export class WebCodecsPlayback {
     this.#schedule();
   }
 
-  /** One AAC frame (1024 samples): the jitter buffer's start and its step; the slack. */
-  #jitter(track: Fmp4Track): [number, number] {
-    return [1024 / track.sampleRate * 1000, this.#o.slackMs ?? 150];
+  /**
+   * The jitter buffer: it starts at one video frame (audio comes a fragment, one frame,
+   * at a time) and grows by one AAC frame (1024 samples) on each underrun; the slack.
+   */
+  #jitter(track: Fmp4Track): [number, number, number] {
+    const aacMs = 1024 / track.sampleRate * 1000;
+    return [Math.max(aacMs, this.#frameMs), aacMs, this.#o.slackMs ?? 150];
   }
 
   /**
@@ -279,6 +270,7 @@ export class WebCodecsPlayback {
     for (const s of samples) {
       const t = this.#tracks.find((x) => x.trackId === s.trackId)!;
       if (t.kind === "video") {
+        this.#frameMs ||= s.durationUs / 1000;
         if (this.#needKey && !s.key) continue;
         this.#needKey = false;
         this.#video ??= this.#videoDecoder(t);
@@ -353,28 +345,14 @@ export class WebCodecsPlayback {
     this.#raf = requestAnimationFrame(loop);
   }
 
-  /**
-   * Draws the frame nearest the audio clock (the first frame of a stream at once,
-   * so a picture shows before audio starts); closes the frames it passed over.
-   */
+  /** Draws the frame due on the audio clock (./frames.ts); closes those passed over. */
   #present(): void {
-    if (this.#frames.length === 0) return;
-    const now = this.#audioClockUs();
-    let due = -1;
-    if (!this.#drewFirst) due = 0;
-    else if (now !== null) {
-      // The frame nearest the clock, not the last one begun: a frame is due half its
-      // duration early, so the picture is on average level with the sound rather than
-      // half a frame (20 ms at 25 fps) behind it.
-      for (let i = 0; i < this.#frames.length; i++) {
-        const f = this.#frames[i];
-        if (f.timestamp - (f.duration ?? 0) / 2 <= now) due = i;
-        else break;
-      }
-    } else if (!this.#audioRuns()) {
-      // No audio clock (not open yet, or held for a gesture): the newest frame, live.
-      due = this.#frames.length - 1;
-    }
+    const due = dueFrame(
+      this.#frames,
+      this.#audioClockUs(),
+      !this.#drewFirst,
+      this.#audioRuns(),
+    );
     if (due < 0) return;
     for (let i = 0; i < due; i++) {
       this.#frames[i].close();
@@ -382,23 +360,10 @@ export class WebCodecsPlayback {
     }
     const frame = this.#frames[due];
     this.#frames = this.#frames.slice(due + 1);
-    const w = frame.displayWidth;
-    const h = frame.displayHeight;
-    if (!this.#sink || w !== this.#size.w || h !== this.#size.h) {
-      this.#sink?.close();
-      this.#sink = null;
-      try {
-        this.#sink = this.#o.sink(w, h);
-        this.#size = { w, h };
-      } catch (err) {
-        // Nowhere to draw (no canvas context): said once, the frames are dropped.
-        frame.close();
-        if (!this.#sinkFailed) this.#o.onError("media_error", errorText(err));
-        this.#sinkFailed = true;
-        return;
-      }
+    if (!this.#sink.draw(frame)) {
+      frame.close();
+      return;
     }
-    this.#sink.draw(frame);
     this.#shownUs = frame.timestamp;
     frame.close();
     this.#stats.framesDrawn++;

@@ -16,7 +16,6 @@ import type {
   SpeechCut,
   SpeechEvent,
 } from "./port.ts";
-import { AAC_DELAY } from "./segments.ts";
 import { samplesToMs, SpeechTimeline } from "./speech.ts";
 import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
@@ -245,19 +244,20 @@ export class BuiltinSession implements RenderSession {
 
   /**
    * Hands `sink` the speech events the fragment just sent to it covered: those before
-   * its audio's end (AAC's encoder delay included), in the viewer's time.
+   * its audio's end (the stream's audio time is the input's), in the viewer's time.
    */
   #speechTo(sink: RenderSink, audioEnd: number, viewerStart: number): void {
     const startMs = samplesToMs(viewerStart);
     let events: SpeechEvent[] = [];
     if (this.#rtp) {
-      const end = audioEnd - AAC_DELAY;
-      while (this.#runSpeech.length > 0 && this.#runSpeech[0].pos < end) {
+      while (
+        this.#runSpeech.length > 0 && this.#runSpeech[0].pos < audioEnd
+      ) {
         const { pos, event } = this.#runSpeech.shift()!;
         events.push({ ...event, mediaTimeMs: samplesToMs(pos) });
       }
     } else if (this.#speech.hasPending) {
-      events = this.#speech.delivered(audioEnd - AAC_DELAY);
+      events = this.#speech.delivered(audioEnd);
     }
     for (const e of events) {
       try {

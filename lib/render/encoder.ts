@@ -1,11 +1,21 @@
 /**
  * One ffmpeg process per stream: raw I420 frames and s16le audio go in over two unix
  * sockets in a private temp dir (async on our side, so a dead or stuck encoder never
- * pins a thread), fragmented MP4 comes out on stdout and is split into the init segment
- * and moof+mdat segments. Every exit path kills the process and removes the temp dir.
+ * pins a thread). For the socket transport the coded H.264 comes back as FLV on stdout
+ * and the AAC as ADTS on a third socket, and the service muxes them into the init
+ * segment and moof+mdat segments itself (./muxer.ts: each frame leaves as soon as it is
+ * coded). Every exit path kills the process and removes the temp dir.
  */
-import { encoderArgs, type StreamFormat } from "./ffmpeg.ts";
-import { BoxSplitter } from "./mp4_splitter.ts";
+import {
+  AAC_BIT_RATE,
+  AAC_RATE,
+  encoderArgs,
+  type StreamFormat,
+} from "./ffmpeg.ts";
+import { AdtsReader, FlvVideoReader } from "./es_readers.ts";
+import { LiveMuxer } from "./muxer.ts";
+import { acceptOnce, SocketPipe } from "./socket_pipe.ts";
+import { Upsampler2x } from "./upsample.ts";
 
 export interface EncoderEvents {
   onInit(init: Uint8Array): void;
@@ -47,82 +57,6 @@ export function liveEncoderPids(): number[] {
   return [...live].map((c) => c.pid);
 }
 
-/** A write-only byte pipe into one accepted unix-socket connection. */
-class SocketPipe {
-  #queue: Uint8Array[] = [];
-  #conn: Deno.UnixConn | null = null;
-  #pumping = false;
-  #ending = false;
-  #closed = false;
-  readonly accepted: Promise<void>;
-
-  constructor(private readonly listener: Deno.UnixListener) {
-    this.accepted = listener.accept().then((conn) => {
-      this.#closeListener();
-      if (this.#closed) {
-        conn.close();
-        return;
-      }
-      this.#conn = conn as Deno.UnixConn;
-      void this.#pump();
-    }, () => {});
-  }
-
-  get queued(): number {
-    return this.#queue.length;
-  }
-
-  push(bytes: Uint8Array): void {
-    if (this.#closed || this.#ending) return;
-    this.#queue.push(bytes);
-    void this.#pump();
-  }
-
-  /** Sends what is queued, then signals end of input. */
-  end(): void {
-    this.#ending = true;
-    void this.#pump();
-  }
-
-  close(): void {
-    this.#closed = true;
-    this.#queue = [];
-    this.#closeListener();
-    try {
-      this.#conn?.close();
-    } catch {
-      // already closed
-    }
-    this.#conn = null;
-  }
-
-  #closeListener(): void {
-    try {
-      this.listener.close();
-    } catch {
-      // already closed
-    }
-  }
-
-  async #pump(): Promise<void> {
-    if (this.#pumping || !this.#conn) return;
-    this.#pumping = true;
-    const conn = this.#conn;
-    try {
-      while (this.#queue.length > 0 && !this.#closed) {
-        let buf = this.#queue[0];
-        while (buf.length > 0) buf = buf.subarray(await conn.write(buf));
-        this.#queue.shift();
-      }
-      if (this.#ending && !this.#closed) await conn.closeWrite();
-    } catch {
-      this.#queue = [];
-    } finally {
-      this.#pumping = false;
-    }
-  }
-}
-
 /** A running ffmpeg encoding one stream. */
 export class Encoder {
   readonly pid: number;
@@ -140,6 +74,13 @@ export class Encoder {
   #readers: Promise<void>;
   #stderrTail = "";
   #maxQueued: number;
+  /** The fMP4 path: the muxer, the audio output socket and the 2× upsampler. */
+  #mux: LiveMuxer | null = null;
+  #audioOut: Promise<Deno.Conn | null> = Promise.resolve(null);
+  #audioConn: Deno.Conn | null = null;
+  #outListener: Deno.UnixListener | null = null;
+  #upsampler = new Upsampler2x();
+  #ended = 0;
 
   /** Spawns ffmpeg; output and failures go to `events`. Throws when spawning fails. */
   constructor(options: EncoderOptions, private readonly events: EncoderEvents) {
@@ -149,14 +90,18 @@ export class Encoder {
     this.socketDir = this.#dir;
     const vPath = `${this.#dir}/v.sock`;
     const aPath = `${this.#dir}/a.sock`;
+    const outPath = `${this.#dir}/aac.sock`;
     const listeners: Deno.UnixListener[] = [];
     try {
       listeners.push(Deno.listen({ transport: "unix", path: vPath }));
       listeners.push(Deno.listen({ transport: "unix", path: aPath }));
+      if (!options.args) {
+        listeners.push(Deno.listen({ transport: "unix", path: outPath }));
+      }
       this.#child = new Deno.Command(options.ffmpeg, {
         args: options.args
           ? options.args(vPath, aPath)
-          : encoderArgs(options, vPath, aPath),
+          : encoderArgs(options, vPath, aPath, outPath),
         stdin: "null",
         stdout: "piped",
         stderr: "piped",
@@ -168,15 +113,35 @@ export class Encoder {
     }
     this.#video = new SocketPipe(listeners[0]);
     this.#audio = new SocketPipe(listeners[1]);
+    if (!options.args) {
+      this.#mux = new LiveMuxer({
+        width: options.width,
+        height: options.height,
+        fps: options.fps,
+        audioRate: AAC_RATE,
+        audioBitRate: AAC_BIT_RATE,
+        onInit: (b) => {
+          if (!this.#muted) this.events.onInit(b);
+        },
+        onSegment: (b) => {
+          if (!this.#muted) this.events.onSegment(b);
+        },
+      });
+      this.#outListener = listeners[2];
+      this.#audioOut = acceptOnce(listeners[2]);
+    }
     // Once ffmpeg is connected the socket files are not needed: remove them at once so
     // a process killed hard leaves nothing behind in the temp dir.
-    void Promise.all([this.#video.accepted, this.#audio.accepted]).then(() =>
-      Deno.remove(this.#dir, { recursive: true }).catch(() => {})
-    );
+    void Promise.all([
+      this.#video.accepted,
+      this.#audio.accepted,
+      this.#audioOut,
+    ]).then(() => Deno.remove(this.#dir, { recursive: true }).catch(() => {}));
     live.add(this.#child);
     this.pid = this.#child.pid;
     this.#readers = Promise.all([
       options.args ? this.#drainStdout() : this.#readStdout(),
+      this.#readAudioOut(),
       this.#readStderr(),
     ]).then(
       () => {},
@@ -185,6 +150,7 @@ export class Encoder {
       live.delete(this.#child);
       this.#video.close();
       this.#audio.close();
+      this.#closeOutListener();
       if (!this.#stopping) {
         this.#stopping = true;
         this.#muted = true;
@@ -206,7 +172,15 @@ export class Encoder {
     if (this.#stopping) return true;
     if (this.#video.queued >= this.#maxQueued) return false;
     this.#video.push(frame);
-    this.#audio.push(audio);
+    if (this.#mux) {
+      // The AAC is coded at twice the stream's rate: its two-frame delay then fits
+      // inside one video frame (./ffmpeg.ts AAC_RATE).
+      const pcm = new Int16Array(audio.length >> 1);
+      new Uint8Array(pcm.buffer).set(audio.subarray(0, pcm.length * 2));
+      const up = this.#upsampler.process(pcm);
+      this.#audio.push(new Uint8Array(up.buffer));
+      this.#mux.wrote(up.length);
+    } else this.#audio.push(audio);
     return true;
   }
 
@@ -245,6 +219,7 @@ export class Encoder {
     this.#kill();
     this.#video.close();
     this.#audio.close();
+    this.#closeAudioOut();
     await this.#exited;
     await this.#readers;
     await Promise.all([this.#video.accepted, this.#audio.accepted]);
@@ -268,23 +243,85 @@ export class Encoder {
     this.events.onFailure(err);
   }
 
+  /** The coded video (FLV on stdout) into the muxer. */
   async #readStdout(): Promise<void> {
-    const splitter = new BoxSplitter({
-      onInit: (b) => this.events.onInit(b),
-      onSegment: (b) => this.events.onSegment(b),
+    const mux = this.#mux!;
+    const flv = new FlvVideoReader({
+      onConfig: (avcC) => mux.onConfig(avcC),
+      onFrame: (f) => mux.onVideo(f),
     });
     try {
       for await (const chunk of this.#child.stdout) {
         if (this.#muted) continue;
-        try {
-          splitter.push(chunk);
-        } catch (err) {
-          this.#fail(err instanceof Error ? err : new Error(String(err)));
-        }
+        this.#guard(() => flv.push(chunk));
       }
     } catch {
       // the pipe broke with the process; the exit handler reports it
     }
+    this.#outputEnded();
+  }
+
+  /** The coded audio (ADTS on its socket) into the muxer. */
+  async #readAudioOut(): Promise<void> {
+    const conn = await this.#audioOut;
+    if (!conn) return;
+    this.#audioConn = conn;
+    const mux = this.#mux!;
+    const adts = new AdtsReader((frame, format) => mux.onAudio(frame, format));
+    try {
+      for await (const chunk of conn.readable) {
+        if (this.#muted) continue;
+        this.#guard(() => adts.push(chunk));
+      }
+    } catch {
+      // the socket broke with the process; the exit handler reports it
+    }
+    this.#outputEnded();
+  }
+
+  /** Runs a parse step; bytes that are not what ffmpeg writes fail the encoder. */
+  #guard(step: () => void): void {
+    try {
+      step();
+    } catch (err) {
+      this.#fail(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  /** Once both coded outputs ended (ffmpeg flushed), the muxer sends what is left. */
+  #outputEnded(): void {
+    if (++this.#ended < 2) return;
+    if (!this.#muted) this.#guard(() => this.#mux?.end());
+    this.#mux?.close();
+  }
+
+  /** Ends a wait for ffmpeg's audio connection that will never come. */
+  #closeOutListener(): void {
+    try {
+      this.#outListener?.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  #closeAudioOut(): void {
+    this.#closeOutListener();
+    this.#mux?.close();
+    try {
+      this.#audioConn?.close();
+    } catch {
+      // already closed
+    }
+    this.#audioConn = null;
+    void this.#audioOut.then((c) => {
+      if (c && c !== this.#audioConn) {
+        try {
+          c.close();
+        } catch {
+          // already closed
+        }
+      }
+    });
   }
 
   async #drainStdout(): Promise<void> {

@@ -102,6 +102,7 @@ export function rawInputArgs(
   fmt: StreamFormat,
   videoSocket: string,
   audioSocket: string,
+  options: { keepProbed?: boolean } = {},
 ): string[] {
   const lowLatencyInput = [
     "-thread_queue_size",
@@ -110,8 +111,7 @@ export function rawInputArgs(
     "32",
     "-analyzeduration",
     "0",
-    "-fflags",
-    "nobuffer",
+    ...(options.keepProbed ? [] : ["-fflags", "nobuffer"]),
   ];
   return [
     "-hide_banner",
@@ -183,43 +183,66 @@ export function h264Args(
 }
 
 /**
- * ffmpeg arguments for one stream: raw I420 video and raw s16le mono audio read from
- * two unix sockets, H.264 baseline + AAC-LC out as fragmented MP4 on stdout, one
- * fragment per video frame (40 ms at 25 fps), a keyframe every second.
+ * The rate the socket transport's AAC is coded at (Hz): twice the stream's 48 kHz (the
+ * encoder upsamples what it is given). AAC-LC needs 2 × 1024 samples past a point
+ * before that point can be decoded: 43 ms at 48 kHz, more than a 40-ms video frame, so
+ * the audio of frame N could only leave with frame N+1; 21 ms at 96 kHz fits inside the
+ * frame that carries it. The encoder band-limits speech far below 24 kHz, so a player
+ * may take every other sample to play it at 48 kHz.
+ */
+export const AAC_RATE = 96000;
+/** The AAC bit rate (bit/s). */
+export const AAC_BIT_RATE = 64000;
+
+/**
+ * ffmpeg arguments for one fMP4 stream: raw I420 video and raw s16le mono audio at
+ * `AAC_RATE` read from two unix sockets; H.264 baseline out as FLV on stdout and AAC-LC
+ * as ADTS to the unix socket `audioOutSocket`, each unit written the moment it is coded
+ * (the service muxes them: ./muxer.ts). A keyframe every second.
  */
 export function encoderArgs(
   fmt: StreamFormat,
   videoSocket: string,
   audioSocket: string,
+  audioOutSocket: string,
 ): string[] {
   const gop = String(fmt.fps);
   const maxrate = `${fmt.videoMaxKbps ?? videoMaxKbps(fmt.width, fmt.height)}k`;
-  const fragUs = String(Math.round(1_000_000 / fmt.fps));
   return [
-    ...rawInputArgs(fmt, videoSocket, audioSocket),
+    // Probed input is kept (no `-fflags nobuffer`, which drops the first frame and the
+    // first audio block): the muxer times both tracks by count from the first.
+    ...rawInputArgs(
+      { ...fmt, sampleRate: AAC_RATE },
+      videoSocket,
+      audioSocket,
+      { keepProbed: true },
+    ),
     "-map",
     "0:v:0",
+    ...h264Args(fmt, `expr:eq(mod(n,${gop}),0)`, maxrate),
+    "-vsync",
+    "passthrough",
+    "-f",
+    "flv",
+    "-flvflags",
+    "no_duration_filesize",
+    "-flush_packets",
+    "1",
+    "pipe:1",
     "-map",
     "1:a:0",
-    ...h264Args(fmt, `expr:eq(mod(n,${gop}),0)`, maxrate),
     "-c:a",
     "aac",
     "-b:a",
-    "64k",
+    String(AAC_BIT_RATE),
     "-ac",
     "1",
     "-ar",
-    String(fmt.sampleRate),
+    String(AAC_RATE),
     "-f",
-    "mp4",
-    "-movflags",
-    "empty_moov+default_base_moof+frag_keyframe",
-    "-frag_duration",
-    fragUs,
+    "adts",
     "-flush_packets",
     "1",
-    "-max_interleave_delta",
-    "0",
-    "pipe:1",
+    `unix:${audioOutSocket}`,
   ];
 }

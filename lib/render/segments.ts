@@ -20,8 +20,6 @@ export interface WaitingPush {
 
 /** Audio-latency samples kept (the newest). */
 const MAX_LATENCY_SAMPLES = 1000;
-/** AAC encoder delay; a push counts as delivered once its first samples are past it. */
-export const AAC_DELAY = 1024;
 
 /**
  * Reads an init segment: its MIME type and track ids. Throws when it is unreadable or has
@@ -69,8 +67,9 @@ export function segmentProblem(
 }
 
 /**
- * Settles the pushes `segment` delivered: each `waiting` push whose first samples (past
- * the AAC delay) end within the segment's audio leaves the list, and its push-to-segment
+ * Settles the pushes `segment` delivered: each `waiting` push whose first sample is
+ * within the audio sent so far (the stream's audio time is the input's: ./muxer.ts
+ * drops AAC's priming) leaves the list, and its push-to-segment
  * time (ms, by `now`) joins `latency`, which keeps the newest 1000.
  */
 export function settleDelivered(
@@ -84,7 +83,7 @@ export function settleDelivered(
   if (!t) return;
   const end = (t.baseDecodeTime + t.duration) * STREAM_RATE / track.timescale;
   const at = now();
-  while (waiting.length > 0 && waiting[0].pos + AAC_DELAY <= end) {
+  while (waiting.length > 0 && waiting[0].pos < end) {
     const w = waiting.shift()!;
     latency.push(at - w.at);
     if (latency.length > MAX_LATENCY_SAMPLES) latency.shift();

@@ -216,6 +216,9 @@ Deno.test("a caption whose audio was cut by an interrupt arrives heard: false", 
     b.send({ type: "text", text: "speak 5s" });
     const on = await speaking(b, true);
     await msg(b, "transcript", { role: "avatar", text: "one" });
+    // The engine sends "two" 0.1 s into its burst (its audio is at 1 s): let it be
+    // held before the cut, which now completes within a frame or two.
+    await new Promise((r) => setTimeout(r, 200));
     b.send({ type: "interrupt" });
     const cut = await msg(b, "turn.interrupted", { turn_id: on.turn_id });
     assert.ok((cut.played_ms as number) < 1000, `played ${cut.played_ms}`);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  AAC_RATE,
   encoderArgs,
   executableCopy,
   ffmpegPath,
@@ -48,28 +49,32 @@ Deno.test("executableCopy() copies a binary without its executable bit to 0755",
   }
 });
 
-Deno.test("encoderArgs() asks for what MediaSource needs", () => {
+Deno.test("encoderArgs() asks for units the service muxes the moment they are coded", () => {
   const args = encoderArgs(
     { width: 384, height: 384, fps: 25, sampleRate: 48000 },
     "/tmp/v.sock",
     "/tmp/a.sock",
+    "/tmp/aac.sock",
   );
-  const after = (flag: string) => args[args.indexOf(flag) + 1];
-  assert.equal(
-    after("-movflags"),
-    "empty_moov+default_base_moof+frag_keyframe",
-  );
-  assert.equal(after("-frag_duration"), "40000");
+  const after = (flag: string, from = 0) => args[args.indexOf(flag, from) + 1];
   assert.equal(after("-g"), "25");
   assert.equal(after("-c:v"), "libx264");
   assert.equal(after("-profile:v"), "baseline");
+  assert.equal(after("-f", args.indexOf("-c:v")), "flv");
+  assert.ok(args.includes("pipe:1"));
   assert.equal(after("-c:a"), "aac");
-  assert.equal(args[args.length - 1], "pipe:1");
+  // AAC at 96 kHz, from 96-kHz input: its delay fits inside one video frame.
+  assert.equal(after("-ar", args.indexOf("-c:a")), String(AAC_RATE));
+  assert.equal(after("-ar"), String(AAC_RATE));
+  assert.equal(after("-f", args.indexOf("-c:a")), "adts");
+  assert.equal(args[args.length - 1], "unix:/tmp/aac.sock");
+  // Nothing probed is dropped: both tracks are timed by count from the first unit.
+  assert.equal(args.includes("nobuffer"), false);
 });
 
 Deno.test("encoderArgs() caps the video bit rate by frame size", () => {
   const cap = (fmt: Parameters<typeof encoderArgs>[0]) => {
-    const args = encoderArgs(fmt, "/tmp/v.sock", "/tmp/a.sock");
+    const args = encoderArgs(fmt, "/tmp/v.sock", "/tmp/a.sock", "/tmp/o.sock");
     return [
       args[args.indexOf("-maxrate") + 1],
       args[args.indexOf("-bufsize") + 1],

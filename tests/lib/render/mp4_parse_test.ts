@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { segmentProblem } from "../../../lib/render/segments.ts";
-import { concat, parseBoxes } from "../../../lib/render/mp4_boxes.ts";
+import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
-import { BoxSplitter } from "../../../lib/render/mp4_splitter.ts";
 import { encodeSample, timelines } from "./_helpers.ts";
 
 const W = 128;
@@ -93,27 +92,6 @@ Deno.test("mp4 boxes of the real encoder output", async (t) => {
         segmentProblem(bad, 1),
         "fragment tfhd is not default-base-is-moof",
       );
-    },
-  );
-
-  await t.step(
-    "BoxSplitter yields the same segments whatever the chunking",
-    () => {
-      const raw = concat([init, ...segments]);
-      for (const size of [1, 7, 333, 65536]) {
-        const gotInit: Uint8Array[] = [];
-        const got: Uint8Array[] = [];
-        const s = new BoxSplitter({
-          onInit: (b) => gotInit.push(b),
-          onSegment: (b) => got.push(b),
-        });
-        for (let at = 0; at < raw.length; at += size) {
-          s.push(raw.subarray(at, at + size));
-        }
-        assert.deepEqual(gotInit, [init]);
-        assert.equal(got.length, segments.length);
-        assert.deepEqual(got[got.length - 1], segments[segments.length - 1]);
-      }
     },
   );
 });
