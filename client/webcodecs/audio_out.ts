@@ -1,13 +1,14 @@
 /**
  * The audio side of WebCodecs playback, and its clock: decoded PCM goes to an
- * AudioWorklet that plays it with a jitter buffer that starts at the player's choice
- * (one video frame) and grows by a step (one AAC frame) on each underrun (never
- * shrinks within a stream), drops the
- * oldest audio when more than `slackMs` past that target is queued (a takeover's GOP
- * burst, a stall that let media pile up: the jump to the live edge) or when the queue
- * never fell below target + half a frame over half a second (a backlog from the start
- * that no jitter used), and reports which media time it is playing. The page's presentation clock (`mediaTimeUs`) is that
- * media time less the output's latency: what is heard now. Video is shown on it.
+ * AudioWorklet that plays it with a jitter buffer. Playback starts once `start` is
+ * queued (the player asks one video frame: audio comes a fragment at a time); while it
+ * plays, the lowest the queue went in each half second (what no jitter used) is trimmed
+ * down to a margin of one step (one AAC frame); each underrun raises both by a step
+ * (never lowered within a stream). Past `slackMs` over the start target (a takeover's
+ * GOP burst, a stall that let media pile up) the oldest audio is dropped: the jump to
+ * the live edge. It reports which media time it is playing; the page's presentation
+ * clock (`mediaTimeUs`) is that less the output's latency: what is heard now. Video is
+ * shown on it.
  */
 
 /** Name the processor registers under. */
@@ -16,7 +17,7 @@ export const AUDIO_OUT_PROCESSOR = "avatar-audio-out";
 /**
  * Module source of the processor (plain JavaScript, loaded from a Blob URL). Messages
  * in: `{pcm: Float32Array, ptsUs}` (mono, the context's rate), `{reset: true, startSamples,
- * stepSamples, maxSamples, slackSamples}`. Messages out: `{clock: ptsUs, frame, playing}`
+ * stepSamples, marginSamples, maxSamples, slackSamples}`. Messages out: `{clock: ptsUs, frame, playing}`
  * every few quanta and on every change, `{underrun: true, target}`, `{jumped: samples}`.
  */
 export const AUDIO_OUT_SOURCE = `
@@ -29,6 +30,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
     this.playing = false;
     this.target = 1920;
     this.step = 1920;
+    this.margin = 1920;
     this.max = 19200;
     this.slack = 7200;
     this.headUs = 0;
@@ -45,6 +47,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       this.playing = false;
       this.target = m.startSamples;
       this.step = m.stepSamples;
+      this.margin = m.marginSamples;
       this.max = m.maxSamples;
       this.slack = m.slackSamples;
       this.floor = Infinity;
@@ -93,10 +96,12 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       this.played = 0;
       return true;
     }
-    // The lowest the queue went over the last half second of playing (188 quanta).
+    // The lowest the queue went over the last half second of playing (188 quanta):
+    // what no jitter used. Kept down to the margin, so audio that arrives in bursts
+    // (a fragment at a time) is heard as soon after it arrives as the jitter allows.
     this.floor = Math.min(this.floor, this.queued);
     if (++this.played % 188 === 0) {
-      if (this.floor > this.target + (this.step >> 1)) this.drop(this.floor - this.target);
+      if (this.floor > this.margin + (this.step >> 1)) this.drop(this.floor - this.margin);
       this.floor = Infinity;
     }
     let i = 0;
@@ -114,6 +119,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       out.fill(0, i);
       this.playing = false;
       this.target = Math.min(this.max, this.target + this.step);
+      this.margin = Math.min(this.max, this.margin + this.step);
       this.port.postMessage({ underrun: true, target: this.target });
       this.report();
     }
@@ -214,8 +220,9 @@ export class AudioOut {
   }
 
   /**
-   * A new stream: queued audio dropped, the jitter buffer back at `startMs`, growing by
-   * `stepMs` on each underrun up to `MAX_TARGET_FRAMES` of `startMs`.
+   * A new stream: queued audio dropped, the jitter buffer back at `startMs` to start and
+   * a margin of `stepMs`, each growing by `stepMs` on each underrun (up to
+   * `MAX_TARGET_FRAMES` of `startMs`).
    */
   reset(startMs: number, stepMs: number, slackMs: number): void {
     const perMs = this.ctx.sampleRate / 1000;
@@ -223,6 +230,7 @@ export class AudioOut {
       reset: true,
       startSamples: Math.round(startMs * perMs),
       stepSamples: Math.round(stepMs * perMs),
+      marginSamples: Math.round(stepMs * perMs),
       maxSamples: Math.round(startMs * MAX_TARGET_FRAMES * perMs),
       slackSamples: Math.round(slackMs * perMs),
     };

@@ -17,7 +17,7 @@ interface Processor {
 }
 
 /** A fresh processor, what it posts, and a clock of rendered frames. */
-function processor() {
+function processor(start = AAC) {
   const posted: Array<Record<string, number | boolean>> = [];
   const scope = { frame: 0 };
   let ctor: (new () => Processor) | null = null;
@@ -43,8 +43,9 @@ function processor() {
   const send = (data: unknown) => p.port.onmessage!({ data });
   send({
     reset: true,
-    startSamples: AAC,
+    startSamples: start,
     stepSamples: AAC,
+    marginSamples: AAC,
     maxSamples: 10 * AAC,
     slackSamples: RATE * 0.15,
   });
@@ -123,4 +124,22 @@ Deno.test("audio out trims a backlog that no jitter used for half a second", () 
   assert.equal(behindAtStart, 0);
   assert.ok(w.jumps() >= 1, "the unused backlog was trimmed");
   assert.equal(w.underruns(), 0);
+});
+
+Deno.test("audio out that comes a video frame at a time is heard one AAC frame past its jitter", () => {
+  // A fragment (40 ms, 1920 samples) every 15 quanta, two at first (audio decoded
+  // while the output opened); playback starts at one fragment.
+  const FRAME = 1920;
+  const w = processor(FRAME);
+  w.push(FRAME);
+  let floor = Infinity;
+  for (let q = 0; q < 15 * 75; q++) {
+    if (q % 15 === 0) w.push(FRAME);
+    w.render(1);
+    const c = w.clock();
+    if (q >= 15 * 50 && c.playing) floor = Math.min(floor, c.queued as number);
+  }
+  assert.equal(w.underruns(), 0);
+  // The queue's low point is kept at the margin, not at the start target.
+  assert.ok(floor <= AAC + AAC / 2, `queue fell only to ${floor}`);
 });
