@@ -77,7 +77,6 @@ export class Encoder {
   /** The fMP4 path: the muxer, the audio output socket and the 2× upsampler. */
   #mux: LiveMuxer | null = null;
   #audioOut: Promise<Deno.Conn | null> = Promise.resolve(null);
-  #audioConn: Deno.Conn | null = null;
   #outListener: Deno.UnixListener | null = null;
   #upsampler = new Upsampler2x();
   #ended = 0;
@@ -219,9 +218,12 @@ export class Encoder {
     this.#kill();
     this.#video.close();
     this.#audio.close();
-    this.#closeAudioOut();
+    this.#closeOutListener();
     await this.#exited;
+    // The readers end at ffmpeg's EOF, having taken every byte it wrote (a graceful
+    // stop's last fragment included); only then is the audio socket closed.
     await this.#readers;
+    this.#closeAudioOut();
     await Promise.all([this.#video.accepted, this.#audio.accepted]);
     await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
     return { clean };
@@ -265,7 +267,6 @@ export class Encoder {
   async #readAudioOut(): Promise<void> {
     const conn = await this.#audioOut;
     if (!conn) return;
-    this.#audioConn = conn;
     const mux = this.#mux!;
     const adts = new AdtsReader((frame, format) => mux.onAudio(frame, format));
     try {
@@ -307,19 +308,11 @@ export class Encoder {
   #closeAudioOut(): void {
     this.#closeOutListener();
     this.#mux?.close();
-    try {
-      this.#audioConn?.close();
-    } catch {
-      // already closed
-    }
-    this.#audioConn = null;
     void this.#audioOut.then((c) => {
-      if (c && c !== this.#audioConn) {
-        try {
-          c.close();
-        } catch {
-          // already closed
-        }
+      try {
+        c?.close();
+      } catch {
+        // already closed with its stream
       }
     });
   }

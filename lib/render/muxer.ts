@@ -56,6 +56,7 @@ export class LiveMuxer {
   #expectedBase = 0;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #waitingFor = -1;
+  #closed = false;
 
   constructor(private readonly o: MuxerOptions) {
     this.videoTimescale = o.fps * 512;
@@ -77,6 +78,7 @@ export class LiveMuxer {
   }
 
   onVideo(frame: FlvVideoFrame): void {
+    if (this.#closed) return;
     this.#video.push(frame);
     this.#flush(false);
   }
@@ -85,6 +87,7 @@ export class LiveMuxer {
     if (AAC_RATES[format.sampleRateIndex] !== this.o.audioRate) {
       throw new Error("encoder audio is not at the configured rate");
     }
+    if (this.#closed) return;
     this.#audioFormat ??= format;
     // The first frame is the encoder's priming (its 1024-sample delay): not played.
     if (this.#aacCount++ === 0) {
@@ -97,6 +100,7 @@ export class LiveMuxer {
 
   /** Both outputs ended: what is left leaves now (audio a frame's worth at a time). */
   end(): void {
+    if (this.#closed) return;
     this.#flush(true);
     const perFrame = Math.ceil(this.o.audioRate / this.o.fps / AAC_FRAME);
     while (this.#initSent && this.#audio.length > 0) {
@@ -105,7 +109,9 @@ export class LiveMuxer {
     this.close();
   }
 
+  /** Nothing more goes out (what waits is dropped). */
   close(): void {
+    this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
   }
