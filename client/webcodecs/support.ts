@@ -8,9 +8,10 @@ import { type Fmp4Track, parseInitSegment } from "./fmp4.ts";
 /**
  * Whether `decoder: "auto"` picks WebCodecs here: Chromium-based browsers, where it is
  * tested (tests/e2e/webcodecs_test.ts, the Chromium matrix). Firefox 153 and WebKitGTK
- * have the decoders, but in the browser matrix Firefox's page hung with its audio held
- * by the autoplay policy and WebKitGTK's page crashed: they stay on MSE until that is
- * understood (`decoder: "webcodecs"` forces it).
+ * have the decoders, but in the browser matrix Firefox 153.7 played in 4 of 6 runs and
+ * in the others never made a sound and its tab stopped answering, and WebKitGTK's page
+ * crashed: they stay on MSE until that is understood (`decoder: "webcodecs"` forces
+ * it).
  */
 export function webCodecsPreferred(): boolean {
   const ua = (globalThis.navigator as { userAgentData?: { brands?: unknown } })
