@@ -55,6 +55,8 @@ export class Downlink {
   #waitKeyframe = false;
   /** trex default sample flags of the stream, by track id. */
   #trexDefaults = new Map<number, number>();
+  /** The stream's video track id (0 when the init has none). */
+  #videoTrack = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -74,11 +76,14 @@ export class Downlink {
     );
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(init);
     try {
+      const { tracks } = parseInit(init);
       this.#trexDefaults = new Map(
-        parseInit(init).tracks.map((t) => [t.trackId, t.defaultSampleFlags]),
+        tracks.map((t) => [t.trackId, t.defaultSampleFlags]),
       );
+      this.#videoTrack = tracks.find((t) => t.kind === "video")?.trackId ?? 0;
     } catch {
       this.#trexDefaults = new Map();
+      this.#videoTrack = 0;
     }
     this.#waitKeyframe = false;
     this.initSent = true;
@@ -105,11 +110,17 @@ export class Downlink {
     this.stats.segmentsSent++;
   }
 
-  /** Whether every track of `segment` starts on a sync sample (video: a keyframe). */
+  /**
+   * Whether `segment` has the video and every track of it starts on a sync sample (video:
+   * a keyframe). An audio-only segment is no place to resume: video after it may not be.
+   */
   #startsWithKeyframe(segment: Uint8Array): boolean {
     try {
       const { tracks } = parseFragment(segment, this.#trexDefaults);
-      return tracks.length > 0 && tracks.every((t) => t.firstSampleSync);
+      const video = this.#videoTrack === 0 || // an init we could not read
+        tracks.some((t) => t.trackId === this.#videoTrack);
+      return video && tracks.length > 0 &&
+        tracks.every((t) => t.firstSampleSync);
     } catch {
       return false;
     }

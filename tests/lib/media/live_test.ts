@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { MAX_SOCKET_BUFFERED_BYTES } from "../../../lib/media/downlink.ts";
+import { initSegment, mediaFragment } from "../../../lib/render/fmp4_writer.ts";
 import { capturingRender, withLiveSession } from "./_live_session.ts";
 
 function box(type: string, ...payload: Uint8Array[]): Uint8Array {
@@ -97,6 +98,58 @@ Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe"
     assert.equal(live.stats.segmentsSent, 4);
     assert.equal(ws.binary.length, 5, "init + 4 segments");
     assert.equal(ws.binary.length - 1, live.stats.segmentsSent);
+  }));
+
+Deno.test("LiveSession resumes a slow browser on the keyframe, not on the audio-only segment before it", () =>
+  withLiveSession((live, ws) => {
+    const render = capturingRender();
+    live.startRendering(render);
+    const sink = render.sink();
+    const init = initSegment(
+      {
+        width: 64,
+        height: 64,
+        timescale: 12800,
+        avcC: new Uint8Array([1, 0x42, 0xc0, 0x15]),
+      },
+      {
+        sampleRate: 96000,
+        channels: 1,
+        asc: new Uint8Array([0x10, 0x08]),
+        bitRate: 64000,
+      },
+    );
+    const aac = (n: number) =>
+      Array.from(
+        { length: n },
+        () => ({ data: new Uint8Array(8), duration: 1024 }),
+      );
+    let seq = 0;
+    const frame = (n: number, key: boolean, audio = 4) =>
+      mediaFragment({
+        sequence: ++seq,
+        video: { data: new Uint8Array(16), duration: 512, time: n * 512, key },
+        audio: aac(audio),
+        audioTime: n * 3840,
+      });
+    const audioOnly = () =>
+      mediaFragment({
+        sequence: ++seq,
+        video: null,
+        audio: aac(2),
+        audioTime: 0,
+      });
+    sink.onInit('video/mp4; codecs="avc1.42c015, mp4a.40.2"', init);
+    sink.onSegment(frame(0, true));
+    ws.bufferedAmount = MAX_SOCKET_BUFFERED_BYTES + 1;
+    sink.onSegment(frame(1, false));
+    ws.bufferedAmount = 0;
+    sink.onSegment(frame(2, false));
+    sink.onSegment(audioOnly()); // AAC frames are all sync: still no place to resume
+    sink.onSegment(frame(3, false, 0));
+    assert.equal(live.stats.segmentsDropped, 4);
+    sink.onSegment(frame(25, true));
+    assert.equal(live.stats.segmentsSent, 2);
   }));
 
 Deno.test("LiveSession answers ping, refuses bad frames and maps turns", () =>
