@@ -104,21 +104,39 @@ function hex2(n: number): string {
   return n.toString(16).padStart(2, "0");
 }
 
-/** An MPEG-4 descriptor header at `at`: [tag, body start]. */
-function descriptor(b: Uint8Array, at: number): [number, number] {
+/** An MPEG-4 descriptor header at `at`: [tag, body start, body end]. */
+function descriptor(b: Uint8Array, at: number): [number, number, number] {
   const tag = b[at++];
-  for (let i = 0; i < 4; i++) if (!(b[at++] & 0x80)) break;
-  return [tag, at];
-}
-
-function descriptorLength(b: Uint8Array, at: number): number {
   let len = 0;
   for (let i = 0; i < 4; i++) {
-    const v = b[at + 1 + i];
+    const v = b[at++];
     len = (len << 7) | (v & 0x7f);
     if (!(v & 0x80)) break;
   }
-  return len;
+  return [tag, at, at + len];
+}
+
+/**
+ * The decoder configuration in an esds box whose body starts at `body`: the object type
+ * indication and the AudioSpecificConfig (null when the esds carries none). Throws when
+ * the descriptors are not there.
+ */
+export function esdsConfig(
+  b: Uint8Array,
+  body: number,
+): { oti: number; asc: Uint8Array | null } {
+  let [tag, at] = descriptor(b, body + 4);
+  if (tag !== 0x03) throw new Error("esds without ES_Descriptor");
+  const flags = b[at + 2];
+  at += 3;
+  if (flags & 0x80) at += 2;
+  if (flags & 0x40) at += 1 + b[at];
+  if (flags & 0x20) at += 2;
+  [tag, at] = descriptor(b, at);
+  if (tag !== 0x04) throw new Error("esds without DecoderConfigDescriptor");
+  const oti = b[at];
+  const [dsi, start, end] = descriptor(b, at + 13);
+  return { oti, asc: dsi === 0x05 ? b.slice(start, end) : null };
 }
 
 /** AAC sampling rates by sampling-frequency index. */
@@ -144,20 +162,8 @@ function audioEntry(b: Uint8Array, entry: Box): Partial<Fmp4Track> {
     x.type === "esds"
   );
   if (!esds) throw new Error("mp4a entry without esds");
-  let [tag, at] = descriptor(b, esds.body + 4);
-  if (tag !== 0x03) throw new Error("esds without ES_Descriptor");
-  const flags = b[at + 2];
-  at += 3;
-  if (flags & 0x80) at += 2;
-  if (flags & 0x40) at += 1 + b[at];
-  if (flags & 0x20) at += 2;
-  [tag, at] = descriptor(b, at);
-  if (tag !== 0x04) throw new Error("esds without DecoderConfigDescriptor");
-  const oti = b[at];
-  const dsiAt = at + 13;
-  [tag, at] = descriptor(b, dsiAt);
-  if (tag !== 0x05) throw new Error("esds without AudioSpecificConfig");
-  const asc = b.slice(at, at + descriptorLength(b, dsiAt));
+  const { oti, asc } = esdsConfig(b, esds.body);
+  if (!asc) throw new Error("esds without AudioSpecificConfig");
   const aot = asc[0] >> 3;
   const rateIndex = ((asc[0] & 7) << 1) | (asc[1] >> 7);
   return {

@@ -13,6 +13,7 @@ import {
   u32,
   u64,
 } from "./mp4_boxes.ts";
+import { esdsConfig } from "../../client/webcodecs/fmp4.ts";
 
 export interface InitTrack {
   trackId: number;
@@ -43,36 +44,14 @@ function avcCodec(b: Uint8Array, entry: Box): string {
   return `avc1.${hex2(b[p + 1])}${hex2(b[p + 2])}${hex2(b[p + 3])}`;
 }
 
-/** Reads an MPEG-4 descriptor header; returns [tag, bodyStart, end]. */
-function descriptor(b: Uint8Array, at: number): [number, number, number] {
-  const tag = b[at++];
-  let len = 0;
-  for (let i = 0; i < 4; i++) {
-    const v = b[at++];
-    len = (len << 7) | (v & 0x7f);
-    if (!(v & 0x80)) break;
-  }
-  return [tag, at, at + len];
-}
-
 function mp4aCodec(b: Uint8Array, entry: Box): string {
   // AudioSampleEntry: 28 bytes of fixed fields precede the child boxes.
   const esds = child(b, entry, "esds", 28);
   if (!esds) throw new Error("mp4a entry without esds");
-  let [tag, at] = descriptor(b, esds.bodyStart + 4);
-  if (tag !== 0x03) throw new Error("esds without ES_Descriptor");
-  const flags = b[at + 2];
-  at += 3;
-  if (flags & 0x80) at += 2;
-  if (flags & 0x40) at += 1 + b[at];
-  if (flags & 0x20) at += 2;
-  [tag, at] = descriptor(b, at);
-  if (tag !== 0x04) throw new Error("esds without DecoderConfigDescriptor");
-  const oti = b[at];
-  [tag, at] = descriptor(b, at + 13);
-  if (tag !== 0x05) return `mp4a.${hex2(oti)}`;
-  let aot = b[at] >> 3;
-  if (aot === 31) aot = 32 + (((b[at] & 7) << 3) | (b[at + 1] >> 5));
+  const { oti, asc } = esdsConfig(b, esds.bodyStart);
+  if (!asc) return `mp4a.${hex2(oti)}`;
+  let aot = asc[0] >> 3;
+  if (aot === 31) aot = 32 + (((asc[0] & 7) << 3) | (asc[1] >> 5));
   return `mp4a.${hex2(oti)}.${aot}`;
 }
 
