@@ -101,7 +101,16 @@ Deno.test("browser client: token faults and a dead socket: refresh first, one re
       const revived = await until(() =>
         d.player.state === "open" && d.player.stats.reconnects === 1
       );
-      const after = { d: view(d), revived, dWhy: JSON.stringify(view(d)) };
+      const after = {
+        d: view(d),
+        revived,
+        dWhy: JSON.stringify({
+          d: view(d),
+          b: view(b),
+          c: view(c),
+          a: view(a),
+        }),
+      };
       d.player.close();
       globalThis.WebSocket = Native;
       await post(`${sessionPath}/end`);
