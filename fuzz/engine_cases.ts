@@ -5,7 +5,10 @@
  * classic `{"toString":0}` first) with random cases: a field set to a random wrong-typed
  * value or removed, unknown types, bad JSON, huge strings (under and over the frame cap),
  * base64 audio that is not, odd-length and oversized binary audio, bursts of valid audio
- * (binary, or base64 in the protocol's audio message), valid messages out of order, and floods of invalid frames (which end the session as a provider failure).
+ * (binary, or base64 in the protocol's audio message), valid messages out of order, a
+ * caption flood (seconds of valid audio, then thousands of one-letter agent
+ * transcripts: more than the captions and the renderer hold), and floods of invalid
+ * frames (which end the session as a provider failure).
  */
 import { MAX_ENGINE_FRAME_BYTES } from "../lib/providers/frames.ts";
 import { pcmToBase64 } from "../lib/providers/resample.ts";
@@ -39,6 +42,7 @@ const KINDS = [
   "oversized audio",
   "valid audio burst",
   "out of order",
+  "caption flood",
   "mixed batch",
   "flood",
 ] as const;
@@ -100,6 +104,31 @@ function audioTemplate(kit: ProviderKit): [Json, string] | null {
   return null;
 }
 
+/** An agent transcript template and its text field, if the protocol has one. */
+function agentTextTemplate(kit: ProviderKit): [Json, string] | null {
+  for (const t of kit.templates) {
+    const type = String(t.msg[typeKey(kit)]);
+    if (!/transcript/.test(type) || /input|user/.test(type)) continue;
+    if (t.msg.role !== undefined && t.msg.role !== "agent") continue;
+    const p = t.typed.find((x) => /(^|\.)(text|transcript|delta)$/.test(x));
+    if (p) return [t.msg, p];
+  }
+  return null;
+}
+
+/** Seconds of valid agent audio, then `n` one-letter agent transcripts. */
+function captionFlood(rng: Rng, kit: ProviderKit, n: number): Frame[] {
+  const text = agentTextTemplate(kit);
+  const frames = one(rng, kit, "valid audio burst");
+  if (!text) return frames;
+  for (let i = 0; i < n; i++) {
+    frames.push(
+      JSON.stringify(withField(text[0], text[1], rng.pick(["a", "b", "."]))),
+    );
+  }
+  return frames;
+}
+
 function one(rng: Rng, kit: ProviderKit, kind: string): Frame[] {
   const tpl = rng.pick(kit.templates).msg;
   switch (kind) {
@@ -158,6 +187,8 @@ function one(rng: Rng, kit: ProviderKit, kind: string): Frame[] {
       }
       return frames;
     }
+    case "caption flood":
+      return captionFlood(rng, kit, rng.pick([600, 2000]));
     case "out of order": {
       const frames: Frame[] = [];
       const n = rng.int(2, 6);
@@ -249,7 +280,7 @@ export function engineCase(
     const frames: Frame[] = [];
     const n = rng.int(2, 4);
     for (let i = 0; i < n; i++) {
-      frames.push(...one(rng, kit, rng.pick(KINDS.slice(0, -3))));
+      frames.push(...one(rng, kit, rng.pick(KINDS.slice(0, -4))));
     }
     return { kind, frames };
   }

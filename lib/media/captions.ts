@@ -11,6 +11,11 @@ import type { ServerMessage } from "./protocol.ts";
 
 /** Texts held per turn, at most; past it the oldest goes out unplaced. */
 const MAX_HELD_PER_TURN = 256;
+/**
+ * Texts held over all turns, at most (the renderer keeps as many caption marks:
+ * `MAX_MARKS`); past it the oldest of the oldest turn goes out unplaced.
+ */
+export const MAX_HELD = 512;
 /** Turns whose speech start is remembered. */
 const MAX_STARTS = 16;
 
@@ -32,6 +37,7 @@ interface Held {
 export class Captions {
   #seq = 0;
   #held = new Map<string, Held[]>();
+  #heldCount = 0;
   #starts = new Map<string, number>();
 
   constructor(private readonly host: CaptionsHost) {}
@@ -50,11 +56,29 @@ export class Captions {
     const list = this.#held.get(turnId) ?? [];
     this.#held.set(turnId, list);
     list.push({ id, text, final });
-    if (list.length > MAX_HELD_PER_TURN) {
-      const old = list.shift()!;
-      this.#send(turnId, old, old.at ?? this.#starts.get(turnId));
+    this.#heldCount++;
+    if (list.length > MAX_HELD_PER_TURN) this.#sendOldest(turnId, list);
+    else if (this.#heldCount > MAX_HELD) {
+      for (const [oldest, l] of this.#held) {
+        if (l.length === 0) continue;
+        this.#sendOldest(oldest, l);
+        break;
+      }
     }
     render.markText(turnId, id, offsetMs);
+  }
+
+  /** Texts held now, over all turns (at most `MAX_HELD`). */
+  get held(): number {
+    return this.#heldCount;
+  }
+
+  /** Sends the oldest held text of `turnId` as it stands (placed or not). */
+  #sendOldest(turnId: string, list: Held[]): void {
+    const old = list.shift()!;
+    this.#heldCount--;
+    if (list.length === 0) this.#held.delete(turnId);
+    this.#send(turnId, old, old.at ?? this.#starts.get(turnId));
   }
 
   /** A text of a turn already cut: its audio will not be heard. */
@@ -101,6 +125,7 @@ export class Captions {
   finish(turnId: string): void {
     const list = this.#held.get(turnId) ?? [];
     this.#held.delete(turnId);
+    this.#heldCount -= list.length;
     const start = this.#starts.get(turnId);
     this.#starts.delete(turnId);
     for (const h of list) {
@@ -121,8 +146,10 @@ export class Captions {
     if (start === undefined || !list) return;
     while (list.length > 0 && list[0].at !== undefined) {
       const h = list.shift()!;
+      this.#heldCount--;
       this.#send(turnId, h, Math.max(h.at!, start));
     }
+    if (list.length === 0) this.#held.delete(turnId);
   }
 
   #send(

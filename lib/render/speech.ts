@@ -17,7 +17,10 @@
  * its audio went into the stream, its speech stops and an `ended` event follows.
  */
 import type { SpeechCut, SpeechEvent } from "./port.ts";
+import { MAX_MARKS, TaggedRuns } from "./speech_runs.ts";
 import { type AudioQueue, STREAM_RATE } from "./voice.ts";
+
+export { MAX_MARKS };
 
 /** A sample at least this loud (−40 dBFS) is audible. */
 export const AUDIBLE_LEVEL = 328;
@@ -25,14 +28,6 @@ export const AUDIBLE_LEVEL = 328;
 const STOP_AFTER = Math.round(STREAM_RATE * 0.3);
 /** Turns whose streamed amount is remembered. */
 const MAX_TAGS = 16;
-
-interface Run {
-  tag: string | undefined;
-  n: number;
-  /** A caption mark (n is 0): reported where the stream reaches it. */
-  mark?: number;
-}
-
 /** Where a tag's audio went: its sample `off` (counted from its first) at `pos`. */
 interface Piece {
   off: number;
@@ -49,7 +44,7 @@ export function samplesToMs(samples: number): number {
 
 /** Follows tagged agent audio through the render queue into the current stream. */
 export class SpeechTimeline {
-  #runs: Run[] = [];
+  readonly #runs = new TaggedRuns();
   /** Samples of each tag taken into a stream so far. */
   #streamed = new Map<string, number>();
   #speaking:
@@ -62,6 +57,10 @@ export class SpeechTimeline {
   #where = new Map<string, Piece>();
   /** Tags whose audio is complete (`end`), until all of it went into the stream. */
   #ending = new Set<string>();
+  /** Caption marks waiting in the queue (at most `MAX_MARKS`). */
+  get queuedMarks(): number {
+    return this.#runs.marks;
+  }
 
   /** The tag speaking now (undefined: untagged speech), or null when silent. */
   get speakingTag(): string | undefined | null {
@@ -106,10 +105,7 @@ export class SpeechTimeline {
 
   /** `n` samples of `tag` joined the queue's tail. */
   pushed(tag: string | undefined, n: number): void {
-    if (n <= 0) return;
-    const last = this.#runs.at(-1);
-    if (last && last.tag === tag && last.mark === undefined) last.n += n;
-    else this.#runs.push({ tag, n });
+    this.#runs.push(tag, n);
   }
 
   /**
@@ -125,25 +121,12 @@ export class SpeechTimeline {
       if (at) this.#placeMark(tag, id, Math.max(0, at.pos + offset - at.off));
       return;
     }
-    let left = offset === undefined ? Infinity : offset - taken;
-    let insertAt = -1;
-    for (let i = 0; i < this.#runs.length; i++) {
-      const r = this.#runs[i];
-      if (r.tag !== tag || r.mark !== undefined) continue;
-      if (left < r.n) {
-        if (left > 0) {
-          this.#runs.splice(i + 1, 0, { tag, n: r.n - left });
-          r.n = left;
-          insertAt = i + 1;
-        } else insertAt = i;
-        break;
-      }
-      left -= r.n;
-      insertAt = i + 1;
-    }
-    const run: Run = { tag, n: 0, mark: id };
-    if (insertAt < 0) this.#runs.push(run);
-    else this.#runs.splice(insertAt, 0, run);
+    // Samples of `tag` queued past the mark (0: after all of them).
+    const queued = this.#runs.samplesOf(tag);
+    const back = offset === undefined
+      ? 0
+      : Math.max(0, taken + queued - offset);
+    this.#runs.mark(tag, id, back);
   }
 
   /**
@@ -153,7 +136,7 @@ export class SpeechTimeline {
    * there is no stream (`pos` null): no event will follow, the caller ends the turn now.
    */
   end(tag: string, pos: number | null): boolean {
-    const queued = this.#runs.some((r) => r.tag === tag);
+    const queued = this.#runs.has(tag);
     if (queued && pos !== null) {
       this.#ending.add(tag);
       return false;
@@ -176,39 +159,38 @@ export class SpeechTimeline {
    */
   took(samples: Int16Array, real: number, pos: number | null): void {
     let off = 0;
-    while (this.#runs.length > 0) {
-      const run = this.#runs[0];
+    for (let run = this.#runs.head(); run; run = this.#runs.head()) {
       if (run.mark !== undefined) {
-        this.#runs.shift();
-        if (pos !== null && run.tag !== undefined) {
-          this.#placeMark(run.tag, run.mark, pos + off);
+        const tag = run.tag;
+        const id = this.#runs.takeMark();
+        if (pos !== null && tag !== undefined) {
+          this.#placeMark(tag, id, pos + off);
         }
-        this.#settle(run.tag, pos === null ? null : pos + off);
+        this.#settle(tag, pos === null ? null : pos + off);
         continue;
       }
       if (off >= real) break;
       const use = Math.min(run.n, real - off);
-      if (run.tag !== undefined) {
-        const taken = this.#taken.get(run.tag) ?? 0;
+      const tag = run.tag;
+      if (tag !== undefined) {
+        const taken = this.#taken.get(tag) ?? 0;
         if (pos !== null) {
-          this.#count(run.tag, use);
-          this.#where.set(run.tag, { off: taken, pos: pos + off });
+          this.#count(tag, use);
+          this.#where.set(tag, { off: taken, pos: pos + off });
         }
-        remember(this.#taken, run.tag, taken + use);
+        remember(this.#taken, tag, taken + use);
       }
-      if (pos !== null) this.#scan(samples, off, off + use, run.tag, pos);
+      if (pos !== null) this.#scan(samples, off, off + use, tag, pos);
       off += use;
-      run.n -= use;
-      if (run.n === 0) {
-        this.#runs.shift();
-        this.#settle(run.tag, pos === null ? null : pos + off);
-      }
+      const emptied = run.n === use;
+      this.#runs.take(use);
+      if (emptied) this.#settle(tag, pos === null ? null : pos + off);
     }
     const speaking = this.#speaking;
     if (
       pos !== null && speaking &&
       pos + samples.length - speaking.lastAudibleEnd >= STOP_AFTER &&
-      !this.#runs.some((r) => r.tag === speaking.tag)
+      !this.#runs.has(speaking.tag)
     ) {
       this.#stop(speaking.lastAudibleEnd);
     }
@@ -217,7 +199,7 @@ export class SpeechTimeline {
   /** After a run of `tag` left the queue at `at`: an ending tag with nothing left ends. */
   #settle(tag: string | undefined, at: number | null): void {
     if (tag === undefined || !this.#ending.has(tag)) return;
-    if (this.#runs.some((r) => r.tag === tag)) return;
+    if (this.#runs.has(tag)) return;
     if (at === null) {
       this.#ending.delete(tag);
       if (this.#speaking?.tag === tag) this.#speaking = null;
@@ -268,15 +250,16 @@ export class SpeechTimeline {
     pos: number | null,
   ): SpeechCut | null {
     const all = options.all || options.tag === undefined;
-    const target = options.tag ?? this.#speaking?.tag ?? this.#runs[0]?.tag;
-    const queued = this.#runs.some((r) => r.tag === target);
+    const target = options.tag ?? this.#speaking?.tag ??
+      this.#runs.firstTag();
+    const queued = this.#runs.has(target);
     const speaking = this.#speaking;
     const wasSpeaking = speaking !== null && speaking.tag === target;
     if (all && speaking && !wasSpeaking) this.#stopAt(pos);
     if (target !== undefined) this.#ending.delete(target);
     if (all) {
       queue.clear();
-      this.#runs = [];
+      this.#runs.clear();
       // Other turns whose audio was waiting to finish have nothing left: they end here.
       for (const tag of [...this.#ending]) {
         if (pos === null) this.#ending.delete(tag);
@@ -285,11 +268,10 @@ export class SpeechTimeline {
     } else if (queued) {
       const rest = queue.take(queue.length).samples;
       let at = 0;
-      for (const r of this.#runs) {
-        if (r.tag !== target) queue.push(rest.subarray(at, at + r.n));
+      for (const r of this.#runs.remove(target)) {
+        if (!r.dropped) queue.push(rest.subarray(at, at + r.n));
         at += r.n;
       }
-      this.#runs = this.#runs.filter((r) => r.tag !== target);
     }
     const streamed = target === undefined
       ? undefined
