@@ -16,6 +16,7 @@ import {
   type SpeechCut,
   type SpeechEvent,
 } from "./port.ts";
+import { MAX_MARKS } from "./speech_runs.ts";
 import { MAX_AGENT_AUDIO_AHEAD_MS } from "./voice.ts";
 
 export interface RemoteOptions {
@@ -79,6 +80,8 @@ class RemoteSession implements RenderSession {
   #socketClosed: Promise<void> = Promise.resolve();
   #segments = 0;
   #queue: Outgoing[] = [];
+  /** Marks in `#queue`: at most `MAX_MARKS`, as the worker keeps (the oldest go). */
+  #marks = 0;
   #queuedSeconds = 0;
   #dropped = 0;
   /** The worker refused audio for its bound: every later push is refused too. */
@@ -206,6 +209,9 @@ class RemoteSession implements RenderSession {
 
   markText(tag: string, id: number, offsetMs?: number): void {
     if (this.#closed) return;
+    if (this.#marks >= MAX_MARKS) {
+      this.#queue.splice(this.#queue.findIndex((x) => x.kind === "mark"), 1);
+    } else this.#marks++;
     this.#queue.push({ kind: "mark", tag, id, offsetMs });
     this.#kick();
   }
@@ -244,6 +250,7 @@ class RemoteSession implements RenderSession {
       else if (x.kind === "end") x.done(true);
     }
     this.#queue = [];
+    this.#marks = 0;
     await this.#pump;
     let clean = false;
     try {
@@ -285,6 +292,7 @@ class RemoteSession implements RenderSession {
       } else if (head.kind === "end") {
         path = `/end?tag=${encodeURIComponent(head.tag)}`;
       } else if (head.kind === "mark") {
+        this.#marks--;
         path = `/mark?tag=${encodeURIComponent(head.tag)}&id=${head.id}` +
           (head.offsetMs === undefined
             ? ""

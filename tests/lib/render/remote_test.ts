@@ -8,6 +8,7 @@ import {
   type SpeechEvent,
 } from "../../../lib/render/port.ts";
 import { createRemoteRenderer } from "../../../lib/render/remote.ts";
+import { MAX_MARKS } from "../../../lib/render/speech_runs.ts";
 import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";
 import {
   assertNoEncoders,
@@ -144,6 +145,29 @@ Deno.test("remote renderer against a real worker", async (t) => {
           `${off.mediaTimeMs - on.mediaTimeMs}`,
         );
         assert.equal(session.stats().droppedAudioSamples, 0);
+        await session.stop({ graceful: false, timeoutMs: 0 });
+      },
+    );
+
+    await t.step(
+      "a flood of caption marks: the newest MAX_MARKS are posted, the audio goes through",
+      async () => {
+        const session = await backend.open(OPEN);
+        const events: SpeechEvent[] = [];
+        const sink = Object.assign(new RecordingSink(), {
+          onSpeech: (e: SpeechEvent) => events.push(e),
+        });
+        session.attach(sink);
+        await sink.until(() => sink.segments.length >= 3);
+        session.pushAudio(tone(0.5, 16000), 16000, "turn_1");
+        const flood = 5_000;
+        for (let id = 1; id <= flood; id++) session.markText("turn_1", id);
+        assert.equal(await session.endAudio("turn_1"), false);
+        await sink.until(() => events.some((e) => e.ended), 15_000);
+        const marks = events.filter((e) => e.mark !== undefined)
+          .map((e) => e.mark!);
+        assert.equal(marks.length, MAX_MARKS);
+        assert.equal(marks.at(-1), flood);
         await session.stop({ graceful: false, timeoutMs: 0 });
       },
     );
