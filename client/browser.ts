@@ -23,6 +23,7 @@ import type {
   PlayerStats,
 } from "./player_types.ts";
 import {
+  CLOSE_TAKEN_OVER,
   decodeServerMessage,
   Keepalive,
   mediaSocketUrl,
@@ -49,6 +50,7 @@ export class AvatarPlayer extends EventTarget {
   readonly #token: MediaToken;
   #ws: WebSocket | null = null;
   #closing = false;
+  #wasTakenOver = false;
   /** A reconnect is in flight (refresh + dial); wake-ups must not start another. */
   #dialing = false;
   #done = false;
@@ -262,6 +264,7 @@ export class AvatarPlayer extends EventTarget {
             new Error(`The media socket closed before it opened (${e.code})`),
           );
         } else if (ws === this.#ws) {
+          if (e.code === CLOSE_TAKEN_OVER) this.#takenOver();
           this.#onClosed(e.code);
         }
       };
@@ -276,8 +279,12 @@ export class AvatarPlayer extends EventTarget {
         this.#emit("state", { state: this.state, status: this.status });
         break;
       case "error":
-        // The session is over, another socket has it, or this browser cannot play
-        // it (a fatal `unsupported_media`): do not reconnect.
+        if (msg.stop === "taken_over") {
+          this.#takenOver();
+          break;
+        }
+        // The session is over, or this browser cannot play it (a fatal
+        // `unsupported_media`): do not reconnect.
         if (msg.stop || msg.fatal) this.#closing = true;
         this.#emit("error", { code: msg.code, fatal: msg.fatal });
         // Its status and reason follow in `session.ended`, when the server knows them.
@@ -302,6 +309,18 @@ export class AvatarPlayer extends EventTarget {
           this.#media.handle(msg);
         }
     }
+  }
+
+  /**
+   * Another socket took the session over (`session_already_active`, or the close code
+   * 4000 when that message did not arrive — a socket too slow to read gets only the
+   * close): said once, and this player does not redial (it would take the session back).
+   */
+  #takenOver(): void {
+    if (this.#wasTakenOver) return;
+    this.#wasTakenOver = true;
+    this.#closing = true;
+    this.#emit("error", { code: "session_already_active", fatal: false });
   }
 
   #finish(status: string | null, reason: string | null): void {

@@ -15,6 +15,10 @@ const PING_EVERY_MS = 15_000;
 const PONG_WITHIN_MS = 10_000;
 
 /** A server text message the client acts on. */
+
+/** The close code of a socket whose session a newer socket took over (DECISIONS 6). */
+export const CLOSE_TAKEN_OVER = 4000;
+
 export type ServerMessage =
   | { type: "session.state"; status: string }
   | { type: "media.init"; mime: string; alpha: "stacked" | null }
