@@ -3,9 +3,11 @@
  * multipart POSTs to `/admin/avatars` from a signed-in console, carrying what a hostile
  * tenant administrator would send: PNGs whose image data or ICC profile inflates far
  * past their pixels, progressive JPEGs of thousands of scans, a second IHDR, the real
- * portraits damaged or cut short, random bytes, and forms of tens of thousands of parts.
- * Each must be answered (400, 403, 413; 201 for a portrait that passes) without a 5xx,
- * a hang or a stalled bystander.
+ * portraits damaged or cut short, random bytes, and forms of tens of thousands of parts;
+ * and (issue 29) multipart shapes a parser can disagree on: boundaries with escapes, past
+ * 70 characters, named twice, header blocks and text fields past their limits, forms cut
+ * short (`multipartShapeCase`). Each must be answered (400, 403, 413; 201 for a portrait
+ * that passes) without a 5xx, a hang or a stalled bystander.
  */
 import { deflateSync } from "node:zlib";
 import type { Rng } from "./_lib.ts";
@@ -120,8 +122,127 @@ function photo(rng: Rng): Uint8Array {
   }
 }
 
+/** A multipart shape the console must refuse as a form (400 or 413), and its name. */
+export interface MultipartShape {
+  what: string;
+  contentType: string;
+  body: Uint8Array;
+}
+
+/**
+ * A hostile multipart form for `c` (the signed-in fields first, so only the form's
+ * shape can refuse it): a boundary spelled so that two parsers read it differently, or a
+ * body past one of the reader's limits or cut short.
+ */
+export function multipartShape(rng: Rng, c: ConsoleTarget): MultipartShape {
+  const plain = `fz${rng.int(0, 1e9)}`;
+  type Extra = (field: (n: string, v: string) => string) => string;
+  const form = (boundary: string, extra: Extra, close = true) => {
+    const field = (name: string, value: string) =>
+      `--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    return enc.encode(
+      field("_csrf", c.csrf) + field("tenant_id", c.tenant) +
+        field("name", "Fuzz") + field("consent", "yes") + extra(field) +
+        (close ? `--${boundary}--\r\n` : ""),
+    );
+  };
+  const many: Extra = (field) => field("x", "").repeat(rng.int(40, 120_000));
+  const none: Extra = () => "";
+  const shapes: (() => MultipartShape)[] = [
+    () => ({ // formData() unescapes `a\"b`; a regex may stop at the backslash
+      what: "escaped quote",
+      contentType: 'multipart/form-data; boundary="a\\"b"',
+      body: form('a"b', many),
+    }),
+    () => {
+      const b = "b".repeat(rng.int(71, 300));
+      return {
+        what: "boundary past 70",
+        contentType: `multipart/form-data; boundary=${
+          rng.bool() ? b : `"${b}"`
+        }`,
+        body: form(b, many),
+      };
+    },
+    () => ({
+      what: "two boundaries",
+      contentType: `multipart/form-data; boundary=${plain}; boundary=${plain}x`,
+      body: form(`${plain}x`, many),
+    }),
+    () => ({
+      what: "boundary of bad characters",
+      contentType: `multipart/form-data; boundary="${
+        rng.pick(["a\\\\b", "a b ", "a\u00e9b", "a;b", ""])
+      }"`,
+      body: form("a b", many),
+    }),
+    () => ({
+      what: "unterminated quote",
+      contentType: `multipart/form-data; boundary="${plain}`,
+      body: form(plain, many),
+    }),
+    () => ({
+      what: "many parts",
+      contentType: `multipart/form-data; boundary="${plain}"`,
+      body: form(plain, many),
+    }),
+    () => ({
+      what: "header block bomb",
+      contentType: `multipart/form-data; boundary=${plain}`,
+      body: form(
+        plain,
+        () =>
+          `--${plain}\r\ncontent-disposition: form-data; name="x"\r\nx-pad: ${
+            "p".repeat(rng.int(9_000, 2_000_000))
+          }\r\n\r\nv\r\n`,
+      ),
+    }),
+    () => ({
+      what: "text field flood",
+      contentType: `multipart/form-data; boundary=${plain}`,
+      body: form(plain, (f) => f("name", "n".repeat(rng.int(70_000, 4e6)))),
+    }),
+    () => ({
+      what: "no closing boundary",
+      contentType: `multipart/form-data; boundary=${plain}`,
+      body: form(plain, rng.bool() ? none : many, false),
+    }),
+    () => ({
+      what: "junk after a boundary",
+      contentType: `multipart/form-data; boundary=${plain}`,
+      body: form(plain, () => `--${plain}${"\t".repeat(300)}junk\r\n`),
+    }),
+    () => ({
+      what: "LF-only lines",
+      contentType: `multipart/form-data; boundary=${plain}`,
+      body: enc.encode(
+        `--${plain}\ncontent-disposition: form-data; name="_csrf"\n\n${c.csrf}\n--${plain}--\n`,
+      ),
+    }),
+  ];
+  return rng.pick(shapes)();
+}
+
+/** A multipart shape as a case. */
+export function multipartShapeCase(rng: Rng, c: ConsoleTarget): RestCase {
+  const shape = multipartShape(rng, c);
+  return {
+    kind: "upload",
+    method: "POST",
+    target: "/admin/avatars",
+    headers: [
+      ["cookie", c.cookie],
+      ["origin", c.origin],
+      ["content-type", shape.contentType],
+    ],
+    body: shape.body,
+    secrets: [],
+  };
+}
+
 /** One upload case for `c`. */
 export function uploadCase(rng: Rng, c: ConsoleTarget): RestCase {
+  if (rng.bool(0.3)) return multipartShapeCase(rng, c);
   const boundary = `fuzz${rng.int(0, 1e9)}`;
   const field = (name: string, value: string) =>
     `--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;

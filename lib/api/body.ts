@@ -78,7 +78,33 @@ export async function readBodyBytes(
   max: number,
   timeoutMs: number,
 ): Promise<Uint8Array> {
-  if (!req.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  await readBodyChunks(req, max, timeoutMs, (chunk) => {
+    chunks.push(chunk);
+    total += chunk.byteLength;
+  });
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Hands the body to `sink` chunk by chunk as it arrives, under `readBodyBytes`'s bounds
+ * and errors. An error `sink` throws cancels the body (the rest is never read) and is
+ * thrown on.
+ */
+export async function readBodyChunks(
+  req: Request,
+  max: number,
+  timeoutMs: number,
+  sink: (chunk: Uint8Array) => void,
+): Promise<void> {
+  if (!req.body) return;
   const reader = req.body.getReader();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -86,7 +112,6 @@ export async function readBodyBytes(
   });
   // Awaited only through the race below; it may settle when no race is waiting.
   expired.catch(() => {});
-  const chunks: Uint8Array[] = [];
   let total = 0;
   try {
     while (true) {
@@ -109,7 +134,7 @@ export async function readBodyBytes(
           `Request body is larger than ${max / 1024} KiB`,
         );
       }
-      chunks.push(value);
+      sink(value);
     }
   } catch (err) {
     reader.cancel().catch(() => {});
@@ -117,13 +142,6 @@ export async function readBodyBytes(
   } finally {
     clearTimeout(timer);
   }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
 }
 
 /** The JSON path of an issue: `provider_config.external_engine.url`, `scopes[1]`. */

@@ -150,37 +150,93 @@ function register(deps: AppDeps, close: () => void): () => void {
   return () => set.delete(close);
 }
 
+/**
+ * Who holds a feed, for its caps: the credential that signed in (an API key by its id,
+ * the operator's `ADMIN_API_KEY` as one) and its tenant. Not the console session: a
+ * key that signs in again holds no more feeds than before.
+ */
+export interface FeedHolder {
+  principal: string;
+  tenant: string;
+}
+
 export interface StreamOptions {
   /** Re-checked before every poll; when false the stream says so and ends. */
   stillAllowed: () => Promise<boolean>;
   pollMs?: number;
-  /** The console session the stream is for (its own key; `MAX_STREAMS_PER_CONSOLE`). */
-  owner?: string;
+  /** Whose feed it is (`MAX_FEEDS_PER_KEY`, `MAX_FEEDS_PER_TENANT`); none: uncapped. */
+  holder?: FeedHolder;
 }
 
 /**
- * Live feeds one console session may hold open (a few tabs). Each polls KV every
- * second for as long as it is open: without a bound, one signed-in tenant
- * administrator could open thousands and keep the process polling for them.
+ * Live feeds one credential may hold open on an instance, over all its sign-ins (a few
+ * tabs). Each polls KV every second for as long as it is open: without a bound, one
+ * tenant administrator could open thousands and keep the process polling for them.
  */
-export const MAX_STREAMS_PER_CONSOLE = 8;
+export const MAX_FEEDS_PER_KEY = 8;
+/** Live feeds one tenant's credentials together may hold open on an instance. */
+export const MAX_FEEDS_PER_TENANT = 32;
 
-const streamsByOwner = new WeakMap<AppDeps, Map<string, number>>();
+/** The feed holder of a console session's record. */
+export function feedHolderOf(
+  record: { kind: string; tenant_id: string; key_id?: string },
+): FeedHolder {
+  return {
+    principal: record.kind === "api_key" && record.key_id
+      ? `api_key:${record.key_id}`
+      : `${record.kind}:${record.tenant_id}`,
+    tenant: record.tenant_id,
+  };
+}
 
-/** Counts a stream of `owner`; null when it has `MAX_STREAMS_PER_CONSOLE` open. */
-function takeStream(deps: AppDeps, owner: string): (() => void) | null {
-  let counts = streamsByOwner.get(deps);
-  if (!counts) streamsByOwner.set(deps, counts = new Map());
-  const n = counts.get(owner) ?? 0;
-  if (n >= MAX_STREAMS_PER_CONSOLE) return null;
-  counts.set(owner, n + 1);
+interface FeedCounts {
+  byPrincipal: Map<string, number>;
+  byTenant: Map<string, number>;
+}
+
+const feedCounts = new WeakMap<AppDeps, FeedCounts>();
+
+function bump(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
+}
+
+/**
+ * Counts a feed of `holder`: its release, or why it is refused (the credential or the
+ * tenant already holds its cap).
+ */
+function takeFeed(
+  deps: AppDeps,
+  holder: FeedHolder,
+): { release: () => void } | { refused: string } {
+  let c = feedCounts.get(deps);
+  if (!c) {
+    feedCounts.set(deps, c = { byPrincipal: new Map(), byTenant: new Map() });
+  }
+  const counts = c;
+  if ((counts.byPrincipal.get(holder.principal) ?? 0) >= MAX_FEEDS_PER_KEY) {
+    return {
+      refused:
+        `This API key already holds ${MAX_FEEDS_PER_KEY} live feeds, over all its sign-ins: close a console tab`,
+    };
+  }
+  if ((counts.byTenant.get(holder.tenant) ?? 0) >= MAX_FEEDS_PER_TENANT) {
+    return {
+      refused:
+        `Tenant ${holder.tenant} already holds ${MAX_FEEDS_PER_TENANT} live feeds: close a console tab`,
+    };
+  }
+  bump(counts.byPrincipal, holder.principal, 1);
+  bump(counts.byTenant, holder.tenant, 1);
   let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    const left = (counts.get(owner) ?? 1) - 1;
-    if (left > 0) counts.set(owner, left);
-    else counts.delete(owner);
+  return {
+    release: () => {
+      if (released) return;
+      released = true;
+      bump(counts.byPrincipal, holder.principal, -1);
+      bump(counts.byTenant, holder.tenant, -1);
+    },
   };
 }
 
@@ -197,11 +253,11 @@ export function sessionsStream(
 ): Response {
   const enc = new TextEncoder();
   const pollMs = options.pollMs ?? POLL_MS;
-  const release = options.owner === undefined
-    ? () => {}
-    : takeStream(deps, options.owner);
-  if (!release) {
-    return new Response("Too many live feeds open for this sign-in\n", {
+  const taken = options.holder === undefined
+    ? { release: () => {} }
+    : takeFeed(deps, options.holder);
+  if ("refused" in taken) {
+    return new Response(`${taken.refused}\n`, {
       status: 429,
       headers: {
         "content-type": "text/plain; charset=utf-8",
@@ -209,6 +265,7 @@ export function sessionsStream(
       },
     });
   }
+  const release = taken.release;
   let closed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let unregister = () => {};

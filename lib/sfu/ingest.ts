@@ -4,6 +4,7 @@
  * `admin_key` — unguessable without that key, never stored, and the same on every
  * instance sharing the key (./janus.ts uses them).
  */
+import { localInterfaceAddresses } from "./candidates.ts";
 
 /**
  * The default ingest host: loopback when Janus is on this host (SFU_URL names a
@@ -11,19 +12,11 @@
  */
 export function defaultIngestHost(
   url: string,
-  local: readonly string[] = localAddresses(),
+  local: readonly string[] = localInterfaceAddresses(),
 ): string {
   const host = new URL(url).hostname;
   if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(host)) return "127.0.0.1";
   return host.startsWith("127.") || local.includes(host) ? "127.0.0.1" : host;
-}
-
-function localAddresses(): string[] {
-  try {
-    return Deno.networkInterfaces().map((i) => i.address);
-  } catch {
-    return [];
-  }
 }
 
 async function hmacBytes(key: string, text: string): Promise<Uint8Array> {

@@ -2,14 +2,11 @@
  * Server-sent events for the live sessions table (same filters as the page). The
  * console session is re-checked before every poll: a signed-out or revoked operator's
  * stream ends with `event: signed_out`. A tenant administrator's stream carries its own
- * tenant's sessions only.
+ * tenant's sessions only. Feeds are capped per API key and per tenant (lib/console/live.ts).
  */
-import { sessionsStream } from "../../../lib/console/live.ts";
+import { feedHolderOf, sessionsStream } from "../../../lib/console/live.ts";
 import { requireAdmin, requireSession } from "../../../lib/console/render.tsx";
-import {
-  consoleSessionKey,
-  loadConsoleSession,
-} from "../../../lib/console/session.ts";
+import { loadConsoleSession } from "../../../lib/console/session.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import { parseSessionFilters } from "../../../lib/console/filters.ts";
 import { isOperator } from "../../../lib/auth/principal.ts";
@@ -25,7 +22,7 @@ export const handler = {
     return sessionsStream(ctx.deps, admin, query, {
       stillAllowed: async () =>
         (await loadConsoleSession(ctx.deps, session.id)) !== null,
-      owner: consoleSessionKey(session.id).join("/"),
+      holder: feedHolderOf(session.record),
     });
   },
 };

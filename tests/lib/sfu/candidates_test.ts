@@ -89,6 +89,48 @@ Deno.test("candidateAllowed(): public addresses and mDNS names pass; loopback, p
   assert.equal(candidateAllowed(line("127.0.0.1", 21000), loose), false);
 });
 
+Deno.test("candidateAllowed(): a candidate naming a public address of the SFU host (any interface, any spelling) is dropped, whatever the port", () => {
+  // Janus on this host: ingest on loopback, the host's public addresses on other
+  // interfaces (injected as Deno.networkInterfaces() would list them).
+  const mp = {
+    id: 7,
+    host: "127.0.0.1",
+    videoPort: 21000,
+    audioPort: 21001,
+    srtp: "",
+  };
+  const policy = strictPolicy(mp, [
+    "127.0.0.1",
+    "::1",
+    "10.0.0.4",
+    "81.2.69.160",
+    "2a01:4f8:c17:1a2b::1",
+  ]);
+  for (
+    const own of [
+      "81.2.69.160",
+      "::ffff:81.2.69.160",
+      "::ffff:5102:45a0",
+      "2a01:4f8:c17:1a2b::1",
+      "2a01:04f8:0c17:1a2b:0:0:0:1",
+    ]
+  ) {
+    for (const port of [8088, 50000, 21000]) {
+      assert.equal(
+        candidateAllowed(line(own, port), policy),
+        false,
+        `${own} ${port}`,
+      );
+    }
+  }
+  // Other public addresses still pass; the same rule with private targets allowed.
+  assert.ok(candidateAllowed(line("81.2.69.161"), policy));
+  assert.ok(candidateAllowed(line("2a01:4f8:c17:1a2b::2"), policy));
+  const loose = { ...policy, allowPrivate: true };
+  assert.equal(candidateAllowed(line("81.2.69.160"), loose), false);
+  assert.ok(candidateAllowed(line("10.0.0.4", 50000), loose));
+});
+
 Deno.test("screenAnswerSdp() drops the answer's hostile candidate lines and keeps the rest", () => {
   const sdp = [
     "v=0",

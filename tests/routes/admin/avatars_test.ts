@@ -350,3 +350,60 @@ Deno.test("an upload form of more than MAX_UPLOAD_PARTS fields is refused before
     await app.close();
   }
 });
+
+Deno.test("an upload form whose boundary formData() would read otherwise (escaped quote, past 70 characters) is refused before its body is read", async (t) => {
+  const app = await testApp();
+  try {
+    const c = await signIn(app);
+    for (
+      const [what, header, boundary, cause] of [
+        [
+          "an escaped quote",
+          'multipart/form-data; boundary="a\\"b"',
+          'a"b',
+          /boundary has a character RFC 2046 does not allow/,
+        ],
+        [
+          "71 characters",
+          `multipart/form-data; boundary=${"b".repeat(71)}`,
+          "b".repeat(71),
+          /boundary is longer than 70 characters/,
+        ],
+      ] as const
+    ) {
+      await t.step(what, async () => {
+        // The form formData() would read with that boundary: 150,000 parts.
+        const field = (name: string, value: string) =>
+          `--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+        const body = new TextEncoder().encode(
+          field("_csrf", c.csrf) + field("tenant_id", "acme") +
+            field("name", "Many") + field("consent", "yes") +
+            field("x", "").repeat(150_000) + `--${boundary}--\r\n`,
+        );
+        let pulled = 0;
+        const stream = new ReadableStream<Uint8Array>({
+          pull(ctl) {
+            const at = pulled++ * 65536;
+            if (at >= body.length) ctl.close();
+            else ctl.enqueue(body.slice(at, at + 65536));
+          },
+        }, { highWaterMark: 0 });
+        const res = await app.request("/admin/avatars", {
+          method: "POST",
+          headers: {
+            cookie: c.cookie,
+            origin: ORIGIN,
+            "content-type": header,
+          },
+          body: stream,
+        });
+        assert.equal(res.status, 400);
+        assert.match(await res.text(), cause);
+        assert.equal(pulled, 0, "the body was never read, so never parsed");
+        assert.deepEqual(await stored(app, "acme"), []);
+      });
+    }
+  } finally {
+    await app.close();
+  }
+});

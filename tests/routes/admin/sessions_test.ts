@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import {
-  MAX_STREAMS_PER_CONSOLE,
+  MAX_FEEDS_PER_KEY,
+  MAX_FEEDS_PER_TENANT,
   type SessionsSnapshot,
 } from "../../../lib/console/live.ts";
 import { moveSession } from "../../../lib/sessions.ts";
 import { authJson, TEST_ADMIN_KEY, testApp } from "../../_helpers.ts";
 import {
+  type Console,
   createSessionViaApi,
   get,
   mintViaApi,
@@ -254,32 +256,100 @@ Deno.test("the live stream follows the tenant filter and ends when the operator 
   }
 });
 
-Deno.test("a console sign-in holds at most MAX_STREAMS_PER_CONSOLE live feeds; the next gets 429", async () => {
-  const app = await testApp();
-  const open: SseReader[] = [];
-  try {
-    const c = await signIn(app);
-    for (let i = 0; i < MAX_STREAMS_PER_CONSOLE; i++) {
-      const res = await get(app, c, "/admin/sessions/events");
-      assert.equal(res.status, 200);
+/** Opens one live feed per sign-in in `consoles`; the feeds opened and the refusals. */
+async function openFeeds(
+  app: App,
+  consoles: Console[],
+  open: SseReader[],
+): Promise<string[]> {
+  const refusals: string[] = [];
+  for (const c of consoles) {
+    const res = await get(app, c, "/admin/sessions/events");
+    if (res.status === 200) {
       const sse = new SseReader(res);
       open.push(sse);
       assert.equal((await sse.next())?.event, "sessions");
+      continue;
     }
-    const refused = await get(app, c, "/admin/sessions/events");
-    assert.equal(refused.status, 429);
-    assert.equal(refused.headers.get("retry-after"), "10");
-    await refused.body?.cancel();
-    // Another sign-in has its own feeds.
-    const other = await get(app, await signIn(app), "/admin/sessions/events");
-    assert.equal(other.status, 200);
-    open.push(new SseReader(other));
-    // A feed that closes frees its place.
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get("retry-after"), "10");
+    refusals.push(await res.text());
+  }
+  return refusals;
+}
+
+Deno.test("40 sign-ins with one API key hold at most MAX_FEEDS_PER_KEY live feeds; the rest get 429 naming the key", async () => {
+  const app = await testApp();
+  const open: SseReader[] = [];
+  try {
+    const key = await mintViaApi(app, {
+      tenant_id: "acme",
+      scopes: ["sessions:read", "keys:admin"],
+    });
+    const consoles: Console[] = [];
+    for (let i = 0; i < 40; i++) consoles.push(await signIn(app, key.api_key));
+    const refusals = await openFeeds(app, consoles, open);
+    assert.equal(open.length, MAX_FEEDS_PER_KEY);
+    assert.equal(refusals.length, 40 - MAX_FEEDS_PER_KEY);
+    for (const text of refusals) {
+      assert.match(
+        text,
+        new RegExp(`API key already holds ${MAX_FEEDS_PER_KEY} live feeds`),
+      );
+    }
+    // Another key of the tenant has its own feeds.
+    const other = await mintViaApi(app, {
+      tenant_id: "acme",
+      scopes: ["sessions:read", "keys:admin"],
+    });
+    assert.deepEqual(
+      await openFeeds(app, [await signIn(app, other.api_key)], open),
+      [],
+    );
+    // A feed that closes frees its place for any sign-in of the key.
     await open.shift()!.close();
     await new Promise((r) => setTimeout(r, 50));
-    const again = await get(app, c, "/admin/sessions/events");
-    assert.equal(again.status, 200);
-    open.push(new SseReader(again));
+    assert.deepEqual(await openFeeds(app, [consoles[39]], open), []);
+    assert.equal((await openFeeds(app, [consoles[38]], open)).length, 1);
+  } finally {
+    for (const s of open) await s.close();
+    await app.close();
+  }
+});
+
+Deno.test("a tenant's keys together hold at most MAX_FEEDS_PER_TENANT live feeds; another tenant still gets its own", async () => {
+  const app = await testApp();
+  const open: SseReader[] = [];
+  try {
+    const keys = Math.ceil(MAX_FEEDS_PER_TENANT / MAX_FEEDS_PER_KEY) + 1;
+    const consoles: Console[] = [];
+    for (let k = 0; k < keys; k++) {
+      const key = await mintViaApi(app, {
+        tenant_id: "acme",
+        scopes: ["sessions:read", "keys:admin"],
+      });
+      const c = await signIn(app, key.api_key);
+      for (let i = 0; i < MAX_FEEDS_PER_KEY; i++) consoles.push(c);
+    }
+    const refusals = await openFeeds(app, consoles, open);
+    assert.equal(open.length, MAX_FEEDS_PER_TENANT);
+    assert.equal(refusals.length, consoles.length - MAX_FEEDS_PER_TENANT);
+    for (const text of refusals) {
+      assert.match(
+        text,
+        new RegExp(`Tenant acme already holds ${MAX_FEEDS_PER_TENANT} live`),
+      );
+    }
+    const globex = await mintViaApi(app, {
+      tenant_id: "globex",
+      scopes: ["sessions:read", "keys:admin"],
+    });
+    assert.deepEqual(
+      await openFeeds(app, [await signIn(app, globex.api_key)], open),
+      [],
+    );
+    // The operator (ADMIN_API_KEY) is a holder of its own.
+    assert.deepEqual(await openFeeds(app, [await signIn(app)], open), []);
   } finally {
     for (const s of open) await s.close();
     await app.close();
