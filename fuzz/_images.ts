@@ -36,6 +36,34 @@ export function pngIhdr(side: number, interlace = 0): Uint8Array {
   return pngChunk("IHDR", b);
 }
 
+/** An IHDR chunk of any fields, allowed by PNG or not: `pngIhdr`'s with `over` changed. */
+export function pngIhdrOf(over: {
+  width?: number;
+  height?: number;
+  depth?: number;
+  colour?: number;
+  compression?: number;
+  filter?: number;
+  interlace?: number;
+}): Uint8Array {
+  const f = {
+    width: 8,
+    height: 8,
+    depth: 8,
+    colour: 2,
+    compression: 0,
+    filter: 0,
+    interlace: 0,
+    ...over,
+  };
+  const b = new Uint8Array(13);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, f.width);
+  v.setUint32(4, f.height);
+  b.set([f.depth, f.colour, f.compression, f.filter, f.interlace], 8);
+  return pngChunk("IHDR", b);
+}
+
 /** The signature, `chunks` and IEND, as one PNG file. */
 export function pngOf(...chunks: Uint8Array[]): Uint8Array {
   const all = [

@@ -5,7 +5,7 @@
  */
 import jpeg from "jpeg-js";
 import { convertIndexedToRgb, decode as decodePng } from "fast-png";
-import { guardPng } from "./png_guard.ts";
+import { guardPng, readPngHeader } from "./png_guard.ts";
 import { readJpegLayout } from "./jpeg_layout.ts";
 import { PhotoRefusal } from "./refusal.ts";
 
@@ -139,20 +139,8 @@ function decodePngRgb(bytes: Uint8Array): RgbImage {
 }
 
 function pngHeader(bytes: Uint8Array): PhotoHeader {
-  // Signature, then IHDR first: length (4), "IHDR", width (4), height (4).
-  if (
-    bytes.length < 24 ||
-    String.fromCharCode(...bytes.subarray(12, 16)) !== "IHDR"
-  ) {
-    throw new PhotoRefusal("corrupted image");
-  }
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return {
-    format: "png",
-    width: view.getUint32(16),
-    height: view.getUint32(20),
-    orientation: 1,
-  };
+  const { width, height } = readPngHeader(bytes);
+  return { format: "png", width, height, orientation: 1 };
 }
 
 /** Turns the stored pixels upright for EXIF orientation `o` (1…8). */

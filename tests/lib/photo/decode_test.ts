@@ -10,7 +10,7 @@ import {
 import { fixture, fixtureBytes, refusedSync } from "./_helpers.ts";
 import { progressiveJpeg } from "../../../fuzz/_images.ts";
 
-/** A PNG signature and IHDR claiming `width`×`height`, with no pixel data after it. */
+/** A PNG signature and IHDR (8-bit RGB) claiming `width`×`height`, no pixel data after it. */
 function pngHeaderOnly(width: number, height: number): Uint8Array {
   const b = new Uint8Array(33);
   b.set([
@@ -34,6 +34,7 @@ function pngHeaderOnly(width: number, height: number): Uint8Array {
   const v = new DataView(b.buffer);
   v.setUint32(16, width);
   v.setUint32(20, height);
+  b.set([8, 2], 24); // bit depth, colour type
   return b;
 }
 
