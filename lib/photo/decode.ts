@@ -112,6 +112,10 @@ function decodePngRgb(bytes: Uint8Array): RgbImage {
     data = convertIndexedToRgb(png);
     channels = data.length / (width * height); // 3, or 4 with a tRNS chunk
   }
+  // fast-png leaves 1-, 2- and 4-bit grey packed, as many samples a byte.
+  if (!png.palette && png.depth < 8) {
+    data = unpackGrey(data, width, height, png.depth);
+  }
   const shift = png.depth === 16 && !png.palette ? 8 : 0;
   const n = width * height;
   if (data.length < n * channels) throw new PhotoRefusal("corrupted image");
@@ -136,6 +140,30 @@ function decodePngRgb(bytes: Uint8Array): RgbImage {
     rgb[i * 3 + 2] = b;
   }
   return { width, height, data: rgb };
+}
+
+/** 1-, 2- or 4-bit grey samples (each row padded to a byte) as 8-bit ones. */
+function unpackGrey(
+  packed: ArrayLike<number>,
+  width: number,
+  height: number,
+  depth: number,
+): Uint8Array {
+  const stride = Math.ceil((width * depth) / 8);
+  if (packed.length < stride * height) {
+    throw new PhotoRefusal("corrupted image");
+  }
+  const max = (1 << depth) - 1;
+  const out = new Uint8Array(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const bit = x * depth;
+      const byte = packed[y * stride + (bit >> 3)];
+      const v = (byte >> (8 - depth - (bit & 7))) & max;
+      out[y * width + x] = Math.round((v * 255) / max);
+    }
+  }
+  return out;
 }
 
 function pngHeader(bytes: Uint8Array): PhotoHeader {
