@@ -36,6 +36,34 @@ export function pngIhdr(side: number, interlace = 0): Uint8Array {
   return pngChunk("IHDR", b);
 }
 
+/** An IHDR chunk of any fields, allowed by PNG or not: `pngIhdr`'s with `over` changed. */
+export function pngIhdrOf(over: {
+  width?: number;
+  height?: number;
+  depth?: number;
+  colour?: number;
+  compression?: number;
+  filter?: number;
+  interlace?: number;
+}): Uint8Array {
+  const f = {
+    width: 8,
+    height: 8,
+    depth: 8,
+    colour: 2,
+    compression: 0,
+    filter: 0,
+    interlace: 0,
+    ...over,
+  };
+  const b = new Uint8Array(13);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, f.width);
+  v.setUint32(4, f.height);
+  b.set([f.depth, f.colour, f.compression, f.filter, f.interlace], 8);
+  return pngChunk("IHDR", b);
+}
+
 /** The signature, `chunks` and IEND, as one PNG file. */
 export function pngOf(...chunks: Uint8Array[]): Uint8Array {
   const all = [
@@ -95,4 +123,54 @@ export function progressiveJpeg(side: number, acScans: number): Uint8Array {
   }
   out.push(0xff, 0xd9);
   return new Uint8Array(out);
+}
+
+/**
+ * `progressiveJpeg(side, acScans)` with its DQT declaring 3 bytes: jpeg-js still reads
+ * the 64-byte table, whose first two bytes are `FF D9`, a false end of image to a walk
+ * that skips segments by their declared length (issue 29).
+ */
+export function hiddenScansJpeg(side: number, acScans: number): Uint8Array {
+  const real = progressiveJpeg(side, acScans);
+  // SOI (2), DQT (FF DB 00 43 00 and 64 table bytes), SOF2 (13), the rest. The frame
+  // goes first: a header read that stops at the false end has its size by then.
+  const dqt = [0xff, 0xdb, 0, 3, 0, 0xff, 0xd9, ...new Array(62).fill(1)];
+  return concat([
+    real.subarray(0, 2),
+    real.subarray(71, 84),
+    new Uint8Array(dqt),
+    real.subarray(84),
+  ]);
+}
+
+/**
+ * `progressiveJpeg(side, acScans)` with a comment ending in 0xFF after its frame header
+ * and the 0xFF of the next marker dropped: jpeg-js takes the comment's last byte as the
+ * marker's (an encoder "ate" it), a walk that wants 0xFF there stops counting.
+ */
+export function eatenMarkerJpeg(side: number, acScans: number): Uint8Array {
+  const real = progressiveJpeg(side, acScans);
+  // SOI (2), DQT (69), SOF2 (13), then the first DHT's FF C4.
+  const com = new Uint8Array([0xff, 0xfe, 0, 3, 0xff]);
+  return concat([real.subarray(0, 84), com, real.subarray(85)]);
+}
+
+/**
+ * A JPEG segment of `marker` declaring `length` bytes (its fields may say otherwise),
+ * put after SOI in `jpeg`.
+ */
+export function withJpegSegment(
+  jpeg: Uint8Array,
+  marker: number,
+  length: number,
+  body: number[],
+): Uint8Array {
+  const seg = new Uint8Array([
+    0xff,
+    marker,
+    length >> 8,
+    length & 255,
+    ...body,
+  ]);
+  return concat([jpeg.subarray(0, 2), seg, jpeg.subarray(2)]);
 }

@@ -5,7 +5,8 @@
  */
 import jpeg from "jpeg-js";
 import { convertIndexedToRgb, decode as decodePng } from "fast-png";
-import { guardPng } from "./png_guard.ts";
+import { guardPng, readPngHeader } from "./png_guard.ts";
+import { readJpegLayout } from "./jpeg_layout.ts";
 import { PhotoRefusal } from "./refusal.ts";
 
 /** Largest accepted upload, in bytes. */
@@ -51,10 +52,12 @@ export function readPhotoHeader(bytes: Uint8Array): PhotoHeader {
     bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 &&
     bytes[2] === 0xff
   ) {
-    header = jpegHeader(bytes);
-    if (jpegScans(bytes) > MAX_JPEG_SCANS) {
+    const layout = readJpegLayout(bytes, MAX_JPEG_SCANS);
+    if (layout.scans > MAX_JPEG_SCANS) {
       throw new PhotoRefusal("corrupted image");
     }
+    const { width, height, orientation } = layout;
+    header = { format: "jpeg", width, height, orientation };
   } else if (PNG_MAGIC.every((b, i) => bytes[i] === b)) {
     header = pngHeader(bytes);
   } else {
@@ -109,6 +112,10 @@ function decodePngRgb(bytes: Uint8Array): RgbImage {
     data = convertIndexedToRgb(png);
     channels = data.length / (width * height); // 3, or 4 with a tRNS chunk
   }
+  // fast-png leaves 1-, 2- and 4-bit grey packed, as many samples a byte.
+  if (!png.palette && png.depth < 8) {
+    data = unpackGrey(data, width, height, png.depth);
+  }
   const shift = png.depth === 16 && !png.palette ? 8 : 0;
   const n = width * height;
   if (data.length < n * channels) throw new PhotoRefusal("corrupted image");
@@ -135,123 +142,33 @@ function decodePngRgb(bytes: Uint8Array): RgbImage {
   return { width, height, data: rgb };
 }
 
-function pngHeader(bytes: Uint8Array): PhotoHeader {
-  // Signature, then IHDR first: length (4), "IHDR", width (4), height (4).
-  if (
-    bytes.length < 24 ||
-    String.fromCharCode(...bytes.subarray(12, 16)) !== "IHDR"
-  ) {
+/** 1-, 2- or 4-bit grey samples (each row padded to a byte) as 8-bit ones. */
+function unpackGrey(
+  packed: ArrayLike<number>,
+  width: number,
+  height: number,
+  depth: number,
+): Uint8Array {
+  const stride = Math.ceil((width * depth) / 8);
+  if (packed.length < stride * height) {
     throw new PhotoRefusal("corrupted image");
   }
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return {
-    format: "png",
-    width: view.getUint32(16),
-    height: view.getUint32(20),
-    orientation: 1,
-  };
-}
-
-/** Start-of-frame markers: every SOFn but DHT (C4), JPG (C8) and DAC (CC). */
-function isSof(marker: number): boolean {
-  return marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 &&
-    marker !== 0xc8 &&
-    marker !== 0xcc;
-}
-
-function jpegHeader(bytes: Uint8Array): PhotoHeader {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let orientation = 1;
-  let pos = 2;
-  while (pos + 4 <= bytes.length) {
-    if (bytes[pos] !== 0xff) throw new PhotoRefusal("corrupted image");
-    const marker = bytes[pos + 1];
-    if (marker === 0xff) {
-      pos++; // fill byte
-      continue;
-    }
-    if (marker === 0xd9 || marker === 0xda) break; // end of image, start of scan
-    const length = view.getUint16(pos + 2);
-    if (length < 2 || pos + 2 + length > bytes.length) break;
-    const body = pos + 4;
-    if (marker === 0xe1) {
-      orientation = exifOrientation(bytes, body, length - 2) ?? orientation;
-    }
-    if (isSof(marker)) {
-      if (length < 7) break;
-      return {
-        format: "jpeg",
-        height: view.getUint16(body + 1),
-        width: view.getUint16(body + 3),
-        orientation,
-      };
-    }
-    pos += 2 + length;
-  }
-  throw new PhotoRefusal("corrupted image");
-}
-
-/**
- * How many scans (SOS markers) the JPEG has, counting to one past `MAX_JPEG_SCANS`:
- * segments are skipped by their length, a scan's entropy-coded data to its next marker
- * (its 0xFF bytes are stuffed with 0x00; RSTn and fill bytes are not markers).
- */
-function jpegScans(bytes: Uint8Array): number {
-  let scans = 0;
-  let pos = 2;
-  while (pos + 1 < bytes.length && scans <= MAX_JPEG_SCANS) {
-    if (bytes[pos] !== 0xff) return scans; // damaged: the decoder refuses it
-    const marker = bytes[pos + 1];
-    if (marker === 0xff) {
-      pos++;
-      continue;
-    }
-    if (marker === 0xd9 || pos + 4 > bytes.length) return scans;
-    pos += 2 + ((bytes[pos + 2] << 8) | bytes[pos + 3]);
-    if (marker !== 0xda) continue;
-    scans++;
-    while (pos + 1 < bytes.length) {
-      const next = bytes[pos + 1];
-      if (
-        bytes[pos] === 0xff && next !== 0 && next !== 0xff &&
-        (next < 0xd0 || next > 0xd7)
-      ) break;
-      pos++;
+  const max = (1 << depth) - 1;
+  const out = new Uint8Array(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const bit = x * depth;
+      const byte = packed[y * stride + (bit >> 3)];
+      const v = (byte >> (8 - depth - (bit & 7))) & max;
+      out[y * width + x] = Math.round((v * 255) / max);
     }
   }
-  return scans;
+  return out;
 }
 
-/** The orientation tag (0x0112) of an APP1 Exif segment, when it holds one. */
-function exifOrientation(
-  bytes: Uint8Array,
-  start: number,
-  length: number,
-): number | undefined {
-  if (
-    length < 14 ||
-    String.fromCharCode(...bytes.subarray(start, start + 6)) !== "Exif\0\0"
-  ) {
-    return undefined;
-  }
-  const tiff = start + 6;
-  const end = start + length;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const order = String.fromCharCode(bytes[tiff], bytes[tiff + 1]);
-  if (order !== "II" && order !== "MM") return undefined;
-  const little = order === "II";
-  const ifd = tiff + view.getUint32(tiff + 4, little);
-  if (ifd + 2 > end) return undefined;
-  const count = view.getUint16(ifd, little);
-  for (let i = 0; i < count; i++) {
-    const entry = ifd + 2 + i * 12;
-    if (entry + 12 > end) return undefined;
-    if (view.getUint16(entry, little) === 0x0112) {
-      const value = view.getUint16(entry + 8, little);
-      return value >= 1 && value <= 8 ? value : undefined;
-    }
-  }
-  return undefined;
+function pngHeader(bytes: Uint8Array): PhotoHeader {
+  const { width, height } = readPngHeader(bytes);
+  return { format: "png", width, height, orientation: 1 };
 }
 
 /** Turns the stored pixels upright for EXIF orientation `o` (1…8). */

@@ -20,6 +20,6 @@ export {
   readPhotoAvatar,
   removePhotoAvatar,
 } from "./store.ts";
-export { photoPreview } from "./preview.ts";
+export { type PhotoPreview, photoPreview } from "./preview.ts";
 export { loadPhotoAvatar } from "./cache.ts";
 export type { PhotoAvatar } from "../render/photo/types.ts";

@@ -2,16 +2,37 @@
  * A PNG's chunks checked and trimmed before fast-png decodes them. fast-png inflates
  * every IDAT (and an iCCP profile) without bound and keeps whatever comes out: a
  * 500-KiB file of deflated zeros declaring 64×64 pixels took 1.6 GiB, and 8 MiB of it
- * would take the process down. Here the image data is inflated once with its size
- * bounded by what the header's pixels need; a second IHDR, a palette of more than 256
+ * would take the process down. Here the header is checked against the PNG spec first
+ * (a bit depth of 255 once sized the bound at 2.14 GB for 4096×4096 and took the
+ * process past 2.3 GiB), then the image data is inflated once and must come out at
+ * exactly the size the header's pixels need; a second IHDR, a palette of more than 256
  * entries and more than `MAX_PNG_CHUNKS` chunks are refused; and fast-png gets only the
  * chunks a picture needs: IHDR, PLTE, tRNS, the image data joined into one IDAT, IEND.
  */
 import { crc32, inflateSync } from "node:zlib";
 import { PhotoRefusal } from "./refusal.ts";
 
-/** Samples per pixel of each PNG colour type. */
-const CHANNELS: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
+/** Samples per pixel of each PNG colour type, and the bit depths it allows (PNG §11.2.2). */
+const COLOUR_TYPES: Record<number, { channels: number; depths: number[] }> = {
+  0: { channels: 1, depths: [1, 2, 4, 8, 16] }, // greyscale
+  2: { channels: 3, depths: [8, 16] }, // truecolour
+  3: { channels: 1, depths: [1, 2, 4, 8] }, // indexed
+  4: { channels: 2, depths: [8, 16] }, // greyscale with alpha
+  6: { channels: 4, depths: [8, 16] }, // truecolour with alpha
+};
+/** Largest width or height PNG allows: 2³¹ − 1. */
+const PNG_SIDE_MAX = 0x7fffffff;
+
+/** A PNG's header as the spec allows it. */
+export interface PngHeader {
+  width: number;
+  height: number;
+  bitDepth: number;
+  colourType: number;
+  interlaced: boolean;
+  /** Bits per pixel: samples per pixel × bit depth. */
+  bitsPerPixel: number;
+}
 /** Adam7's passes: x start, y start, x step, y step. */
 export const ADAM7 = [
   [0, 0, 8, 8],
@@ -35,6 +56,38 @@ function corrupted(): never {
   throw new PhotoRefusal("corrupted image");
 }
 
+/**
+ * The IHDR chunk of the PNG `bytes` (signature checked by the caller), which must come
+ * first: 13 bytes, sides of 1 to 2³¹ − 1, a colour type and bit depth that PNG allows
+ * together, compression and filter method 0, interlace 0 or 1. Throws `PhotoRefusal`.
+ */
+export function readPngHeader(bytes: Uint8Array): PngHeader {
+  // Signature (8), length (4), "IHDR", 13 bytes of fields, CRC (4).
+  if (bytes.length < 33) corrupted();
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const type = String.fromCharCode(...bytes.subarray(12, 16));
+  if (view.getUint32(8) !== 13 || type !== "IHDR") corrupted();
+  const width = view.getUint32(16), height = view.getUint32(20);
+  const [bitDepth, colourType, compression, filter, interlace] = bytes
+    .subarray(24, 29);
+  const colour = COLOUR_TYPES[colourType];
+  if (
+    width < 1 || height < 1 || width > PNG_SIDE_MAX || height > PNG_SIDE_MAX ||
+    !colour?.depths.includes(bitDepth) || compression !== 0 || filter !== 0 ||
+    interlace > 1
+  ) {
+    corrupted();
+  }
+  return {
+    width,
+    height,
+    bitDepth,
+    colourType,
+    interlaced: interlace === 1,
+    bitsPerPixel: colour.channels * bitDepth,
+  };
+}
+
 /** Bytes the image data inflates to for this header (a filter byte per row). */
 export function pngDataBytes(
   width: number,
@@ -56,14 +109,20 @@ export function pngDataBytes(
 }
 
 /**
- * The PNG as fast-png may decode it: one IHDR, first; image data that inflates to no
- * more than its pixels need; only the chunks of `KEPT`. Throws `PhotoRefusal`.
+ * The PNG as fast-png may decode it: one valid IHDR, first; image data that inflates to
+ * exactly what its pixels need; only the chunks of `KEPT`. Throws `PhotoRefusal`.
  */
 export function guardPng(bytes: Uint8Array): Uint8Array {
+  const header = readPngHeader(bytes);
+  const expected = pngDataBytes(
+    header.width,
+    header.height,
+    header.bitsPerPixel,
+    header.interlaced,
+  );
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const kept: Uint8Array[] = [bytes.subarray(0, 8)];
   const idat: Uint8Array[] = [];
-  let expected = -1;
   let pos = 8;
   let ended = false;
   for (let chunks = 0; !ended; chunks++) {
@@ -73,18 +132,7 @@ export function guardPng(bytes: Uint8Array): Uint8Array {
     if (end > bytes.length) corrupted();
     const type = String.fromCharCode(...bytes.subarray(pos + 4, pos + 8));
     const data = bytes.subarray(pos + 8, pos + 8 + length);
-    if ((type === "IHDR") !== (expected < 0)) corrupted(); // first, and only once
-    if (type === "IHDR") {
-      if (length !== 13) corrupted();
-      const channels = CHANNELS[data[9]];
-      if (channels === undefined) corrupted();
-      expected = pngDataBytes(
-        view.getUint32(pos + 8),
-        view.getUint32(pos + 12),
-        channels * data[8],
-        data[12] === 1,
-      );
-    }
+    if ((type === "IHDR") !== (pos === 8)) corrupted(); // first, and only once
     // A palette has at most 256 entries (fast-png keeps each as an array of three).
     if (type === "PLTE" && (length > 768 || length % 3 !== 0)) corrupted();
     if (type === "tRNS" && length > 256) corrupted();
@@ -102,11 +150,13 @@ export function guardPng(bytes: Uint8Array): Uint8Array {
     pos = end;
   }
   const all = join(idat);
+  let inflated: number;
   try {
-    inflateSync(all, { maxOutputLength: Math.max(1, expected) });
+    inflated = inflateSync(all, { maxOutputLength: expected }).length;
   } catch {
     corrupted(); // more data than the pixels need, or not a zlib stream
   }
+  if (inflated !== expected) corrupted(); // fewer rows than the header says
   return join([...kept, chunk("IDAT", all), chunk("IEND", new Uint8Array())]);
 }
 

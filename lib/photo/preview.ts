@@ -2,7 +2,8 @@
 import { encode as encodePng } from "fast-png";
 import { administers, type Administrator } from "../auth/principal.ts";
 import type { PhotoAvatar } from "../render/photo/types.ts";
-import { readPhotoAvatar } from "./store.ts";
+import { previewCacheOf } from "./preview_cache.ts";
+import { getPhotoManifest, readPhotoAvatar } from "./store.ts";
 
 /** The avatar's 512×512 crop (`i420`) as RGB, inverting lib/render/raster.ts's `toYuv`. */
 export function i420ToRgb(
@@ -30,19 +31,50 @@ export function i420ToRgb(
   return rgb;
 }
 
+/** A preview as the console serves it. */
+export interface PhotoPreview {
+  /** Strong validator: the stored avatar's SHA-256, quoted. */
+  etag: string;
+  /** The PNG; null when `ifNoneMatch` named this `etag` (the caller's copy is current). */
+  png: Uint8Array | null;
+}
+
 /**
  * `tenantId`'s avatar `avatarId` as a PNG, as `by` may see it: null when there is none,
- * or it is another tenant's for a tenant administrator.
+ * or it is another tenant's for a tenant administrator. Built once per KV handle
+ * (lib/photo/preview_cache.ts); each call reads the manifest, so a removed avatar is
+ * not found, and answers without the PNG when `ifNoneMatch` holds its ETag.
  */
 export async function photoPreview(
   kv: Deno.Kv,
   by: Administrator,
   tenantId: string,
   avatarId: string,
-): Promise<Uint8Array | null> {
+  ifNoneMatch: string | null = null,
+): Promise<PhotoPreview | null> {
   if (!administers(by, tenantId)) return null;
-  const avatar = await readPhotoAvatar(kv, tenantId, avatarId);
-  return avatar ? photoPreviewPng(avatar) : null;
+  const cache = previewCacheOf(kv);
+  const manifest = await getPhotoManifest(kv, tenantId, avatarId);
+  if (!manifest) {
+    cache.forget(tenantId, avatarId); // removed on another instance
+    return null;
+  }
+  const etag = `"${manifest.sha256}"`;
+  if (matches(ifNoneMatch, etag)) return { etag, png: null };
+  const png = await cache.get(tenantId, avatarId, etag, async () => {
+    const avatar = await readPhotoAvatar(kv, tenantId, avatarId);
+    return avatar ? photoPreviewPng(avatar) : null;
+  });
+  return png ? { etag, png } : null;
+}
+
+/** Whether an `If-None-Match` value names `etag` (or is `*`). */
+function matches(header: string | null, etag: string): boolean {
+  if (!header) return false;
+  return header.split(",").some((t) => {
+    const tag = t.trim().replace(/^W\//, "");
+    return tag === "*" || tag === etag;
+  });
 }
 
 /** The avatar's crop as a PNG image. */

@@ -13,6 +13,7 @@ import { kvTry } from "../kv/store.ts";
 import type { PhotoAvatar } from "../render/photo/types.ts";
 import { packPhoto, unpackPhoto } from "./blob.ts";
 import { preparePhoto } from "./worker.ts";
+import { previewCacheOf } from "./preview_cache.ts";
 import { PhotoRefusal } from "./refusal.ts";
 
 /** A photo avatar's id: `ph_` + a ULID. */
@@ -209,7 +210,8 @@ export async function administeredPhotoManifest(
 /**
  * Removes `tenantId`'s avatar `avatarId` on behalf of `by`: the manifest, every chunk and
  * one from the count, in one commit. False when there is none (or it is another
- * tenant's, for a tenant administrator). Sessions already holding it keep rendering it.
+ * tenant's, for a tenant administrator). Sessions already holding it keep rendering it;
+ * this instance's preview of it is forgotten (others find its manifest gone).
  */
 export async function removePhotoAvatar(
   kv: Deno.Kv,
@@ -235,7 +237,10 @@ export async function removePhotoAvatar(
     for (let i = 0; i < manifest.value.chunks; i++) {
       op.delete(photoChunkKey(tenantId, avatarId, i));
     }
-    if ((await kvTry(op.commit())).ok) return true;
+    if ((await kvTry(op.commit())).ok) {
+      previewCacheOf(kv).forget(tenantId, avatarId);
+      return true;
+    }
   }
   throw new ApiError(
     "AVTR_SESSION_STATE_UNAVAILABLE",

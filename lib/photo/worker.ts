@@ -2,7 +2,8 @@
  * Photo preparation off the event loop: `preparePhoto` sends each portrait to the
  * process's one preparation worker (lib/photo/prepare_worker.ts), started on first use and
  * kept warm (its models load once). The queue stays here: one photo at a time,
- * `PHOTO_QUEUE_MAX` waiting, then "busy". A worker that dies (out of memory on a hostile
+ * `PHOTO_QUEUE_MAX` waiting, at most `PHOTO_TENANT_SHARE` of one tenant's, then "busy";
+ * waiting tenants take turns. A worker that dies (out of memory on a hostile
  * image, say) or takes longer than `PHOTO_PREPARE_TIMEOUT_MS` refuses that photo and is
  * replaced for the next one. Where no Worker can be
  * started, photos are prepared in-process, with one warning.
@@ -16,6 +17,13 @@ import { PhotoRefusal, type PhotoRefusalCause } from "./refusal.ts";
 
 /** Photos waiting while one is prepared; one more is refused as busy. */
 export const PHOTO_QUEUE_MAX = 4;
+
+/**
+ * Photos one tenant may have in the queue, prepared and waiting together; one more is
+ * refused as busy. One tenant's uploads cannot fill the queue: five of them once kept
+ * every other tenant's photo out for over two minutes.
+ */
+export const PHOTO_TENANT_SHARE = 2;
 
 /** Longest a photo may take in the worker before it is ended and the photo refused. */
 export const PHOTO_PREPARE_TIMEOUT_MS = 60_000;
@@ -129,26 +137,62 @@ async function prepareOne(
 }
 
 let active = false;
-const waiting: Array<() => void> = [];
+/** Each tenant's photos in the queue, being prepared or waiting. */
+const held = new Map<string, number>();
+/** Each tenant's waiting photos, tenants in turn order (the next served first). */
+const waiting = new Map<string, Array<() => void>>();
+let waitingCount = 0;
+
+const busy = () => new PhotoRefusal("busy preparing other photos, try again");
+
+/** Hands the slot to the next tenant in turn, `from` (just served) going last, or frees it. */
+function passSlot(from: string): void {
+  const own = waiting.get(from);
+  if (own) {
+    waiting.delete(from);
+    waiting.set(from, own);
+  }
+  const next = waiting.entries().next();
+  if (next.done) {
+    active = false;
+    return;
+  }
+  const [tenantId, queue] = next.value;
+  const resolve = queue.shift()!;
+  if (queue.length === 0) waiting.delete(tenantId);
+  waitingCount--;
+  resolve();
+}
 
 /**
- * Runs `fn` in the process's one photo slot, one at a time; refuses with "busy…" when
- * `PHOTO_QUEUE_MAX` photos already wait.
+ * Runs `fn` for `tenantId` in the process's one photo slot, one photo at a time, the
+ * waiting tenants taking turns; refuses with "busy…" when `PHOTO_QUEUE_MAX` photos
+ * already wait, or `tenantId` already has `PHOTO_TENANT_SHARE` in the queue.
  */
-export async function withPhotoSlot<T>(fn: () => Promise<T>): Promise<T> {
-  if (active) {
-    if (waiting.length >= PHOTO_QUEUE_MAX) {
-      throw new PhotoRefusal("busy preparing other photos, try again");
-    }
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  }
-  active = true;
+export async function withPhotoSlot<T>(
+  tenantId: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const mine = held.get(tenantId) ?? 0;
+  if (mine >= PHOTO_TENANT_SHARE) throw busy();
+  if (active && waitingCount >= PHOTO_QUEUE_MAX) throw busy();
+  held.set(tenantId, mine + 1);
   try {
+    if (active) {
+      await new Promise<void>((resolve) => {
+        const queue = waiting.get(tenantId);
+        if (queue) queue.push(resolve);
+        else waiting.set(tenantId, [resolve]);
+        waitingCount++;
+      });
+    }
+    active = true;
     return await fn();
   } finally {
-    const next = waiting.shift();
-    if (next) next();
-    else active = false;
+    const left = held.get(tenantId)! - 1;
+    if (left > 0) held.set(tenantId, left);
+    else held.delete(tenantId);
+    passSlot(tenantId);
   }
 }
 
@@ -156,14 +200,15 @@ export async function withPhotoSlot<T>(fn: () => Promise<T>): Promise<T> {
  * Decodes, checks and prepares a portrait in the preparation worker; rejects with
  * `PhotoRefusal` naming the cause (the queue's "busy" included, and "photo could not be
  * prepared" when the worker died on it). The header's limits are checked at once; the
- * rest, which takes a whole photo's memory and CPU, waits for the process's one slot.
+ * rest, which takes a whole photo's memory and CPU, waits for the process's one slot,
+ * in its tenant's turn.
  */
 export async function preparePhoto(
   bytes: Uint8Array,
   meta: PhotoMeta,
 ): Promise<PhotoAvatar> {
   readPhotoHeader(bytes);
-  return await withPhotoSlot(() => prepareOne(bytes, meta));
+  return await withPhotoSlot(meta.tenantId, () => prepareOne(bytes, meta));
 }
 
 /** Ends the preparation worker (the app's close); a later photo starts a new one. */

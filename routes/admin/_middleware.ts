@@ -177,6 +177,8 @@ function renderFailure(ctx: Ctx, err: unknown): Response {
 
 function withSecurityHeaders(res: Response, microphone: boolean): Response {
   const extra = securityHeaders({ microphone });
+  // A route that chose its caching (the avatar preview's revalidated ETag) keeps it.
+  if (res.headers.has("cache-control")) extra.delete("cache-control");
   try {
     for (const [k, v] of extra) res.headers.set(k, v);
     return res;

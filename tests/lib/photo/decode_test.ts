@@ -8,9 +8,15 @@ import {
   readPhotoHeader,
 } from "../../../lib/photo/decode.ts";
 import { fixture, fixtureBytes, refusedSync } from "./_helpers.ts";
-import { progressiveJpeg } from "../../../fuzz/_images.ts";
+import { deflateSync } from "node:zlib";
+import {
+  pngChunk,
+  pngIhdrOf,
+  pngOf,
+  progressiveJpeg,
+} from "../../../fuzz/_images.ts";
 
-/** A PNG signature and IHDR claiming `width`×`height`, with no pixel data after it. */
+/** A PNG signature and IHDR (8-bit RGB) claiming `width`×`height`, no pixel data after it. */
 function pngHeaderOnly(width: number, height: number): Uint8Array {
   const b = new Uint8Array(33);
   b.set([
@@ -34,6 +40,7 @@ function pngHeaderOnly(width: number, height: number): Uint8Array {
   const v = new DataView(b.buffer);
   v.setUint32(16, width);
   v.setUint32(20, height);
+  b.set([8, 2], 24); // bit depth, colour type
   return b;
 }
 
@@ -198,7 +205,7 @@ Deno.test("decodePhoto() turns a JPEG upright by its EXIF orientation", async (t
   }
 });
 
-Deno.test("decodePhoto() reads PNGs with alpha over white, 16-bit grey and palettes", async (t) => {
+Deno.test("decodePhoto() reads PNGs with alpha over white, 16-bit and 1- to 4-bit grey and palettes", async (t) => {
   await t.step("RGBA: transparent is white, opaque keeps its colour", () => {
     const data = new Uint8Array([255, 0, 0, 0, 0, 0, 255, 255]);
     const out = decodePhoto(
@@ -225,6 +232,25 @@ Deno.test("decodePhoto() reads PNGs with alpha over white, 16-bit grey and palet
       }),
     );
     assert.deepEqual([...out.data], [40, 50, 60, 10, 20, 30]);
+  });
+  await t.step("1-, 2- and 4-bit grey (packed samples)", () => {
+    const cases: Array<[number, number[], number[]]> = [
+      [1, [0b10110000], [255, 0, 255, 255]],
+      [2, [0b00011011], [0, 85, 170, 255]],
+      [4, [0x0f, 0x80], [0, 255, 136, 0]],
+    ];
+    for (const [depth, row, grey] of cases) {
+      const bytes = pngOf(
+        pngIhdrOf({ width: 4, height: 1, depth, colour: 0 }),
+        pngChunk("IDAT", deflateSync(new Uint8Array([0, ...row]))),
+      );
+      const out = decodePhoto(bytes);
+      assert.deepEqual(
+        [...out.data],
+        grey.flatMap((g) => [g, g, g]),
+        `${depth} bit`,
+      );
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { deflateSync } from "node:zlib";
 import { encode as encodePng } from "fast-png";
-import { decodePhoto } from "../../../lib/photo/decode.ts";
+import { decodePhoto, readPhotoHeader } from "../../../lib/photo/decode.ts";
 import {
   ADAM7,
   guardPng,
@@ -12,6 +12,7 @@ import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
 import {
   pngChunk as chunk,
   pngIhdr as ihdr,
+  pngIhdrOf as ihdrOf,
   pngOf as png,
 } from "../../../fuzz/_images.ts";
 import { refusedSync } from "./_helpers.ts";
@@ -146,4 +147,77 @@ Deno.test("decodePhoto() refuses more than MAX_PNG_CHUNKS chunks and reads image
   assert.equal(refusedSync(() => decodePhoto(many)), "corrupted image");
   assert.ok(performance.now() - t < 1_000);
   assert.ok(MAX_PNG_CHUNKS < 100_000);
+});
+
+Deno.test("readPhotoHeader() refuses an IHDR that PNG does not allow before sizing anything (the bit-depth bomb)", async (t) => {
+  // Bit depth 255 of RGBA at 4096×4096 once bounded the image data at 2.14 GB: 64 MiB
+  // of deflated zeros passed the bound, and 2 MiB of them took 2.3 GiB.
+  const bomb = png(
+    ihdrOf({ width: 4096, height: 4096, depth: 255, colour: 6 }),
+    chunk("IDAT", deflateSync(new Uint8Array(64 << 20), { level: 9 })),
+  );
+  await t.step("the bomb, refused with no more than a header's memory", () => {
+    assert.equal(refusedSync(() => readPhotoHeader(bomb)), "corrupted image");
+    const before = Deno.memoryUsage().rss;
+    assert.equal(refusedSync(() => decodePhoto(bomb)), "corrupted image");
+    assert.equal(refusedSync(() => guardPng(bomb)), "corrupted image");
+    const grew = (Deno.memoryUsage().rss - before) / 2 ** 20;
+    assert.ok(grew < 32, `RSS grew by ${grew.toFixed(0)} MiB`);
+  });
+  const refused: Array<[string, Parameters<typeof ihdrOf>[0]]> = [
+    ["greyscale of bit depth 3", { colour: 0, depth: 3 }],
+    ["truecolour of bit depth 4", { colour: 2, depth: 4 }],
+    ["indexed of bit depth 16", { colour: 3, depth: 16 }],
+    ["greyscale with alpha of bit depth 1", { colour: 4, depth: 1 }],
+    ["RGBA of bit depth 32", { colour: 6, depth: 32 }],
+    ["colour type 1", { colour: 1, depth: 8 }],
+    ["colour type 7", { colour: 7, depth: 8 }],
+    ["compression method 1", { compression: 1 }],
+    ["filter method 1", { filter: 1 }],
+    ["interlace method 2", { interlace: 2 }],
+    ["width 0", { width: 0 }],
+    ["height 2³¹", { height: 2 ** 31 }],
+  ];
+  for (const [name, fields] of refused) {
+    await t.step(name, () => {
+      const rows = deflateSync(new Uint8Array(8 * 25));
+      const bytes = png(ihdrOf(fields), chunk("IDAT", rows));
+      assert.equal(
+        refusedSync(() => readPhotoHeader(bytes)),
+        "corrupted image",
+      );
+      assert.equal(refusedSync(() => guardPng(bytes)), "corrupted image");
+    });
+  }
+  await t.step("every combination PNG allows passes the header", () => {
+    const allowed: Record<number, number[]> = {
+      0: [1, 2, 4, 8, 16],
+      2: [8, 16],
+      3: [1, 2, 4, 8],
+      4: [8, 16],
+      6: [8, 16],
+    };
+    for (const [colour, depths] of Object.entries(allowed)) {
+      for (const depth of depths) {
+        for (const interlace of [0, 1]) {
+          const bytes = png(
+            ihdrOf({ colour: Number(colour), depth, interlace }),
+          );
+          assert.equal(readPhotoHeader(bytes).width, 8);
+        }
+      }
+    }
+  });
+});
+
+Deno.test("guardPng() refuses image data that inflates to fewer bytes than the header's pixels", () => {
+  const need = pngDataBytes(16, 16, 24, false);
+  const ok = png(ihdr(16), chunk("IDAT", deflateSync(new Uint8Array(need))));
+  assert.equal(decodePhoto(ok).width, 16);
+  const short = png(
+    ihdr(16),
+    chunk("IDAT", deflateSync(new Uint8Array(need - 1))),
+  );
+  assert.equal(refusedSync(() => guardPng(short)), "corrupted image");
+  assert.equal(refusedSync(() => decodePhoto(short)), "corrupted image");
 });

@@ -120,15 +120,16 @@ Deno.test("withPhotoSlot() runs one photo at a time and refuses as busy past its
   let release!: () => void;
   const gate = new Promise<void>((r) => release = r);
   let running = 0, most = 0;
-  const job = () =>
-    withPhotoSlot(async () => {
+  const job = (tenantId: string) =>
+    withPhotoSlot(tenantId, async () => {
       running++;
       most = Math.max(most, running);
       await gate;
       running--;
     });
-  const accepted = [job(), job(), job(), job(), job()]; // one running, four waiting
-  const e = await refusal(job());
+  // Five tenants: one photo running, four waiting.
+  const accepted = ["a", "b", "c", "d", "e"].map(job);
+  const e = await refusal(job("f"));
   assert.deepEqual(e.message, "busy preparing other photos, try again");
   assert(e.retryable);
   // A photo is decoded in its turn only: a damaged scan is refused as busy, not decoded.
@@ -142,7 +143,7 @@ Deno.test("withPhotoSlot() runs one photo at a time and refuses as busy past its
   release();
   await Promise.all(accepted);
   assert.deepEqual(most, 1);
-  await withPhotoSlot(() => Promise.resolve()); // free again
+  await withPhotoSlot("f", () => Promise.resolve()); // free again
 });
 
 Deno.test("rgbToI420() converts as raster.ts's toYuv, chroma averaged per 2×2 block", () => {

@@ -3,7 +3,11 @@ import jpeg from "jpeg-js";
 import { PHOTO_SIZE } from "../../../lib/render/photo/types.ts";
 import { closePhotoWorker, preparePhoto } from "../../../lib/photo/mod.ts";
 import { resample } from "../../../lib/photo/resample.ts";
-import { failNextPhotoForTest } from "../../../lib/photo/worker.ts";
+import {
+  failNextPhotoForTest,
+  PHOTO_TENANT_SHARE,
+  withPhotoSlot,
+} from "../../../lib/photo/worker.ts";
 import { fixture, HOPPER, refusal } from "./_helpers.ts";
 
 const meta = {
@@ -80,6 +84,76 @@ Deno.test("a worker that does not answer in time is ended; its photo is refused,
   const avatar = await preparePhoto(HOPPER, meta);
   assert.deepEqual(avatar.landmarks.length > 0, true);
   closePhotoWorker();
+});
+
+const BUSY = "busy preparing other photos, try again";
+
+Deno.test("one tenant's uploads cannot fill the photo queue: another tenant's photo is prepared in its turn", async () => {
+  const done: string[] = [];
+  const upload = (tenantId: string, n: number) =>
+    preparePhoto(HOPPER, { ...meta, tenantId }).then(
+      () => done.push(`${tenantId} ${n}`) && "prepared",
+      (e: Error) => e.message,
+    );
+  // Five from one tenant (once: one prepared, four waiting, the queue full), then one
+  // from another, all before the first is done.
+  const acme = [1, 2, 3, 4, 5].map((n) => upload("acme", n));
+  const globex = upload("globex", 1);
+  assert.deepEqual(await Promise.all([...acme, globex]), [
+    "prepared",
+    "prepared",
+    BUSY,
+    BUSY,
+    BUSY,
+    "prepared",
+  ]);
+  // The other tenant waited for the photo being prepared only, not the queued one.
+  assert.deepEqual(done, ["acme 1", "globex 1", "acme 2"]);
+  closePhotoWorker();
+});
+
+Deno.test("withPhotoSlot() holds each tenant to PHOTO_TENANT_SHARE, serves tenants in turn and frees the slot after a failure", async () => {
+  const started: string[] = [];
+  const gates: Array<() => void> = [];
+  const job = (tenantId: string, fail = false) =>
+    withPhotoSlot(tenantId, async () => {
+      started.push(tenantId);
+      await new Promise<void>((r) => gates.push(r));
+      if (fail) throw new Error("failed");
+      return tenantId;
+    }).catch((e: Error) => e.message);
+  const a = [job("a", true), job("a")];
+  for (let i = PHOTO_TENANT_SHARE; i < 4; i++) a.push(job("a"));
+  const b = [job("b"), job("b")];
+  const c = job("c");
+  const turns = async (n: number) => {
+    for (let i = 0; i < n; i++) await Promise.resolve();
+  };
+  await turns(5);
+  assert.deepEqual(started, ["a"]);
+  // Over its share, at once; the others wait.
+  assert.deepEqual(await Promise.all(a.slice(PHOTO_TENANT_SHARE)), [
+    BUSY,
+    BUSY,
+  ]);
+  for (let i = 0; i < 5; i++) {
+    gates[i](); // the photo being prepared is done
+    await turns(20);
+  }
+  assert.deepEqual(started, ["a", "b", "c", "a", "b"]);
+  assert.deepEqual(await Promise.all([...a.slice(0, 2), ...b, c]), [
+    "failed",
+    "a",
+    "b",
+    "b",
+    "c",
+  ]);
+  // The slot is free again: a new photo starts at once.
+  const next = job("a");
+  await turns(5);
+  assert.equal(started.at(-1), "a");
+  gates.at(-1)!();
+  assert.equal(await next, "a");
 });
 
 /** Runs `code` as a TypeScript program in the project folder; fails after 30 s. */

@@ -93,13 +93,33 @@ Deno.test("the operator uploads a portrait for a tenant, sees its preview, lists
         assert.deepEqual(rows(html), [id]);
       },
     );
+    let etag = "";
     await t.step("the preview is the 512×512 crop as a PNG", async () => {
       const res = await get(app, c, `/admin/avatars/${id}/preview?tenant=acme`);
       assert.equal(res.status, 200);
       assert.equal(res.headers.get("content-type"), "image/png");
-      assert.equal(res.headers.get("cache-control"), "no-store");
+      // Kept by this browser only, revalidated each time it is shown.
+      assert.equal(res.headers.get("cache-control"), "private, no-cache");
+      etag = res.headers.get("etag") ?? "";
+      assert.match(etag, /^"[0-9a-f]{64}"$/);
       const png = decodePng(new Uint8Array(await res.arrayBuffer()));
       assert.deepEqual([png.width, png.height, png.channels], [512, 512, 3]);
+      // The browser's copy is current: 304, no body, the same validator.
+      const again = await app.request(
+        `/admin/avatars/${id}/preview?tenant=acme`,
+        { headers: { cookie: c.cookie, "if-none-match": etag } },
+      );
+      assert.equal(again.status, 304);
+      assert.equal(again.headers.get("etag"), etag);
+      assert.equal(again.headers.get("cache-control"), "private, no-cache");
+      assert.equal(await again.text(), "");
+      // Other console pages keep no-store.
+      assert.equal(
+        (await get(app, c, "/admin/avatars?tenant=acme")).headers.get(
+          "cache-control",
+        ),
+        "no-store",
+      );
       // Under another tenant the same id is not found.
       assert.equal(
         (await get(app, c, `/admin/avatars/${id}/preview?tenant=globex`))
@@ -147,6 +167,13 @@ Deno.test("the operator uploads a portrait for a tenant, sees its preview, lists
             .status,
           404,
         );
+        // A browser's copy of the removed avatar is not confirmed either.
+        const stale = await app.request(
+          `/admin/avatars/${id}/preview?tenant=acme`,
+          { headers: { cookie: c.cookie, "if-none-match": etag } },
+        );
+        await stale.body?.cancel();
+        assert.equal(stale.status, 404);
       },
     );
   } finally {

@@ -1,7 +1,8 @@
 /**
  * The prepared 512×512 portrait of a photo avatar as a PNG, for the console's pages. The
  * tenant is the operator's `?tenant=` or a tenant administrator's own: another tenant's
- * avatar is not found, as an unknown one is.
+ * avatar is not found, as an unknown one is. Built once per process (lib/photo/preview.ts),
+ * served with its ETag: a browser's current copy is answered 304 without a body.
  */
 import type { Ctx } from "../../../../lib/api/http.ts";
 import { isOperator } from "../../../../lib/auth/principal.ts";
@@ -14,13 +15,14 @@ export const handler = {
     const tenant = isOperator(admin)
       ? ctx.url.searchParams.get("tenant") ?? ""
       : admin.tenantId;
-    const png = await photoPreview(
+    const preview = await photoPreview(
       ctx.deps.kv,
       admin,
       tenant,
       ctx.params.avatar_id,
+      ctx.req.headers.get("if-none-match"),
     );
-    if (!png) {
+    if (!preview) {
       return errorPage(
         ctx,
         404,
@@ -28,9 +30,15 @@ export const handler = {
         "There is no such photo avatar.",
       );
     }
-    // The console's headers add `cache-control: no-store`: a tenant's portrait is never cached.
-    return new Response(png as Uint8Array<ArrayBuffer>, {
-      headers: { "content-type": "image/png" },
+    // Kept by this browser only, and asked for again each time it is shown: a removed
+    // avatar or a signed-out console shows nothing, a current copy costs a 304.
+    const headers = {
+      "cache-control": "private, no-cache",
+      etag: preview.etag,
+    };
+    if (!preview.png) return new Response(null, { status: 304, headers });
+    return new Response(preview.png as Uint8Array<ArrayBuffer>, {
+      headers: { ...headers, "content-type": "image/png" },
     });
   },
 };
