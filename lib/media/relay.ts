@@ -5,7 +5,8 @@
  * request. The holder checks the token again; nothing is stored here.
  *
  * A relay is itself a browser-facing socket: it applies the media socket's frame gate
- * (./gate.ts: size, text and microphone rates) before forwarding, and bounds what it
+ * (./gate.ts: the byte bound as frames arrive, then size, text and microphone rates)
+ * before forwarding, and bounds what it
  * queues either way (`RELAY_MAX_BUFFERED_BYTES`, then 1013). It never dials its own
  * instance, and marks the socket it opens (`RELAY_HEADER`, signed) so the holder never
  * relays it again: a restarted instance at the same URL answers its old sessions itself.
@@ -15,7 +16,11 @@ import { kvTry } from "../kv/store.ts";
 import { isTerminal, readSession } from "../sessions/store.ts";
 import { bindSocket } from "./contain.ts";
 import { FrameGate } from "./gate.ts";
-import { CLOSE_TOO_BIG, DEFAULT_BROWSER_SAMPLE_RATE } from "./protocol.ts";
+import {
+  CLOSE_FLOODING,
+  CLOSE_TOO_BIG,
+  DEFAULT_BROWSER_SAMPLE_RATE,
+} from "./protocol.ts";
 import {
   heartbeatFresh,
   instanceKey,
@@ -184,6 +189,16 @@ export function relaySocket(
   bindSocket(browser, log, "relayed media socket", "relay", broken, {
     message: (ev) => {
       const data = ev.data as unknown;
+      // Counted before it is queued or passed on: a flood closes here, not at the holder.
+      if (!gate.arrive(data)) {
+        if (!done) {
+          log.warn("relayed media socket closed for sending too fast", {
+            session_id: sessionId,
+          });
+        }
+        finish(CLOSE_FLOODING, "sending too fast");
+        return;
+      }
       // The holder's gate, here first (DECISIONS 6): a relay is as exposed as a holder.
       const verdict = gate.check(data, browserRate);
       if (verdict.kind === "close") {

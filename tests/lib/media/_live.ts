@@ -269,3 +269,28 @@ export function boxTypes(bytes: Uint8Array): string[] {
   }
   return out;
 }
+
+/**
+ * Sends `frame` on `b` as fast as the socket takes it (never more than 2 MiB queued on
+ * this side) until the server closes it or `maxBytes` went out; resolves with the bytes
+ * sent.
+ */
+export async function flood(
+  b: Browser,
+  frame: Uint8Array,
+  maxBytes: number,
+): Promise<number> {
+  let sent = 0;
+  while (
+    b.closeCode === null && b.ws.readyState === WebSocket.OPEN &&
+    sent < maxBytes
+  ) {
+    if (b.ws.bufferedAmount > 2 * 1024 * 1024) {
+      await new Promise((r) => setTimeout(r, 1));
+      continue;
+    }
+    b.send(frame);
+    sent += frame.byteLength;
+  }
+  return sent;
+}
