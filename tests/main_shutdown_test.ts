@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { TEST_ADMIN_KEY } from "./_helpers.ts";
 import { startEcepFake } from "./fakes/ecep_engine_fake.ts";
 import { type Instance, startInstance } from "./lib/media/_instance.ts";
-import { connectActive } from "./lib/media/_live.ts";
+import { abandonedUpgrade, connectActive } from "./lib/media/_live.ts";
 import {
   EXIT_SHUTDOWN_CLEAN,
   secondSignalExitCode,
@@ -65,29 +65,6 @@ async function create(
   return await res.json();
 }
 
-/**
- * Sends a WebSocket upgrade for `id` that the server holds for 300 ms before handling,
- * and leaves at once: the upgrade it then makes never opens.
- */
-async function abandonedUpgrade(
-  inst: Instance,
-  id: string,
-  token: string,
-): Promise<void> {
-  const { hostname, port } = new URL(inst.base);
-  const conn = await Deno.connect({ hostname, port: Number(port) });
-  await conn.write(
-    new TextEncoder().encode(
-      `GET /v1/sessions/${encodeURIComponent(id)}/ws?token=${
-        encodeURIComponent(token)
-      } HTTP/1.1\r\nHost: ${hostname}\r\nUpgrade: websocket\r\n` +
-        "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
-        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nx-test-hold-ms: 300\r\n\r\n",
-    ),
-  );
-  conn.close();
-}
-
 Deno.test("SIGTERM ends the held session as instance_lost (session.ended, webhook event) and exits 0, past a stubborn engine and an abandoned upgrade", async () => {
   const dir = await Deno.makeTempDir();
   const kvPath = `${dir}/kv.sqlite`;
@@ -99,7 +76,12 @@ Deno.test("SIGTERM ends the held session as instance_lost (session.ended, webhoo
   try {
     const c = await create(inst, engine.url);
     const browser = await connectActive(inst, c.session_id, c.client_token, 2);
-    await abandonedUpgrade(inst, c.session_id, c.client_token);
+    await abandonedUpgrade(
+      inst.base,
+      `/v1/sessions/${encodeURIComponent(c.session_id)}/ws?token=${
+        encodeURIComponent(c.client_token)
+      }`,
+    );
     inst.child.kill("SIGTERM");
     // The bound is END_CLEANUP_TIMEOUT_MS + 5 s; the test waits far longer before it
     // calls the process hung.

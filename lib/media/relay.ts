@@ -14,7 +14,7 @@
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
 import { isTerminal, readSession } from "../sessions/store.ts";
-import { bindSocket } from "./contain.ts";
+import { bindSocket, socketOpened } from "./contain.ts";
 import { FrameGate } from "./gate.ts";
 import {
   CLOSE_FLOODING,
@@ -109,9 +109,17 @@ async function stillHeld(deps: AppDeps, sessionId: string): Promise<boolean> {
 /** Close codes a server may send as they are (the rest, e.g. 1005/1006, become 1011). */
 const SENDABLE = new Set([1000, 1001, 1008, 1009, 1011, 1013]);
 
-/** A close code a socket may be closed with from script. */
+/** A close code a server socket may be closed with from script. */
 function passableCode(code: number): number {
   return SENDABLE.has(code) || (code >= 3000 && code <= 4999) ? code : 1011;
+}
+
+/**
+ * A close code the relay's upstream, a client socket, may send: 1000 or 3000–4999 only
+ * (any other throws, and the socket stayed open on the holder); the holder reads none.
+ */
+function clientCode(code: number): number {
+  return code >= 3000 && code <= 4999 ? code : 1000;
 }
 
 function safeClose(ws: WebSocket, code: number, reason = ""): void {
@@ -119,7 +127,7 @@ function safeClose(ws: WebSocket, code: number, reason = ""): void {
     if (
       ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING
     ) {
-      ws.close(passableCode(code), reason.slice(0, 120));
+      ws.close(code, reason.slice(0, 120));
     }
   } catch { /* already closing */ }
 }
@@ -149,8 +157,8 @@ export function relaySocket(
     if (done) return;
     done = true;
     open.delete(finish);
-    safeClose(browser, code, reason);
-    safeClose(upstream, code, reason);
+    safeClose(browser, passableCode(code), reason);
+    safeClose(upstream, clientCode(code), reason);
   };
   const open = openRelays(deps);
   open.add(finish);
@@ -243,6 +251,11 @@ export function relaySocket(
     },
     close: (ev) => finish(ev.code, ev.reason),
     error: () => {},
+  });
+  // A browser that left mid-handshake leaves a socket that never opens nor closes: its
+  // upstream, a socket of the session on the holder, must not outlive it.
+  void socketOpened(browser).then((ok) => {
+    if (!ok) finish(1011, "never opened");
   });
   bindSocket(upstream, log, "relay upstream", "relay", broken, {
     open: () => {

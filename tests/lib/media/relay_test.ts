@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { AppDeps } from "../../../lib/deps.ts";
 import { memoryLogger } from "../../../lib/log.ts";
+import { SOCKET_OPEN_TIMEOUT_MS } from "../../../lib/media/contain.ts";
 import {
   INBOUND_BURST_BYTES,
   MIC_AUDIO_BURST_S,
@@ -14,18 +15,24 @@ import {
   RELAY_MAX_PENDING_BYTES,
   relaySocket,
 } from "../../../lib/media/relay.ts";
-import { Browser, flood } from "./_live.ts";
+import { abandonedUpgrade, Browser, flood, holdingServer } from "./_live.ts";
 import { poll } from "../render/_helpers.ts";
 
-/** A holder stand-in that answers its upgrade after `delayMs` and records frame sizes. */
+/**
+ * A holder stand-in that answers its upgrade after `delayMs` and records frame sizes,
+ * and how many of its sockets opened and closed.
+ */
 function slowHolder(delayMs: number) {
   const sizes: number[] = [];
+  const sockets = { opened: 0, closed: 0 };
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen() {} },
     async (req) => {
       await new Promise((r) => setTimeout(r, delayMs));
       const { socket, response } = Deno.upgradeWebSocket(req);
       socket.binaryType = "arraybuffer";
+      socket.onopen = () => sockets.opened++;
+      socket.onclose = () => sockets.closed++;
       socket.onmessage = (e) =>
         sizes.push(
           typeof e.data === "string"
@@ -35,7 +42,12 @@ function slowHolder(delayMs: number) {
       return response;
     },
   );
-  return { sizes, server, url: `ws://127.0.0.1:${server.addr.port}/` };
+  return {
+    sizes,
+    sockets,
+    server,
+    url: `ws://127.0.0.1:${server.addr.port}/`,
+  };
 }
 
 /** What a front instance's browser-facing sockets handed to the relay. */
@@ -45,16 +57,24 @@ interface Arrived {
 }
 
 /**
- * A front instance that relays every socket to `upstream`, on the clock `now`; `arrived`
- * counts the bytes of every frame its sockets handed to the relay (closing or not).
+ * The relay's deps for a front instance (only what `relaySocket` reads), on the clock
+ * `now`.
  */
-function front(upstream: string, now: () => number = Date.now) {
-  const deps = {
+function frontDeps(now: () => number = Date.now): AppDeps {
+  return {
     log: memoryLogger(),
     onClose: [],
     now,
     config: { nodeSecret: new TextEncoder().encode("n".repeat(32)) },
   } as unknown as AppDeps;
+}
+
+/**
+ * A front instance that relays every socket to `upstream`, on the clock `now`; `arrived`
+ * counts the bytes of every frame its sockets handed to the relay (closing or not).
+ */
+function front(upstream: string, now: () => number = Date.now) {
+  const deps = frontDeps(now);
   const arrived: Arrived = { bytes: 0, closeCode: null };
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen() {} },
@@ -113,6 +133,15 @@ Deno.test("relay holds at most RELAY_MAX_PENDING_BYTES while the holder connects
   });
 });
 
+Deno.test("relay closes the holder's socket when the browser closes its own (no code: 1005)", async () => {
+  await withRelay(0, async (b, holder) => {
+    b.send(new Uint8Array(10));
+    await poll(() => holder.sizes.length === 1);
+    b.ws.close();
+    await poll(() => holder.sockets.closed === 1);
+  });
+});
+
 Deno.test("relay refuses frames over 64 KiB before passing them on; the third closes 1009", async () => {
   await withRelay(0, async (b, holder) => {
     b.send(new Uint8Array(10));
@@ -128,6 +157,8 @@ Deno.test("relay refuses frames over 64 KiB before passing them on; the third cl
     b.send(new Uint8Array(200_000));
     assert.equal(await b.closed(), 1009);
     assert.deepEqual(holder.sizes, [10], "nothing oversize went through");
+    // The holder's socket closes too (a client socket may not send 1009 itself).
+    await poll(() => holder.sockets.closed === 1);
   });
 });
 
@@ -161,6 +192,7 @@ Deno.test("relay closes a socket with 1008 at the first frame past INBOUND_BURST
     await flood(b, FRAME, INBOUND_BURST_BYTES + MAX_FRAME_BYTES);
     assert.equal(await b.closed(), CLOSE_FLOODING);
     assert.equal(arrived.bytes, INBOUND_BURST_BYTES + MAX_FRAME_BYTES);
+    await poll(() => holder.sockets.closed === 1);
     // Only the microphone's burst went on to the holder (24 kHz: 4 s of audio).
     const passed = holder.sizes.reduce((a, n) => a + n, 0);
     assert.ok(passed <= MIC_AUDIO_BURST_S * 24_000 * 2 + MAX_FRAME_BYTES);
@@ -249,5 +281,25 @@ Deno.test("relay closes 1013 when the holder stops reading and its queue passes 
     for (const hook of f.deps.onClose) await hook();
     await f.server.shutdown();
     holder.close();
+  }
+});
+
+Deno.test("relay closes its upstream when the browser's socket never opens (its client left mid-handshake)", async () => {
+  const holder = slowHolder(0);
+  const deps = frontDeps();
+  const front = holdingServer((req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    relaySocket(deps, socket, holder.url, "session:relay", "holder");
+    return response;
+  });
+  try {
+    await abandonedUpgrade(front.base, "/");
+    // The upstream opened (a socket of the session on the holder); it must not stay.
+    await poll(() => holder.sockets.opened === 1, 5_000);
+    await poll(() => holder.sockets.closed === 1, 4 * SOCKET_OPEN_TIMEOUT_MS);
+  } finally {
+    for (const hook of deps.onClose) await hook();
+    await front.close();
+    await holder.server.shutdown();
   }
 });
