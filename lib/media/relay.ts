@@ -152,18 +152,21 @@ export function relaySocket(
   upstream.binaryType = "arraybuffer";
   browser.binaryType = "arraybuffer";
   const pending: (string | ArrayBuffer)[] = [];
+  let pendingBytes = 0;
   let done = false;
   const finish = (code: number, reason: string) => {
     if (done) return;
     done = true;
     open.delete(finish);
+    // Frames held for an upstream that will not open now go with the relay.
+    pending.length = 0;
+    pendingBytes = 0;
     safeClose(browser, passableCode(code), reason);
     safeClose(upstream, clientCode(code), reason);
   };
   const open = openRelays(deps);
   open.add(finish);
 
-  let pendingBytes = 0;
   let upstreamOpened = false;
   const gate = new FrameGate(() => deps.now());
   let browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
@@ -196,14 +199,13 @@ export function relaySocket(
   };
   bindSocket(browser, log, "relayed media socket", "relay", broken, {
     message: (ev) => {
+      if (done) return;
       const data = ev.data as unknown;
       // Counted before it is queued or passed on: a flood closes here, not at the holder.
       if (!gate.arrive(data)) {
-        if (!done) {
-          log.warn("relayed media socket closed for sending too fast", {
-            session_id: sessionId,
-          });
-        }
+        log.warn("relayed media socket closed for sending too fast", {
+          session_id: sessionId,
+        });
         finish(CLOSE_FLOODING, "sending too fast");
         return;
       }
