@@ -165,11 +165,7 @@ export function shutdownOnSignal(
       bound_ms: bound,
     });
     if (drainS > 0 && role !== "control") {
-      const left = await drain(
-        deps,
-        drainS * 1000,
-        new AbortController().signal,
-      );
+      const left = await drain(deps, drainS * 1000);
       log.info("drain over", { sessions_left: left });
     }
     let step = "sessions";
