@@ -1,9 +1,9 @@
 /**
  * The browser → session direction of a live session's socket (./live.ts): each frame
  * counted against the socket's byte bound as it arrives, then judged by the socket's
- * gate (./gate.ts) before any use, then microphone audio to the
- * engine, typed turns and interrupts to the turns, pings answered, the browser's sample
- * rate kept, and WebRTC signalling handed to the session's SFU side.
+ * gate (./gate.ts) before any use, then microphone audio to the engine, typed turns and
+ * interrupts to the turns, pings answered, the browser's sample rate kept, and WebRTC
+ * signalling handed to the session's SFU side.
  */
 import type { Logger } from "../log.ts";
 import type { EngineConnection } from "../providers/port.ts";
