@@ -13,7 +13,7 @@ import {
   installLastResortHandlers,
 } from "./lib/log.ts";
 import { announceInstance } from "./lib/media/presence.ts";
-import { drain } from "./lib/nodes/drain.ts";
+import { RequestTracker, shutdownOnSignal } from "./lib/nodes/shutdown.ts";
 
 let config: Config;
 try {
@@ -36,6 +36,9 @@ const log = createLogger(sink);
 // every live session.
 installLastResortHandlers(log);
 const app = await createApp({ config, log });
+/** Aborted to close the server at shutdown, once its requests had their time. */
+const serverAbort = new AbortController();
+const requests = new RequestTracker();
 let server: Deno.HttpServer;
 try {
   server = serve();
@@ -55,6 +58,7 @@ try {
 function serve(): Deno.HttpServer {
   return Deno.serve({
     port: config.port,
+    signal: serverAbort.signal,
     onListen: ({ hostname, port }) => {
       // Peers on this machine reach it here unless INSTANCE_URL says otherwise.
       app.deps.instanceUrl ??= `http://127.0.0.1:${port}`;
@@ -89,30 +93,24 @@ function serve(): Deno.HttpServer {
         );
       }
     },
-  }, app.handler);
+  }, requests.wrap(app.handler));
 }
 
-/** A second signal during a drain stops at once. */
-const stopNow = new AbortController();
-let stopping = false;
-const shutdown = async () => {
-  if (stopping) {
-    stopNow.abort();
-    return;
-  }
-  stopping = true;
-  if (config.drainS > 0 && config.role !== "control") {
-    const left = await drain(app.deps, config.drainS * 1000, stopNow.signal);
-    log.info("drain over", { sessions_left: left });
-  }
-  await server.shutdown();
-  await app.close();
-  sink.flush();
-  Deno.exit(0);
-};
+/** Every step bounded; a second signal exits at once (lib/nodes/shutdown.ts). */
+const shutdown = shutdownOnSignal({
+  deps: app.deps,
+  server,
+  requests,
+  abortServer: () => serverAbort.abort(),
+  close: () => app.close(),
+  exit: (code) => {
+    sink.flush();
+    Deno.exit(code);
+  },
+});
 try {
-  Deno.addSignalListener("SIGINT", shutdown);
-  Deno.addSignalListener("SIGTERM", shutdown);
+  Deno.addSignalListener("SIGINT", () => shutdown("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => shutdown("SIGTERM"));
 } catch (err) {
   // A host without OS signals (a Deno Deploy isolate) stops the process itself; the
   // service keeps nothing there that a stop without this cleanup would lose.

@@ -3,6 +3,7 @@
  * each fuzzer fills; and, from ./_service.ts, the service they attack and the bystander.
  */
 export * from "./_service.ts";
+import { type ServiceUnderTest, STOP_DEADLINE_MS } from "./_service.ts";
 
 /** A small deterministic PRNG (mulberry32): the same seed gives the same cases. */
 export class Rng {
@@ -112,6 +113,24 @@ export function emptyReport(fuzzer: string): FuzzReport {
 /** Records a finding (kept to the first 20). */
 export function addFinding(report: FuzzReport, text: string): void {
   if (report.findings.length < 20) report.findings.push(text);
+}
+
+/**
+ * Stops `svc` after a run: a process that does not exit within `deadlineMs` of SIGTERM
+ * is killed and counted on `report` as a hang (a shutdown that never ends is a finding).
+ */
+export async function stopService(
+  svc: ServiceUnderTest,
+  report: FuzzReport,
+  deadlineMs = STOP_DEADLINE_MS,
+): Promise<void> {
+  for (const name of await svc.stop(deadlineMs)) {
+    report.hangs++;
+    addFinding(
+      report,
+      `${name} did not exit within ${deadlineMs / 1000} s of SIGTERM (killed)`,
+    );
+  }
 }
 
 /** One line per fuzzer, then its findings. */

@@ -11,6 +11,12 @@ import { startInstance } from "../tests/lib/media/_instance.ts";
 export const FUZZ_ADMIN_KEY = "fuzz-admin-key-0123456789abcdefghijklmnop";
 export const FUZZ_TOKEN_SECRET = "fuzz-token-secret-0123456789abcdefghijklmno";
 export const FUZZ_ENGINE_KEY = "fuzz-engine-key-5c1e9a";
+/**
+ * How long a service may take to exit after SIGTERM: its shutdown bound
+ * (`END_CLEANUP_TIMEOUT_MS`, 2 s here, + 5 s; docs/operations.md "Shutdown") with room
+ * to spare. A process still running then is killed, and the stop counts as a hang.
+ */
+export const STOP_DEADLINE_MS = 30_000;
 
 /** The real service (`main.ts`) as a child process. */
 export interface ServiceUnderTest {
@@ -27,7 +33,11 @@ export interface ServiceUnderTest {
   ensureAlive(): Promise<void>;
   /** `GET /healthz` answers 200 within `ms`. */
   healthy(ms?: number): Promise<boolean>;
-  stop(): Promise<void>;
+  /**
+   * Stops the child with SIGTERM; one still running after `deadlineMs` is killed.
+   * Resolves with the names of the processes that had to be killed (empty: none).
+   */
+  stop(deadlineMs?: number): Promise<string[]>;
 }
 
 /**
@@ -38,6 +48,7 @@ export interface ServiceUnderTest {
 export async function startService(
   env: Record<string, string> = {},
   kvPath?: string,
+  name = "the service",
 ): Promise<ServiceUnderTest> {
   const dir = await Deno.makeTempDir({ prefix: "avatar-fuzz-" });
   let child: Deno.ChildProcess | null = null;
@@ -81,13 +92,28 @@ export async function startService(
         return false;
       }
     },
-    async stop() {
+    async stop(deadlineMs = STOP_DEADLINE_MS) {
       stopping = true;
+      const hung: string[] = [];
       if (child && running) {
-        child.kill("SIGTERM");
-        await child.status;
+        const proc = child;
+        proc.kill("SIGTERM");
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const exited = await Promise.race([
+          proc.status.then(() => true),
+          new Promise<boolean>((r) =>
+            timer = setTimeout(() => r(false), deadlineMs)
+          ),
+        ]);
+        clearTimeout(timer);
+        if (!exited) {
+          hung.push(name);
+          proc.kill("SIGKILL");
+          await proc.status;
+        }
       }
       await Deno.remove(dir, { recursive: true }).catch(() => {});
+      return hung;
     },
   };
   const spawn = async () => {

@@ -43,15 +43,20 @@ export async function startTopology(
     NODE_HEARTBEAT_MS: "1000",
     ...options.env,
   };
-  const node = await startService({
-    ...shared,
-    SERVICE_ROLE: "media",
-    ...(janus ? janus.env : {}),
-    ...options.nodeEnv,
-  }, kvPath);
+  const node = await startService(
+    {
+      ...shared,
+      SERVICE_ROLE: "media",
+      ...(janus ? janus.env : {}),
+      ...options.nodeEnv,
+    },
+    kvPath,
+    "the media node",
+  );
   const control = await startService(
     { ...shared, SERVICE_ROLE: "control" },
     kvPath,
+    "the control plane",
   );
   const kv = await Deno.openKv(kvPath);
   const nodeId = async () => {
@@ -94,12 +99,15 @@ export async function startTopology(
     async healthy(ms) {
       return await control.healthy(ms) && await node.healthy(ms);
     },
-    async stop() {
-      await control.stop();
-      await node.stop();
+    async stop(deadlineMs) {
+      const hung = [
+        ...await control.stop(deadlineMs),
+        ...await node.stop(deadlineMs),
+      ];
       kv.close();
       await janus?.stop();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
+      return hung;
     },
   };
   return topo;

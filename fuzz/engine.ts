@@ -27,6 +27,7 @@ import {
   Rng,
   type ServiceUnderTest,
   startService,
+  stopService,
   withBystander,
 } from "./_lib.ts";
 import { CaseSource } from "./engine_cases.ts";
@@ -322,7 +323,7 @@ export async function runEngineFuzz(
       }
     });
   } finally {
-    if (!opts.svc) await svc.stop();
+    if (!opts.svc) await stopService(svc, report);
     if (!opts.fakes) await fakes.close();
   }
   return report;

@@ -20,6 +20,7 @@ import {
   printReport,
   Rng,
   type ServiceUnderTest,
+  stopService,
   withBystander,
 } from "./_lib.ts";
 import { HandoffCases } from "./handoff_cases.ts";
@@ -291,7 +292,7 @@ export async function runRestFuzz(
       }
     });
   } finally {
-    if (own) await svc.stop();
+    if (own) await stopService(svc, report);
   }
   return report;
 }

@@ -25,6 +25,7 @@ import {
   printReport,
   Rng,
   type ServiceUnderTest,
+  stopService,
   withBystander,
 } from "./_lib.ts";
 import { startEcepFake } from "../tests/fakes/ecep_engine_fake.ts";
@@ -145,7 +146,7 @@ export async function runSocketFuzz(
     });
   } finally {
     await engine.close();
-    if (!options.svc) await svc.stop();
+    if (!options.svc) await stopService(svc, report);
   }
   return report;
 }

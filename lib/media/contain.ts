@@ -105,3 +105,37 @@ export function bindSocket(
   ws.onerror = wrap("error", handlers.error);
   if (handlers.open) ws.onopen = wrap("open", handlers.open);
 }
+
+/**
+ * How long a freshly upgraded server socket may take to open. It opens as soon as the
+ * upgrade answer is written; one whose client left before the handler answered never
+ * opens nor closes (Deno), and would hold what was taken for it for good.
+ */
+export const SOCKET_OPEN_TIMEOUT_MS = 5_000;
+
+/**
+ * Resolves true once `ws` (a freshly upgraded server socket) is open; false when it
+ * closes first, or has not opened within `SOCKET_OPEN_TIMEOUT_MS` (then it is closed).
+ */
+export function socketOpened(ws: WebSocket): Promise<boolean> {
+  if (ws.readyState === WebSocket.OPEN) return Promise.resolve(true);
+  if (ws.readyState !== WebSocket.CONNECTING) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      ws.removeEventListener("open", onOpen);
+      ws.removeEventListener("close", onClose);
+      resolve(ok);
+    };
+    const onOpen = () => done(true);
+    const onClose = () => done(false);
+    const timer = setTimeout(() => {
+      try {
+        ws.close();
+      } catch { /* not closable: dropped all the same */ }
+      done(false);
+    }, SOCKET_OPEN_TIMEOUT_MS);
+    ws.addEventListener("open", onOpen);
+    ws.addEventListener("close", onClose);
+  });
+}

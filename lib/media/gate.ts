@@ -1,17 +1,32 @@
 /**
  * The gate every browser frame passes before the session uses it (DECISIONS 6), one per
- * socket (a takeover starts a fresh one), in this order: size (over 64 KiB → refused
- * unread; past `MAX_OVERSIZE_FRAMES` → close 1009), the socket's rate gates, then the
- * schema (text) or the PCM check (binary). Nothing here throws.
+ * socket (a takeover starts a fresh one). First, as a frame arrives, its bytes are
+ * counted against the socket's byte bound (`arrive`: past it the socket is closed 1008,
+ * whatever the frames are); then, in this order: size (over 64 KiB → refused unread;
+ * past `MAX_OVERSIZE_FRAMES` → close 1009), the socket's rate gates, then the schema
+ * (text) or the PCM check (binary). Nothing here throws.
  */
 import { TokenBucket } from "./bucket.ts";
 import {
   type ClientMessage,
   isOversize,
+  MAX_FRAME_BYTES,
   MAX_OVERSIZE_FRAMES,
   parseClientMessage,
   pcmBytes,
+  utf8Length,
 } from "./protocol.ts";
+
+/**
+ * Bytes a socket may send, per second and at once, counted as its frames arrive (all of
+ * them: oversize, over-rate and malformed ones too). A microphone sends at most 96,000
+ * bytes a second (PCM16 at 48 kHz) plus a few small text frames, and the browser client
+ * queues at most 256 KiB behind a stalled socket: the bound is ten times the one and
+ * thirty-two times the other. Past it the socket is closed with `CLOSE_FLOODING`
+ * (1008), so a flood costs the process at most about this many bytes per socket.
+ */
+export const INBOUND_BYTES_PER_S = 1024 * 1024;
+export const INBOUND_BURST_BYTES = 8 * 1024 * 1024;
 
 /** Text frames a socket may send per second, and at once (ping, text, interrupt…). */
 export const TEXT_FRAMES_PER_S = 20;
@@ -34,19 +49,52 @@ export type FrameVerdict =
   /** Close the socket with 1009. */
   | { kind: "close" };
 
+/**
+ * A frame's size on the wire, at least: binary exactly, text in UTF-8 (a text too long
+ * to be anything but oversize counts as its length, without a walk over it).
+ */
+export function arrivedBytes(data: unknown): number {
+  if (typeof data === "string") {
+    return data.length > MAX_FRAME_BYTES ? data.length : utf8Length(data);
+  }
+  if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) {
+    return data.byteLength;
+  }
+  return 0;
+}
+
 export class FrameGate {
   #oversize = 0;
+  #flooded = false;
+  readonly #bytes: TokenBucket;
   readonly #text: TokenBucket;
   readonly #mic: TokenBucket;
   readonly #errors: TokenBucket;
 
   constructor(now: () => number) {
+    this.#bytes = new TokenBucket(
+      INBOUND_BURST_BYTES,
+      INBOUND_BYTES_PER_S,
+      now,
+    );
     this.#text = new TokenBucket(TEXT_FRAMES_BURST, TEXT_FRAMES_PER_S, now);
     this.#mic = new TokenBucket(MIC_AUDIO_BURST_S, MIC_AUDIO_SPEED, now);
     this.#errors = new TokenBucket(ERRORS_BURST, ERRORS_PER_S, now);
   }
 
-  /** Judges one frame; `browserRate` is the socket's configured microphone rate. */
+  /**
+   * Counts a frame's bytes as it arrives, before anything else looks at it; false once
+   * the socket has sent more than the byte bound allows (and for every frame after),
+   * when the caller closes it with `CLOSE_FLOODING` and drops the frame.
+   */
+  arrive(data: unknown): boolean {
+    if (this.#flooded) return false;
+    if (this.#bytes.take(arrivedBytes(data))) return true;
+    this.#flooded = true;
+    return false;
+  }
+
+  /** Judges one frame (after `arrive`); `browserRate` is the socket's configured microphone rate. */
   check(data: unknown, browserRate: number): FrameVerdict {
     if (isOversize(data)) {
       if (++this.#oversize > MAX_OVERSIZE_FRAMES) return { kind: "close" };

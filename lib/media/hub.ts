@@ -21,7 +21,7 @@ import { kvTry } from "../kv/store.ts";
 import type { EndReason } from "../api/schemas.ts";
 import { activate, type MediaHubOptions } from "./activation.ts";
 import { SocketAdmission } from "./admission.ts";
-import { contain, type FailureSource } from "./contain.ts";
+import { contain, type FailureSource, socketOpened } from "./contain.ts";
 import { HUB_POLL_MS, requestRemoteEnd } from "./end_requests.ts";
 import { EndPoller } from "./end_poll.ts";
 import { LiveSession } from "./live.ts";
@@ -33,14 +33,6 @@ import { presenceKey } from "./presence.ts";
 export { HUB_POLL_MS, type MediaHubOptions };
 /** Close code for a socket refused after the upgrade (ended, failed or unknown session). */
 export const CLOSE_INVALID_SESSION = 4001;
-
-function opened(ws: WebSocket): Promise<boolean> {
-  if (ws.readyState === WebSocket.OPEN) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    ws.addEventListener("open", () => resolve(true), { once: true });
-    ws.addEventListener("close", () => resolve(false), { once: true });
-  });
-}
 
 export class MediaHub implements SessionRuntime {
   readonly live = new Map<string, LiveSession>();
@@ -143,7 +135,7 @@ export class MediaHub implements SessionRuntime {
   /** Takes a freshly upgraded browser socket for `session`. */
   async accept(ws: WebSocket, session: SessionRecord): Promise<void> {
     const id = session.session_id;
-    if (!await opened(ws)) {
+    if (!await socketOpened(ws)) {
       this.notOpened(session);
       return;
     }

@@ -216,6 +216,7 @@ export class LiveSession {
     const gate = new FrameGate(() => this.deps.now());
     bindSocket(ws, this.deps.log, "media socket", "socket", this.contained, {
       message: (ev) => {
+        if (!this.uplink.arrive(ws, gate, ev.data)) return;
         if (this.socket !== ws || this.closed) return;
         return this.uplink.frame(ws, gate, ev.data);
       },

@@ -62,6 +62,7 @@ export function heartbeatFresh(
 }
 
 const beats = new WeakMap<AppDeps, () => Promise<void>>();
+const stops = new WeakMap<AppDeps, () => Promise<void>>();
 
 /** Writes this instance's record now (e.g. once `main.ts` knows its URL). */
 export async function announceInstance(deps: AppDeps): Promise<void> {
@@ -72,7 +73,15 @@ export async function announceInstance(deps: AppDeps): Promise<void> {
 export function startHeartbeat(deps: AppDeps): void {
   const startedAt = deps.now();
   const slots = deps.renderSlots;
-  const beat = () =>
+  let stopping: Promise<void> | null = null;
+  const writes = new Set<Promise<void>>();
+  const beat = (): Promise<void> => {
+    if (stopping) return Promise.resolve();
+    const write = write1();
+    writes.add(write);
+    return write.finally(() => writes.delete(write));
+  };
+  const write1 = () =>
     kvTry(deps.kv.set(
       instanceKey(deps.instanceId),
       {
@@ -92,10 +101,24 @@ export function startHeartbeat(deps: AppDeps): void {
   beats.set(deps, beat);
   void beat();
   const timer = setInterval(beat, deps.config.heartbeatMs);
-  deps.onClose.push(async () => {
-    clearInterval(timer);
-    await kvTry(deps.kv.delete(instanceKey(deps.instanceId))).catch(() =>
-      undefined
-    );
-  });
+  const stop = () =>
+    stopping ??= (async () => {
+      clearInterval(timer);
+      beats.delete(deps);
+      // A write still under way would bring the record back after the delete.
+      await Promise.all([...writes]);
+      await kvTry(deps.kv.delete(instanceKey(deps.instanceId))).catch(() =>
+        undefined
+      );
+    })();
+  stops.set(deps, stop);
+  deps.onClose.push(stop);
+}
+
+/**
+ * Stops this instance's heartbeat and deletes its record, so other instances see it as
+ * gone at once (a shutdown's first step); idempotent, and a no-op without a heartbeat.
+ */
+export async function stopHeartbeat(deps: AppDeps): Promise<void> {
+  await stops.get(deps)?.();
 }

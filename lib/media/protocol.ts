@@ -159,6 +159,11 @@ export const CLOSE_TAKEN_OVER = 4000;
 export const CLOSE_UNSUPPORTED_MEDIA = 4003;
 /** Close code for a socket that kept sending frames over `MAX_FRAME_BYTES` (RFC 6455 1009). */
 export const CLOSE_TOO_BIG = 1009;
+/**
+ * Close code for a socket that sent more bytes than its bound (`INBOUND_BYTES_PER_S`,
+ * ./gate.ts): RFC 6455 1008, policy violation.
+ */
+export const CLOSE_FLOODING = 1008;
 /** Oversize frames one socket may send; the next one closes it with 1009. */
 export const MAX_OVERSIZE_FRAMES = 2;
 

@@ -5,7 +5,8 @@
  * request. The holder checks the token again; nothing is stored here.
  *
  * A relay is itself a browser-facing socket: it applies the media socket's frame gate
- * (./gate.ts: size, text and microphone rates) before forwarding, and bounds what it
+ * (./gate.ts: the byte bound as frames arrive, then size, text and microphone rates)
+ * before forwarding, and bounds what it
  * queues either way (`RELAY_MAX_BUFFERED_BYTES`, then 1013). It never dials its own
  * instance, and marks the socket it opens (`RELAY_HEADER`, signed) so the holder never
  * relays it again: a restarted instance at the same URL answers its old sessions itself.
@@ -13,9 +14,13 @@
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
 import { isTerminal, readSession } from "../sessions/store.ts";
-import { bindSocket } from "./contain.ts";
+import { bindSocket, socketOpened } from "./contain.ts";
 import { FrameGate } from "./gate.ts";
-import { CLOSE_TOO_BIG, DEFAULT_BROWSER_SAMPLE_RATE } from "./protocol.ts";
+import {
+  CLOSE_FLOODING,
+  CLOSE_TOO_BIG,
+  DEFAULT_BROWSER_SAMPLE_RATE,
+} from "./protocol.ts";
 import {
   heartbeatFresh,
   instanceKey,
@@ -104,9 +109,17 @@ async function stillHeld(deps: AppDeps, sessionId: string): Promise<boolean> {
 /** Close codes a server may send as they are (the rest, e.g. 1005/1006, become 1011). */
 const SENDABLE = new Set([1000, 1001, 1008, 1009, 1011, 1013]);
 
-/** A close code a socket may be closed with from script. */
+/** A close code a server socket may be closed with from script. */
 function passableCode(code: number): number {
   return SENDABLE.has(code) || (code >= 3000 && code <= 4999) ? code : 1011;
+}
+
+/**
+ * A close code the relay's upstream, a client socket, may send: 1000 or 3000–4999 only
+ * (any other throws, and the socket stayed open on the holder); the holder reads none.
+ */
+function clientCode(code: number): number {
+  return code >= 3000 && code <= 4999 ? code : 1000;
 }
 
 function safeClose(ws: WebSocket, code: number, reason = ""): void {
@@ -114,7 +127,7 @@ function safeClose(ws: WebSocket, code: number, reason = ""): void {
     if (
       ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING
     ) {
-      ws.close(passableCode(code), reason.slice(0, 120));
+      ws.close(code, reason.slice(0, 120));
     }
   } catch { /* already closing */ }
 }
@@ -139,18 +152,21 @@ export function relaySocket(
   upstream.binaryType = "arraybuffer";
   browser.binaryType = "arraybuffer";
   const pending: (string | ArrayBuffer)[] = [];
+  let pendingBytes = 0;
   let done = false;
   const finish = (code: number, reason: string) => {
     if (done) return;
     done = true;
     open.delete(finish);
-    safeClose(browser, code, reason);
-    safeClose(upstream, code, reason);
+    // Frames held for an upstream that will not open now go with the relay.
+    pending.length = 0;
+    pendingBytes = 0;
+    safeClose(browser, passableCode(code), reason);
+    safeClose(upstream, clientCode(code), reason);
   };
   const open = openRelays(deps);
   open.add(finish);
 
-  let pendingBytes = 0;
   let upstreamOpened = false;
   const gate = new FrameGate(() => deps.now());
   let browserRate = DEFAULT_BROWSER_SAMPLE_RATE;
@@ -183,7 +199,16 @@ export function relaySocket(
   };
   bindSocket(browser, log, "relayed media socket", "relay", broken, {
     message: (ev) => {
+      if (done) return;
       const data = ev.data as unknown;
+      // Counted before it is queued or passed on: a flood closes here, not at the holder.
+      if (!gate.arrive(data)) {
+        log.warn("relayed media socket closed for sending too fast", {
+          session_id: sessionId,
+        });
+        finish(CLOSE_FLOODING, "sending too fast");
+        return;
+      }
       // The holder's gate, here first (DECISIONS 6): a relay is as exposed as a holder.
       const verdict = gate.check(data, browserRate);
       if (verdict.kind === "close") {
@@ -228,6 +253,11 @@ export function relaySocket(
     },
     close: (ev) => finish(ev.code, ev.reason),
     error: () => {},
+  });
+  // A browser that left mid-handshake leaves a socket that never opens nor closes: its
+  // upstream, a socket of the session on the holder, must not outlive it.
+  void socketOpened(browser).then((ok) => {
+    if (!ok) finish(1011, "never opened");
   });
   bindSocket(upstream, log, "relay upstream", "relay", broken, {
     open: () => {

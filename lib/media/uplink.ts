@@ -1,8 +1,9 @@
 /**
  * The browser → session direction of a live session's socket (./live.ts): each frame
- * judged by the socket's gate (./gate.ts) before any use, then microphone audio to the
- * engine, typed turns and interrupts to the turns, pings answered, the browser's sample
- * rate kept, and WebRTC signalling handed to the session's SFU side.
+ * counted against the socket's byte bound as it arrives, then judged by the socket's
+ * gate (./gate.ts) before any use, then microphone audio to the engine, typed turns and
+ * interrupts to the turns, pings answered, the browser's sample rate kept, and WebRTC
+ * signalling handed to the session's SFU side.
  */
 import type { Logger } from "../log.ts";
 import type { EngineConnection } from "../providers/port.ts";
@@ -11,6 +12,7 @@ import { closeSocket } from "./downlink.ts";
 import type { FrameGate } from "./gate.ts";
 import {
   type ClientMessage,
+  CLOSE_FLOODING,
   CLOSE_TOO_BIG,
   DEFAULT_BROWSER_SAMPLE_RATE,
   pcmFromBytes,
@@ -51,6 +53,22 @@ export class Uplink {
   #rate = DEFAULT_BROWSER_SAMPLE_RATE;
 
   constructor(private readonly session: UplinkSession) {}
+
+  /**
+   * A frame of `ws` as it arrives, before anything else (whether `ws` is still the
+   * session's socket or not): false when the socket is past its byte bound, which
+   * closes it with 1008 and drops the frame.
+   */
+  arrive(ws: WebSocket, gate: FrameGate, data: unknown): boolean {
+    if (gate.arrive(data)) return true;
+    if (ws.readyState === WebSocket.OPEN) {
+      this.session.log.warn("media socket closed for sending too fast", {
+        session_id: this.session.sessionId,
+      });
+      closeSocket(ws, CLOSE_FLOODING, "sending too fast");
+    }
+    return false;
+  }
 
   /** One frame of the current socket `ws`, judged by its `gate`. */
   frame(ws: WebSocket, gate: FrameGate, data: unknown): void | Promise<void> {

@@ -19,12 +19,12 @@ export function heldSessions(deps: AppDeps): number {
 
 /**
  * Drains: takes no new session from now on, and resolves once no session is held, after
- * `timeoutMs`, or when `stop` aborts (a second signal), with the number still held.
+ * `timeoutMs`, or when `stop` aborts, with the number still held.
  */
 export async function drain(
   deps: AppDeps,
   timeoutMs: number,
-  stop: AbortSignal,
+  stop: AbortSignal = new AbortController().signal,
 ): Promise<number> {
   deps.draining = true;
   await announceInstance(deps);

@@ -1,12 +1,19 @@
 import assert from "node:assert/strict";
 import {
   assertClean,
+  createSession,
+  ecepCreateBody,
   emptyReport,
+  FUZZ_ENGINE_KEY,
   garbageValue,
+  mintKey,
   Rng,
   startService,
+  stopService,
   withBystander,
 } from "../../fuzz/_lib.ts";
+import { startEcepFake } from "../fakes/ecep_engine_fake.ts";
+import { connectActive } from "../lib/media/_live.ts";
 
 Deno.test("Rng gives the same sequence for the same seed, another for another", () => {
   const a = new Rng(42), b = new Rng(42), c = new Rng(43);
@@ -39,7 +46,30 @@ Deno.test("the harness sees a bystander stream, and counts a killed service as a
     assert.equal(killed.bystanderStreamed, false);
     assert.equal(await svc.healthy(), true);
   } finally {
+    assert.deepEqual(await svc.stop(), []);
+  }
+});
+
+Deno.test("stopService() kills a service still running past its deadline after SIGTERM and counts it as a hang", async () => {
+  const engine = startEcepFake({ key: FUZZ_ENGINE_KEY, stubborn: true });
+  // Its shutdown waits up to a minute for an engine that never closes on session.end.
+  const svc = await startService({ END_CLEANUP_TIMEOUT_MS: "60000" });
+  try {
+    const key = await mintKey(svc, "fuzz-stop");
+    const c = await createSession(svc, key, ecepCreateBody(engine.url));
+    const browser = await connectActive(svc, c.session_id, c.client_token);
+    const report = emptyReport("harness");
+    await stopService(svc, report, 1000);
+    assert.equal(report.hangs, 1);
+    assert.deepEqual(report.findings, [
+      "the service did not exit within 1 s of SIGTERM (killed)",
+    ]);
+    assert.equal(svc.alive(), false);
+    assert.throws(() => assertClean({ ...report, cases: 1 }, 1), /hangs":1/);
+    browser.close();
+  } finally {
     await svc.stop();
+    await engine.close();
   }
 });
 

@@ -17,6 +17,8 @@ export interface InstanceOptions {
   permissions?: string[];
   /** Keep its stdout for `output()` (otherwise drained and dropped). */
   keepOutput?: boolean;
+  /** The module it runs (default `main.ts`; a fixture that imports it). */
+  entry?: string;
 }
 
 /** Starts `main.ts` as its own process on `kvPath`, and waits until it listens. */
@@ -28,7 +30,11 @@ export async function startInstance(
   // main.ts refuses to start without the console bundle.
   await ensureIslandsBuilt();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...(options.permissions ?? ["-A"]), "main.ts"],
+    args: [
+      "run",
+      ...(options.permissions ?? ["-A"]),
+      options.entry ?? "main.ts",
+    ],
     cwd: ROOT,
     env: {
       PORT: "0",

@@ -269,3 +269,82 @@ export function boxTypes(bytes: Uint8Array): string[] {
   }
   return out;
 }
+
+/**
+ * Sends `frame` on `b` as fast as the socket takes it (never more than 2 MiB queued on
+ * this side) until the server closes it or `maxBytes` went out; resolves with the bytes
+ * sent.
+ */
+export async function flood(
+  b: Browser,
+  frame: Uint8Array,
+  maxBytes: number,
+): Promise<number> {
+  let sent = 0;
+  while (
+    b.closeCode === null && b.ws.readyState === WebSocket.OPEN &&
+    sent < maxBytes
+  ) {
+    if (b.ws.bufferedAmount > 2 * 1024 * 1024) {
+      await new Promise((r) => setTimeout(r, 1));
+      continue;
+    }
+    b.send(frame);
+    sent += frame.byteLength;
+  }
+  return sent;
+}
+
+/** The header by which a test asks a holding server to wait before it handles a request. */
+export const HOLD_HEADER = "x-test-hold-ms";
+
+/**
+ * `handler` on 127.0.0.1, except that a request carrying `HOLD_HEADER` waits that long
+ * (at most 5 s) first, as a handler behind a slow store would. `close` closes it by its
+ * abort signal (a graceful shutdown would wait for an abandoned upgrade forever).
+ */
+export function holdingServer(
+  handler: (req: Request) => Response | Promise<Response>,
+): { base: string; close(): Promise<void> } {
+  const abort = new AbortController();
+  const server = Deno.serve(
+    {
+      port: 0,
+      hostname: "127.0.0.1",
+      signal: abort.signal,
+      onListen() {},
+    },
+    async (req) => {
+      const hold = Math.min(Number(req.headers.get(HOLD_HEADER) ?? 0), 5000);
+      if (hold > 0) await new Promise((r) => setTimeout(r, hold));
+      return await handler(req);
+    },
+  );
+  return {
+    base: `http://127.0.0.1:${server.addr.port}`,
+    async close() {
+      abort.abort();
+      await server.finished;
+    },
+  };
+}
+
+/**
+ * Sends a WebSocket upgrade for `path` to `base` that the server holds for 300 ms
+ * (`HOLD_HEADER`), and leaves at once: the server's upgrade then never opens (Deno).
+ */
+export async function abandonedUpgrade(
+  base: string,
+  path: string,
+): Promise<void> {
+  const { hostname, port } = new URL(base);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  await conn.write(
+    new TextEncoder().encode(
+      `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nUpgrade: websocket\r\n` +
+        "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+        `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${HOLD_HEADER}: 300\r\n\r\n`,
+    ),
+  );
+  conn.close();
+}

@@ -1,13 +1,16 @@
 /**
  * The media socket against an abusive browser (issue 11, findings 2, 5 and 6): frames
- * over 64 KiB, takeover loops, render capacity held by unconnected sessions.
+ * over 64 KiB, takeover loops, render capacity held by unconnected sessions or by an
+ * upgrade whose client left mid-handshake (issue 29).
  */
 import assert from "node:assert/strict";
 import { TestClock } from "../../../../_helpers.ts";
 import {
+  abandonedUpgrade,
   Browser,
   connectActive,
   createSession,
+  holdingServer,
   type LiveStack,
   statusOf,
   withLiveStack,
@@ -20,6 +23,7 @@ import {
 } from "../../../../../lib/render/mp4_parse.ts";
 import { TAKEOVER_BURST } from "../../../../../lib/media/admission.ts";
 import { mediaHubOf } from "../../../../../lib/media/service.ts";
+import { SOCKET_OPEN_TIMEOUT_MS } from "../../../../../lib/media/contain.ts";
 import { readSession } from "../../../../../lib/sessions.ts";
 
 const UPGRADE = {
@@ -213,5 +217,35 @@ Deno.test("an upgrade refused for a bad handshake holds no render slot", async (
     assert.equal((await statusOf(s, c.session_id)).status, "created");
     const b = await connectActive(s, c.session_id, c.client_token, 2);
     b.close();
+  }, { noFfmpegLeft: true });
+});
+
+Deno.test("an upgrade whose client left before the answer gives its render slot back once it has not opened in time", async () => {
+  await withLiveStack(async (s) => {
+    const deps = s.t.app.deps;
+    const c = await createSession(s);
+    // The app behind a server that holds the upgrade while its client goes away.
+    const front = holdingServer(s.t.app.handler);
+    try {
+      const session = (await readSession(deps, c.session_id))!;
+      assert.equal(session.status, "created");
+      await abandonedUpgrade(
+        front.base,
+        `/v1/sessions/${encodeURIComponent(c.session_id)}/ws?token=${
+          encodeURIComponent(c.client_token)
+        }`,
+      );
+      // Admitted (the lease became a hold), then never opened: the hold goes back.
+      const deadline = Date.now() + 4 * SOCKET_OPEN_TIMEOUT_MS;
+      let held = true;
+      while (held && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        held = deps.renderSlots.has(c.session_id);
+      }
+      assert.equal(held, false, "the render slot is still held");
+      assert.equal((await statusOf(s, c.session_id)).status, "created");
+    } finally {
+      await front.close();
+    }
   }, { noFfmpegLeft: true });
 });
