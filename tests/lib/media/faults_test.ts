@@ -1,12 +1,14 @@
 /**
  * Faults under a live session, each through its real path (docs/operations.md, "What
- * happens when"): the session's encoder killed once, and an engine that stops answering
- * (connected but silent, never completing the close handshake).
+ * happens when"): the session's encoder killed once, an engine that stops answering
+ * (connected but silent, never completing the close handshake), and the KV store
+ * refusing writes for 10 s.
  */
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { MAX_STREAM_RESTARTS } from "../../../lib/media/live.ts";
 import { reapOnce } from "../../../lib/media/reaper.ts";
-import { TestClock } from "../../_helpers.ts";
+import { TEST_ADMIN_KEY, TestClock } from "../../_helpers.ts";
 import { signIn } from "../../routes/admin/_console.ts";
 import { startReceiver } from "../webhooks/_helpers.ts";
 import { expectEnded, expectSocketEnd } from "../sessions/_ended.ts";
@@ -14,7 +16,6 @@ import {
   connectActive,
   createSession,
   ffmpegChildren,
-  noFfmpegLeft,
   statusOf,
   withLiveStack,
 } from "./_live.ts";
@@ -103,5 +104,64 @@ Deno.test("an engine that goes silent: the session stays active and streaming, t
     });
   } finally {
     await rx.close();
+  }
+});
+
+Deno.test("KV writes refused for 10 s (the store's file locked by another writer): the live session streams on, answers turns and stays active; then it ends normally", async () => {
+  const dir = await Deno.makeTempDir();
+  const kvPath = `${dir}/kv.sqlite`;
+  try {
+    await withLiveStack(async (s) => {
+      const c = await createSession(s);
+      const b = await connectActive(s, c.session_id, c.client_token, 2);
+      const db = new DatabaseSync(kvPath);
+      db.exec("PRAGMA busy_timeout = 0");
+      db.exec("BEGIN EXCLUSIVE");
+      let locked = true;
+      const released = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          locked = false;
+          db.exec("COMMIT");
+          db.close();
+          resolve();
+        }, 10_000)
+      );
+      try {
+        // The store refuses every other writer meanwhile.
+        const other = new DatabaseSync(kvPath);
+        try {
+          other.exec("PRAGMA busy_timeout = 0");
+          assert.throws(
+            () => other.exec("BEGIN IMMEDIATE"),
+            /database is locked/,
+          );
+        } finally {
+          other.close();
+        }
+        const from = b.json.length;
+        const at = b.binary.length;
+        b.send({ type: "text", text: "hello" });
+        await b.message(
+          (m) =>
+            b.json.indexOf(m) >= from && m.type === "transcript" &&
+            m.role === "avatar",
+          "the avatar's answer while the store is locked",
+        );
+        await b.until(() => b.binary.length >= at + 25, "the stream plays on");
+        assert.ok(locked, "answered and streamed while the store was locked");
+      } finally {
+        await released;
+      }
+      assert.equal(b.closeCode, null, "the socket stays open");
+      assert.equal((await statusOf(s, c.session_id)).status, "active");
+      const res = await s.t.request(`/v1/sessions/${c.session_id}/end`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
+      });
+      assert.equal(res.status, 200);
+      assert.equal((await res.json()).status, "ended");
+    }, { env: { KV_PATH: kvPath }, noFfmpegLeft: true });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
