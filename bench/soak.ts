@@ -4,7 +4,7 @@
  * (`scripts/example_engine.ts`, wss with the test fixtures) in this process, as
  * `bench/media.ts` runs them. K of the sessions show the test portrait as a photo
  * avatar (uploaded as `bench/media.ts --avatar photo` does), the others the cartoon
- * `ava`. Each is played on `websocket_fmp4` by a WebSocket client reading the fMP4 and
+ * `ava`. Most are played on `websocket_fmp4` by a WebSocket client reading the fMP4,
  * driven by `bench/_soak_session.ts`: a typed turn every 4 s, every 5th cut by
  * `interrupt` and every 7th by a microphone barge-in, a client-token refresh (REST)
  * every 45 s, and every two minutes a dropped socket redialled and a takeover by a
@@ -20,13 +20,17 @@
  * handles flat after the first minute, drift ≤ 40 ms, latency p99 flat) and one
  * `RESULT {…}` line.
  *
- * `webrtc_sfu` is not played: it needs a WebRTC peer (a browser) per session; the run
- * says so in its output.
+ * W of the sessions (the last ones) are `webrtc_sfu` when a Janus (`/usr/bin/janus`,
+ * started as `bench/transports.ts` does) and Chromium are there: played by the browser
+ * client in headless Chromium (`bench/_soak_webrtc.ts`), counted in "alive" and losses;
+ * latency and A/V come from the fMP4 sessions only. Without them the run says so and
+ * plays `websocket_fmp4` only.
  *
  * Options: `--sessions N` (default 8), `--minutes M` (default 60), `--photo K` (default
- * N/2 rounded down). Stops by itself at M minutes (a hard deadline M + 3 minutes ends
- * it regardless) and, on Ctrl-C, ends the sessions and stops the service and its
- * encoders. Runs with `-A`: Deno reads /proc only with --allow-all.
+ * N/2 rounded down), `--webrtc W` (default N/4 rounded down, at least 1 from N = 2).
+ * Stops by itself at M minutes (a hard deadline at M + 3 minutes ends it regardless)
+ * and, on Ctrl-C, ends the sessions and stops the service, its encoders, Janus and
+ * Chromium. Runs with `-A`: Deno reads /proc only with --allow-all.
  */
 import { startExampleEngine } from "../scripts/example_engine.ts";
 import { loadavg, sleep, stillRunning } from "./_media_lib.ts";
@@ -45,6 +49,16 @@ import {
   sampleHandles,
 } from "./_soak_lib.ts";
 import { SoakSession } from "./_soak_session.ts";
+import {
+  pollRtc,
+  type RtcBrowser,
+  RtcSoakSession,
+  startRtcBrowser,
+} from "./_soak_webrtc.ts";
+import { type RunningJanus, startJanus } from "../lib/sfu/mod.ts";
+
+/** A session of either transport. */
+type Soaked = SoakSession | RtcSoakSession;
 
 const WARMUP_MINUTES = 1;
 const MINUTE_MS = 60_000;
@@ -114,16 +128,30 @@ async function main(): Promise<void> {
     Deno.exit(2);
   }, (minutes + 3) * MINUTE_MS);
 
+  let webrtc = opt("webrtc", Math.floor(n / 4) || (n >= 2 ? 1 : 0), 0, n);
+  let janus: RunningJanus | null = null;
+  let rtc: RtcBrowser | null = null;
+  if (webrtc > 0) {
+    try {
+      janus = await startJanus();
+      await Deno.stat("/usr/bin/chromium");
+    } catch (e) {
+      console.log(
+        `webrtc_sfu: not run — ${
+          (e as Error).message.split("\n")[0]
+        }; websocket_fmp4 only`,
+      );
+      await janus?.stop();
+      janus = null;
+      webrtc = 0;
+    }
+  }
   console.log(
-    `soak: ${n} sessions (${photo} photo, ${
-      n - photo
-    } cartoon) × ${minutes} min on websocket_fmp4; load ${await loadavg()}`,
+    `soak: ${n} sessions (${photo} photo, ${n - photo} cartoon; ${
+      n - webrtc
+    } websocket_fmp4, ${webrtc} webrtc_sfu) × ${minutes} min; load ${await loadavg()}`,
   );
-  console.log(
-    "webrtc_sfu: not run — playing it needs a WebRTC peer per session (a browser); " +
-      "the soak's clients read fMP4 over the media socket only",
-  );
-  const sessions = new Map<string, SoakSession>();
+  const sessions = new Map<string, Soaked>();
   const restore = instrumentEngine((id, at) => {
     const c = sessions.get(id)?.client;
     if (c && c.pendingSince === null) c.arm(at);
@@ -139,7 +167,7 @@ async function main(): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "bench-soak-" });
   const encoderPids = new Set<number>();
   const rows: MinuteRow[] = [];
-  const all: SoakSession[] = [];
+  const all: Soaked[] = [];
   let svc: Service | null = null;
   let ticker: ReturnType<typeof setInterval> | undefined;
   let cleaned: Promise<void> | null = null;
@@ -147,13 +175,15 @@ async function main(): Promise<void> {
   cleanup = () =>
     cleaned ??= (async () => {
       clearInterval(ticker);
-      await Promise.all(all.map((s) => s.end().catch(() => {})));
       if (svc) {
         for (const p of (await sampleHandles(svc.child.pid)).encoderPids) {
           encoderPids.add(p);
         }
-        await svc.stop();
       }
+      await Promise.all(all.map((s) => s.end().catch(() => {})));
+      await svc?.stop();
+      await rtc?.close();
+      await janus?.stop();
       await engine.close();
       restore();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -168,28 +198,43 @@ async function main(): Promise<void> {
         }
       }
     })();
-  const reported = new Set<SoakSession>();
+  const reported = new Set<Soaked>();
   try {
     const photoId = photo > 0 ? await addPhoto(`${dir}/kv.sqlite`) : "";
     svc = await startService(`${dir}/kv.sqlite`, {
       SESSION_MAX_DURATION_S: String(minutes * 60 + 600),
+      ...janus?.env,
     });
+    if (janus) rtc = await startRtcBrowser(svc);
     for (let i = 0; i < n && !stopping; i++) {
       const kind = i < photo ? "photo" : "cartoon";
+      const avatar = kind === "photo" ? photoId : "ava";
       // Offsets spread each session's drops, takeovers and refreshes over time.
-      const s = new SoakSession(
-        svc,
-        engine.url,
-        kind,
-        kind === "photo" ? photoId : "ava",
-        Math.floor((i * 120) / n),
-      );
+      const offset = Math.floor((i * 120) / n);
+      const s: Soaked = rtc && i >= n - webrtc
+        ? new RtcSoakSession(svc, rtc, engine.url, kind, avatar, offset)
+        : new SoakSession(svc, engine.url, kind, avatar, offset);
       all.push(s);
       await s.start();
       sessions.set(s.id, s);
     }
-    ticker = setInterval(() => {
-      for (const s of all) s.tick().catch(() => {});
+    let polling = false;
+    ticker = setInterval(async () => {
+      for (const s of all) {
+        if (s instanceof SoakSession) s.tick().catch(() => {});
+      }
+      if (!rtc || polling) return;
+      polling = true;
+      try {
+        const polled = await pollRtc(rtc);
+        for (const s of all) {
+          if (s instanceof RtcSoakSession) s.tick(polled[s.id]).catch(() => {});
+        }
+      } catch {
+        /* the page is closing */
+      } finally {
+        polling = false;
+      }
     }, 1000);
     console.log(
       "\nmin  alive  svc MiB  svc fds  enc  enc MiB  enc fds  lat.n  p50  p99  A/V ms  drift  turn/int/barge/cut/refr/drop/take/redial  lost",
@@ -199,6 +244,7 @@ async function main(): Promise<void> {
       while (!stopping && performance.now() - t0 < m * MINUTE_MS) {
         await sleep(250);
       }
+      if (stopping) break; // a partial minute is not a row
       const windows = all.map((s) => s.take());
       const h = await sampleHandles(svc.child.pid);
       for (const p of h.encoderPids) encoderPids.add(p);
@@ -227,7 +273,12 @@ async function main(): Promise<void> {
         av_drift_ms: round1(Math.max(0, ...windows.map((w) => w.driftMs))),
         actions,
         problems: windows.flatMap((w) => w.problems),
-        lost: lost.map((s) => ({ session: s.id, reason: s.lost! })),
+        lost: lost.map((s) => ({
+          session: s.id,
+          reason: `${
+            s instanceof RtcSoakSession ? "webrtc_sfu" : "websocket_fmp4"
+          } ${s.kind}: ${s.lost!}`,
+        })),
       };
       rows.push(r);
       console.log(row(r));
@@ -273,7 +324,10 @@ async function main(): Promise<void> {
         photo,
         minutes,
         completed_minutes: rows.length,
-        transports: ["websocket_fmp4"],
+        webrtc,
+        transports: webrtc
+          ? ["websocket_fmp4", "webrtc_sfu"]
+          : ["websocket_fmp4"],
         verdict: v,
         lost: rows.flatMap((r) => r.lost),
         orphans,
