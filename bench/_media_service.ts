@@ -69,8 +69,14 @@ function freePort(): number {
   l.close();
   return port;
 }
-/** Starts the service on a free port and waits until `/healthz` answers. */
-export async function startService(kvPath: string): Promise<Service> {
+/**
+ * Starts the service on a free port and waits until `/healthz` answers; `extraEnv` adds
+ * to (or overrides) the bench's environment.
+ */
+export async function startService(
+  kvPath: string,
+  extraEnv: Record<string, string> = {},
+): Promise<Service> {
   const port = freePort();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "main.ts"],
@@ -86,6 +92,7 @@ export async function startService(kvPath: string): Promise<Service> {
       ALLOW_PRIVATE_NETWORK_TARGETS: "true",
       END_CLEANUP_TIMEOUT_MS: "5000",
       DENO_CERT: `${TLS}ca.crt`,
+      ...extraEnv,
     },
     stdin: "null",
     stdout: "piped",
@@ -93,6 +100,9 @@ export async function startService(kvPath: string): Promise<Service> {
   }).spawn();
   // Keep warnings and errors of the service's log (JSON lines) as evidence.
   const problems: string[] = [];
+  let last = "";
+  let exited = false;
+  child.status.then(() => (exited = true));
   const drain = async (s: ReadableStream<Uint8Array>) => {
     let rest = "";
     const dec = new TextDecoder();
@@ -100,6 +110,7 @@ export async function startService(kvPath: string): Promise<Service> {
       const lines = (rest + dec.decode(bytes, { stream: true })).split("\n");
       rest = lines.pop() ?? "";
       for (const l of lines) {
+        if (l.trim()) last = l.slice(0, 400);
         if (/"level":"(warn|error)"/.test(l) && problems.length < 50) {
           problems.push(l.slice(0, 400));
         }
@@ -115,7 +126,13 @@ export async function startService(kvPath: string): Promise<Service> {
       await res.body?.cancel();
       if (res.ok) break;
     } catch { /* not listening yet */ }
-    if (Date.now() > deadline) throw new Error("the service did not start");
+    if (exited || Date.now() > deadline) {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* exited */ }
+      await drained.catch(() => {});
+      throw new Error(`the service did not start: ${last}`);
+    }
     await sleep(100);
   }
   let stopping: Promise<void> | null = null;

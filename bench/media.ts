@@ -85,7 +85,7 @@ function row(r: StepResult): string {
  * Uploads the test portrait as the operator tenant's photo avatar into the KV at
  * `kvPath`, the way an operator does (`deno task avatars add`); its id.
  */
-async function addPhoto(kvPath: string): Promise<string> {
+export async function addPhoto(kvPath: string): Promise<string> {
   const photo = new URL(
     "../tests/fixtures/photo/grace_hopper.jpg",
     import.meta.url,

@@ -9,7 +9,8 @@
  * it detected), `speak 5s` → 5 s of tone sent within 0.5 s (ten times real time) with
  * agent transcripts "one", "two", "three" before its audio at 0, 1 and 2.5 s, anything
  * else → a response with agent audio and an agent transcript. `session.end` closes the socket
- * unless `stubborn`.
+ * unless `stubborn`. `hang` → that connection goes silent: it stays open and answers
+ * nothing more, `session.end` included (an engine that hung).
  */
 import { type FakeWs, type Json, startFakeWs } from "./fake_ws.ts";
 
@@ -45,12 +46,14 @@ function toneFrames(seconds: number, rate: number): Uint8Array[] {
 export function startEcepFake(options: EcepFakeOptions): FakeWs {
   let open: string | null = null;
   let n = 0;
+  const hung = new WeakSet<object>();
   return startFakeWs("/engine", {
     refuse: (req) =>
       req.headers.get("x-engine-key") === options.key
         ? undefined
         : new Response("unauthorized", { status: 401 }),
     onJson(peer, msg: Json) {
+      if (hung.has(peer)) return;
       switch (msg.type) {
         case "session.start":
           peer.send({
@@ -64,6 +67,10 @@ export function startEcepFake(options: EcepFakeOptions): FakeWs {
         case "user.text": {
           if (msg.text === "bye") {
             peer.close(1000, "conversation over");
+            return;
+          }
+          if (msg.text === "hang") {
+            hung.add(peer);
             return;
           }
           const id = `resp-${++n}`;
