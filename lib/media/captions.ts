@@ -54,7 +54,7 @@ export class Captions {
       const old = list.shift()!;
       this.#send(turnId, old, old.at ?? this.#starts.get(turnId));
     }
-    render.markText(turnId, id, offsetMs);
+    render.markText(turnId, id, offsetMs, text);
   }
 
   /** A text of a turn already cut: its audio will not be heard. */

@@ -60,6 +60,7 @@ export function capturingRender(): RenderSession & { sink(): RenderSink } {
     pushAudio: () => true,
     endAudio: () => true,
     markText: () => {},
+    listen: () => {},
     interrupt: () => null,
     segmentsRendered: 0,
     stop: () => Promise.resolve({ clean: true }),
