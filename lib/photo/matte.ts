@@ -40,13 +40,8 @@ export function refineMatte(
       if (insidePolygon(ox, oy, x + 0.5, y + 0.5)) a[y * w + x] = 1;
     }
   }
-  const keep = connectedTo(
-    a,
-    w,
-    h,
-    Math.round((x0 + x1) / 2),
-    Math.round((y0 + y1) / 2),
-  );
+  const cx = Math.round((x0 + x1) / 2), cy = Math.round((y0 + y1) / 2);
+  const keep = connectedTo(a, w, h, cx, cy);
   const near = grow(keep, w, h, GROW);
   for (let i = 0; i < n; i++) a[i] *= near[i];
   const q = guided(rgb, a, w, h);
@@ -57,6 +52,10 @@ export function refineMatte(
     const v = Math.min(1, Math.max(0, (q[i] - 0.12) / 0.76)) * near[i];
     out[i] = Math.round(255 * v * v * (3 - 2 * v));
   }
+  // Specks the filter raised out of the band around the person go again.
+  const solid = Float32Array.from(out, (v) => v / 255);
+  const person = connectedTo(solid, w, h, cx, cy);
+  for (let i = 0; i < n; i++) if (out[i] >= 128 && !person[i]) out[i] = 0;
   return out;
 }
 
