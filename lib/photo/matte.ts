@@ -11,6 +11,8 @@ import { FACE_OVAL } from "../render/photo/landmarks.ts";
 
 /** Box radius of the guided filter (px at 512²) and its regularisation (0..1 units). */
 const RADIUS = 5;
+/** Radius (px) over which an unsure pixel's person and background colours are found. */
+const LOCAL = 10;
 const EPS = 0.004;
 /** How far (px) the kept part's edge may grow back out of the mask. */
 const GROW = 6;
@@ -40,6 +42,7 @@ export function refineMatte(
       if (insidePolygon(ox, oy, x + 0.5, y + 0.5)) a[y * w + x] = 1;
     }
   }
+  unmix(rgb, a, w, h);
   const cx = Math.round((x0 + x1) / 2), cy = Math.round((y0 + y1) / 2);
   const keep = connectedTo(a, w, h, cx, cy);
   const near = grow(keep, w, h, GROW);
@@ -57,6 +60,38 @@ export function refineMatte(
   const person = connectedTo(solid, w, h, cx, cy);
   for (let i = 0; i < n; i++) if (out[i] >= 128 && !person[i]) out[i] = 0;
   return out;
+}
+
+/**
+ * Where the mask is unsure (5–95 %), how much of the pixel's colour is the person's:
+ * its position between the mean colour of the sure person and of the sure background
+ * around it (a translucent ear the colour of the face is the person; a ghost the
+ * colour of the wall is not). Left as it is where either is missing nearby.
+ */
+function unmix(rgb: Uint8Array, a: Float32Array, w: number, h: number): void {
+  const n = w * h;
+  const fg = Float32Array.from(a, (v) => v >= 0.95 ? 1 : 0);
+  const bg = Float32Array.from(a, (v) => v <= 0.05 ? 1 : 0);
+  const sum = (v: Float32Array) => boxMean(v, w, h, LOCAL);
+  const nf = sum(fg), nb = sum(bg);
+  const F = [0, 1, 2].map((c) =>
+    sum(Float32Array.from(fg, (v, i) => v * rgb[i * 3 + c]))
+  );
+  const B = [0, 1, 2].map((c) =>
+    sum(Float32Array.from(bg, (v, i) => v * rgb[i * 3 + c]))
+  );
+  for (let i = 0; i < n; i++) {
+    if (a[i] <= 0.05 || a[i] >= 0.95 || nf[i] < 0.01 || nb[i] < 0.01) continue;
+    let dot = 0, len = 0;
+    for (let c = 0; c < 3; c++) {
+      const f = F[c][i] / nf[i], b = B[c][i] / nb[i];
+      dot += (rgb[i * 3 + c] - b) * (f - b);
+      len += (f - b) * (f - b);
+    }
+    // Person and background alike in colour: the model's guess stands.
+    if (len < 900) continue;
+    a[i] = Math.min(1, Math.max(0, dot / len));
+  }
 }
 
 /** 1 where `a` ≥ ½ and connected (4-neighbours) to (sx, sy), else 0. */
@@ -123,10 +158,14 @@ function grow(m: Uint8Array, w: number, h: number, r: number): Float32Array {
   return out;
 }
 
-/** Mean of `v` over the (2·RADIUS+1)² box around each pixel (clipped at the sides). */
-function boxMean(v: Float32Array, w: number, h: number): Float32Array {
-  const r = RADIUS,
-    tmp = new Float32Array(w * h),
+/** Mean of `v` over the (2r+1)² box around each pixel (clipped at the sides). */
+function boxMean(
+  v: Float32Array,
+  w: number,
+  h: number,
+  r = RADIUS,
+): Float32Array {
+  const tmp = new Float32Array(w * h),
     out = new Float32Array(w * h);
   for (let y = 0; y < h; y++) {
     let s = 0;
