@@ -14,6 +14,7 @@ import { RenderStartError } from "../port.ts";
 import { backgroundPlanes, createFrame, type Frame } from "../raster.ts";
 import { decontaminate } from "./decontaminate.ts";
 import { drawEyes } from "./eyes.ts";
+import { drawLipGap } from "./gap.ts";
 import { drawMouth } from "./interior.ts";
 import { validLandmarks } from "./landmarks.ts";
 import { createPose, posePoints } from "./pose.ts";
@@ -152,6 +153,7 @@ export function createPhotoPainter(
         warper.triangle(d, s);
       }
       drawEyes(rig, pose, state, src, out, scratch);
+      drawLipGap(rig, pose, state, src, out, scratch);
       drawMouth(rig, pose, state, src, out, scratch);
     },
     paintAlpha: alphaOut

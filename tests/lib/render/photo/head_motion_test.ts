@@ -1,14 +1,21 @@
 import assert from "node:assert/strict";
 import { FaceDriver } from "../../../../lib/render/face.ts";
 import { createPhotoPainter } from "../../../../lib/render/photo/mod.ts";
-import { createPose, posePoints } from "../../../../lib/render/photo/pose.ts";
+import {
+  createPose,
+  posePoints,
+  unhead,
+} from "../../../../lib/render/photo/pose.ts";
 import { buildRig, type Rig } from "../../../../lib/render/photo/rig.ts";
 import { visemeIndex } from "../../../../lib/render/visemes.ts";
+import { polylineY } from "../../../../lib/render/photo/geometry.ts";
+import { bilinear } from "../../../../lib/render/photo/warp.ts";
 import { FRAME_SAMPLES, loadSet } from "../../../../scripts/lipsync/set.ts";
 import {
   faceWith,
   paintOnce,
   point,
+  smileAvatar,
   testAvatar,
   tiltedAvatar,
 } from "./_avatar.ts";
@@ -194,5 +201,39 @@ Deno.test("a question raises the photo head; a statement's end settles it", asyn
   assert.ok(
     mean(s.slice(from)) - mean(q.slice(from)) >= 0.015,
     `question ${mean(q.slice(from))} vs statement ${mean(s.slice(from))}`,
+  );
+});
+
+Deno.test("a turned head's closed mouth carries the photo's own lips and teeth, no seam of the old photo", async () => {
+  const a = await smileAvatar();
+  const r = buildRig(a);
+  const p = createPhotoPainter(a, { bg: null, seed: 3 });
+  const { state, weights } = faceWith({}, {
+    head: { x: 0, y: 0, tilt: 0, yaw: 0.08, pitch: 0.05 },
+  });
+  const f = paintOnce(p, state, weights).data;
+  const pose = createPose(r);
+  posePoints(r, state, 0, 0, pose);
+  const up = [78, 191, 80, 81, 82, 13, 312, 311, 310, 415, 308];
+  const lo = [78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308];
+  const w = a.width, q = new Float64Array(2);
+  let diff = 0, n = 0;
+  // Inside the posed lips (a smile: the teeth between them), the frame against the
+  // photo's own pixel there, the head's motion undone.
+  const ux = up.map((i) => pose.x[i]), uy = up.map((i) => pose.y[i]);
+  const lx = lo.map((i) => pose.x[i]), ly = lo.map((i) => pose.y[i]);
+  for (let x = Math.ceil(ux[2]); x < ux[ux.length - 3]; x++) {
+    const y0 = polylineY(ux, uy, x + 0.5), y1 = polylineY(lx, ly, x + 0.5);
+    for (let y = Math.ceil(y0 + 0.5); y < y1 - 1; y++) {
+      unhead(pose, r, x + 0.5, y + 0.5, q);
+      const want = bilinear(a.i420, w, a.height, q[0] - 0.5, q[1] - 0.5);
+      diff += Math.abs(f[y * w + x] - want);
+      n++;
+    }
+  }
+  assert.ok(n > 50, `pixels between the lips: ${n}`);
+  assert.ok(
+    diff / n < 12,
+    `lip line off by ${(diff / n).toFixed(1)} on average`,
   );
 });
