@@ -206,7 +206,7 @@ export class HeadMotion {
       0.035 * this.#raise;
     out.tilt = roll + 0.03 * this.#raise + 0.02 * this.#attend;
     out.x = x;
-    out.y = y + 0.006 * input.emphasis;
+    out.y = y + 0.012 * input.emphasis;
   }
 
   #nodGap(): number {
