@@ -65,7 +65,7 @@ export class Captions {
         break;
       }
     }
-    render.markText(turnId, id, offsetMs);
+    render.markText(turnId, id, offsetMs, text);
   }
 
   /** Texts held now, over all turns (at most `MAX_HELD`). */

@@ -110,6 +110,7 @@ export class LiveSession {
       stats: this.stats,
       turns: this.turns,
       engine: () => this.engine,
+      render: () => this.render,
       send: (msg) => this.send(msg),
       sendError: (code, fatal) => this.sendError(code, fatal),
       webrtc: (msg) => this.onWebrtc(msg),

@@ -1,12 +1,15 @@
 /**
  * The browser → session direction of a live session's socket (./live.ts): each frame
  * counted against the socket's byte bound as it arrives, then judged by the socket's
- * gate (./gate.ts) before any use, then microphone audio to the engine, typed turns and
+ * gate (./gate.ts) before any use, then microphone audio to the engine (and, while the
+ * user is heard speaking, the avatar listens: ./listening.ts), typed turns and
  * interrupts to the turns, pings answered, the browser's sample rate kept, and WebRTC
  * signalling handed to the session's SFU side.
  */
 import type { Logger } from "../log.ts";
 import type { EngineConnection } from "../providers/port.ts";
+import type { RenderSession } from "../render/port.ts";
+import { UserVoice } from "./listening.ts";
 import type { Turns } from "./turns.ts";
 import { closeSocket } from "./downlink.ts";
 import type { FrameGate } from "./gate.ts";
@@ -41,6 +44,8 @@ export interface UplinkSession {
   readonly stats: UplinkStats;
   readonly turns: Turns;
   engine(): EngineConnection | null;
+  /** The session's renderer, once it runs. */
+  render(): RenderSession | null;
   send(msg: ServerMessage): void;
   sendError(code: SocketErrorCode, fatal: boolean): void;
   /** WebRTC signalling: the session's SFU side decides what it means. */
@@ -51,8 +56,11 @@ export interface UplinkSession {
 export class Uplink {
   /** The browser's microphone rate (`audio.config`); kept across takeovers. */
   #rate = DEFAULT_BROWSER_SAMPLE_RATE;
+  readonly #voice: UserVoice;
 
-  constructor(private readonly session: UplinkSession) {}
+  constructor(private readonly session: UplinkSession) {
+    this.#voice = new UserVoice((on) => session.render()?.listen(on));
+  }
 
   /**
    * A frame of `ws` as it arrives, before anything else (whether `ws` is still the
@@ -79,12 +87,12 @@ export class Uplink {
       case "message":
         // A cut is async (the renderer may be remote): returned, so it stays contained.
         return this.#message(verdict.message);
-      case "audio":
-        this.session.engine()?.sendUserAudio(
-          pcmFromBytes(verdict.bytes),
-          this.#rate,
-        );
+      case "audio": {
+        const pcm = pcmFromBytes(verdict.bytes);
+        this.session.engine()?.sendUserAudio(pcm, this.#rate);
+        this.#voice.push(pcm, this.#rate);
         return;
+      }
       case "drop":
         stats.framesThrottled++;
         return;

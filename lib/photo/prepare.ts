@@ -11,6 +11,7 @@ import {
   type PhotoAvatar,
 } from "../render/photo/types.ts";
 import { decodePhoto, type RgbImage } from "./decode.ts";
+import { refineMatte } from "./matte.ts";
 import type { FoundFace, PhotoModels } from "./models.ts";
 import { PhotoRefusal } from "./refusal.ts";
 import { type Rect, resample } from "./resample.ts";
@@ -92,13 +93,14 @@ export async function preparePhotoWith(
     PHOTO_SIZE,
     PHOTO_SIZE,
   );
+  const landmarks = cropLandmarks(face.mesh, toOriginal, rect);
   return {
     ...meta,
     width: PHOTO_SIZE,
     height: PHOTO_SIZE,
     i420: rgbToI420(rgb, PHOTO_SIZE, PHOTO_SIZE),
-    alpha,
-    landmarks: cropLandmarks(face.mesh, toOriginal, rect),
+    alpha: refineMatte(rgb, alpha, PHOTO_SIZE, PHOTO_SIZE, landmarks),
+    landmarks,
   };
 }
 

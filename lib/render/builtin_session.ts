@@ -34,6 +34,8 @@ export interface BuiltinSessionOptions {
 }
 
 const MAX_MARKS = 256;
+/** Tags whose audio's start is remembered (caption cues by offset). */
+const MAX_TAGS = 16;
 
 /** A render session of the built-in renderer, from `open` to `stop`. */
 export class BuiltinSession implements RenderSession {
@@ -66,6 +68,10 @@ export class BuiltinSession implements RenderSession {
   #face: FaceDriver;
   #pushed = 0;
   #marks: Array<{ idx: number; at: number }> = [];
+  /** Caption texts by where their audio starts (pushed-sample index), in order. */
+  #cues: Array<{ idx: number; text: string }> = [];
+  /** Where each recent tag's audio started (pushed-sample index). */
+  #tagStart = new Map<string, number>();
   #segments = 0;
   #latency: number[] = [];
   #skipped = 0;
@@ -278,6 +284,12 @@ export class BuiltinSession implements RenderSession {
     if (this.#marks.length < MAX_MARKS) {
       this.#marks.push({ idx: this.#pushed, at: this.opts.clock.now() });
     }
+    if (tag !== undefined && !this.#tagStart.has(tag)) {
+      this.#tagStart.set(tag, this.#pushed);
+      if (this.#tagStart.size > MAX_TAGS) {
+        this.#tagStart.delete(this.#tagStart.keys().next().value!);
+      }
+    }
     this.#pushed += samples.length;
     this.#speech.pushed(tag, samples.length);
     return true;
@@ -288,19 +300,30 @@ export class BuiltinSession implements RenderSession {
     return this.#speech.end(tag, this.#streamPos());
   }
 
-  markText(tag: string, id: number, offsetMs?: number): void {
+  markText(tag: string, id: number, offsetMs?: number, text?: string): void {
     if (this.#closed) return;
     const offset = offsetMs === undefined
       ? undefined
       : Math.round(offsetMs * STREAM_RATE / 1000);
     this.#speech.mark(tag, id, offset);
+    if (text === undefined || this.#cues.length >= MAX_MARKS) return;
+    const idx = offset === undefined
+      ? this.#pushed
+      : (this.#tagStart.get(tag) ?? this.#pushed) + offset;
+    let k = this.#cues.length;
+    while (k > 0 && this.#cues[k - 1].idx > idx) k--;
+    this.#cues.splice(k, 0, { idx, text });
+  }
+
+  listen(speaking: boolean): void {
+    if (!this.#closed) this.#face.listen(speaking);
   }
 
   interrupt(options: { tag?: string; all?: boolean } = {}): SpeechCut | null {
     const before = this.#queue.length;
     const cut = this.#speech.cut(this.#queue, options, this.#streamPos());
-    // Latency marks index the queue: any removal invalidates them.
-    if (this.#queue.length !== before) this.#marks = [];
+    // Latency marks and cues index the queue: any removal invalidates them.
+    if (this.#queue.length !== before) this.#marks = [], this.#cues = [];
     if (cut?.wasSpeaking || options.all || options.tag === undefined) {
       this.#face.closeMouth();
     }
@@ -362,6 +385,10 @@ export class BuiltinSession implements RenderSession {
   #produce(draw: boolean): void {
     const head = this.#pushed - this.#queue.length;
     const { samples, real } = this.#queue.take(this.#samplesPerFrame);
+    // Caption texts whose audio starts in this frame cue the head.
+    while (this.#cues.length > 0 && this.#cues[0].idx < head + real) {
+      this.#face.text(this.#cues.shift()!.text);
+    }
     const face = this.#face.next(samples);
     this.#produced++;
     // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.

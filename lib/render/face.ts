@@ -2,10 +2,13 @@
  * What the face does, frame by frame, from the agent audio of that frame: the viseme
  * probabilities (./visemes.ts) smoothed into weights (coarticulation) and blended into a
  * mouth shape (./mouth.ts) whose opening the loudness scales; the loudness envelope's
- * peaks (stressed syllables) lift the brows and nod the head; idle head motion, gaze
- * shifts and blinks (held back while a word is being spoken) come from a generator
- * seeded per session. The same seed and the same audio give the same frames.
+ * peaks (stressed syllables) lift the brows and nod the head; the head's motion
+ * (./motion.ts: smooth noise sized by the speech, settling at phrase ends, rising on
+ * questions, nodding while the user speaks), gaze shifts and blinks (held back while a
+ * word is being spoken) come from a generator seeded per session. The same seed, the
+ * same audio and the same cues give the same frames.
  */
+import { HeadMotion } from "./motion.ts";
 import { blendShape, type MouthShape, VISEME_SHAPES } from "./mouth.ts";
 import { rmsDb, VISEME_COUNT, VisemeClassifier } from "./visemes.ts";
 import { analyzeVoice } from "./voice.ts";
@@ -17,8 +20,12 @@ export interface FaceState {
   mouth: MouthShape;
   /** 0 eyes open … 1 closed. */
   blink: number;
-  /** Head offset (fractions of the frame's smaller side) and tilt (shear). */
-  head: { x: number; y: number; tilt: number };
+  /**
+   * Head offset (fractions of the frame's smaller side), tilt (the cartoon's shear, a
+   * photo's roll, radians), and turn in depth (radians): yaw (its front towards the
+   * image's right) and pitch (its front down).
+   */
+  head: { x: number; y: number; tilt: number; yaw: number; pitch: number };
   /** Where the eyes look, −1..1 each way. */
   gaze: { x: number; y: number };
   /** Brow lift, 0..1. */
@@ -31,7 +38,7 @@ export function restingFace(t = 0): FaceState {
     t,
     mouth: { ...VISEME_SHAPES[0] },
     blink: 0,
-    head: { x: 0, y: 0, tilt: 0 },
+    head: { x: 0, y: 0, tilt: 0, yaw: 0, pitch: 0 },
     gaze: { x: 0, y: 0 },
     brow: 0,
   };
@@ -77,13 +84,13 @@ export class FaceDriver {
   #blinkAt = -1;
   #nextGaze: number;
   #gazeTarget = { x: 0, y: 0 };
-  #phase: number[];
+  #head: HeadMotion;
 
   constructor(seed: number, fps = 25, classifier = new VisemeClassifier()) {
     this.#fps = fps;
     this.#classifier = classifier;
     this.#rand = seededRandom(seed);
-    this.#phase = [0, 1, 2, 3, 4, 5].map(() => this.#rand() * Math.PI * 2);
+    this.#head = new HeadMotion(seededRandom(seed ^ 0x5bd1e995), fps);
     this.#nextBlink = Math.round(fps * (1 + 2 * this.#rand()));
     this.#nextGaze = Math.round(fps * (0.8 + 1.5 * this.#rand()));
     this.weights[0] = 1;
@@ -114,6 +121,19 @@ export class FaceDriver {
     this.#level = 0;
     this.#classifier.reset();
     Object.assign(this.state.mouth, VISEME_SHAPES[0]);
+  }
+
+  /**
+   * Whether the user is speaking: the avatar listens (small nods, its eyes mostly on
+   * the viewer) until told otherwise.
+   */
+  listen(on: boolean): void {
+    this.#head.listen(on);
+  }
+
+  /** A caption text whose audio starts now: its punctuation cues the head. */
+  text(text: string): void {
+    this.#head.text(text);
   }
 
   /** Advances one frame with that frame's audio (48 kHz). */
@@ -157,23 +177,22 @@ export class FaceDriver {
     const speaking = target > 0.08;
     this.#quiet = speaking ? 0 : this.#quiet + 1;
 
-    // Head: slow idle drift (three incommensurate sines per axis, seeded phases), a
-    // little more lively while speaking, and a nod on each stressed syllable.
-    const ph = this.#phase;
-    const t = s.t;
-    const live = 1 + 0.6 * Math.min(1, this.#slow * 2);
-    s.head.x = live * (0.007 * Math.sin(t * 0.86 + ph[0]) +
-      0.004 * Math.sin(t * 2.1 + ph[1]));
-    s.head.y = live * (0.004 * Math.sin(t * 1.1 + ph[2]) +
-          0.002 * Math.sin(t * 2.9 + ph[3])) + 0.012 * this.#emphasis;
-    s.head.tilt = 0.03 * Math.sin(t * 0.69 + ph[4]) +
-      0.012 * Math.sin(t * 1.7 + ph[5]) + 0.01 * this.#emphasis;
+    // Head: see ./motion.ts.
+    this.#head.next(
+      { speaking, level: this.#slow, emphasis: this.#emphasis },
+      s.head,
+    );
     s.brow = Math.min(1, 0.25 * Math.min(1, this.#slow * 3) + this.#emphasis);
 
-    // Gaze: a shift every 0.8–3.5 s; while speaking mostly back to the viewer.
+    // Gaze: a shift every 0.8–3.5 s; while speaking mostly back to the viewer, while
+    // listening nearly always on them.
     if (i >= this.#nextGaze) {
       const r = this.#rand();
-      const toViewer = speaking ? r < 0.6 : r < 0.3;
+      const toViewer = this.#head.listening
+        ? r < 0.85
+        : speaking
+        ? r < 0.6
+        : r < 0.3;
       this.#gazeTarget = toViewer ? { x: 0, y: 0 } : {
         x: (this.#rand() * 2 - 1) * 0.8,
         y: (this.#rand() * 2 - 1) * 0.4,

@@ -5,6 +5,9 @@
  * MediaSource can play as is (DECISIONS 6).
  */
 
+/** Longest caption text a mark carries to a render worker (its end is what counts). */
+export const MAX_MARK_TEXT = 1000;
+
 /** Where a stream's output goes. Handlers must not throw; they decide on slow consumers. */
 export interface RenderSink {
   /** Once per stream, first: the MIME type with codecs and the init segment (ftyp+moov). */
@@ -106,9 +109,15 @@ export interface RenderSession {
   /**
    * A caption mark `id` in `tag`'s audio at `offsetMs` of it (default: after all of it
    * pushed so far): a speech event with `mark` follows where the stream reaches it. A
-   * cut of `tag` drops its marks not yet reached.
+   * cut of `tag` drops its marks not yet reached. `text`, the caption's words, cues the
+   * avatar's head by its punctuation (a question, a phrase's end) where it is heard.
    */
-  markText(tag: string, id: number, offsetMs?: number): void;
+  markText(tag: string, id: number, offsetMs?: number, text?: string): void;
+  /**
+   * Whether the user is speaking now (heard on the microphone): the avatar listens
+   * (small nods, its eyes on the viewer) until told otherwise.
+   */
+  listen(speaking: boolean): void;
   /**
    * Drops queued, not yet rendered agent audio at once — of `tag` only, or everything
    * (no tag, or `all`) — and closes the mouth. Reports what was cut for `tag` (or the

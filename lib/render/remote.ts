@@ -7,6 +7,7 @@
  */
 import type { Logger } from "../log.ts";
 import {
+  MAX_MARK_TEXT,
   type RenderBackend,
   type RenderOpenOptions,
   type RenderSession,
@@ -36,7 +37,8 @@ type Outgoing =
     done: (cut: SpeechCut | null) => void;
   }
   | { kind: "end"; tag: string; done: (ended: boolean) => void }
-  | { kind: "mark"; tag: string; id: number; offsetMs?: number };
+  | { kind: "mark"; tag: string; id: number; offsetMs?: number; text?: string }
+  | { kind: "listen"; speaking: boolean };
 
 /** A worker's `speech` message as a `SpeechEvent`, or null when malformed. */
 function speechEvent(msg: Record<string, unknown>): SpeechEvent | null {
@@ -207,12 +209,27 @@ class RemoteSession implements RenderSession {
     });
   }
 
-  markText(tag: string, id: number, offsetMs?: number): void {
+  markText(tag: string, id: number, offsetMs?: number, text?: string): void {
     if (this.#closed) return;
     if (this.#marks >= MAX_MARKS) {
       this.#queue.splice(this.#queue.findIndex((x) => x.kind === "mark"), 1);
     } else this.#marks++;
-    this.#queue.push({ kind: "mark", tag, id, offsetMs });
+    this.#queue.push({
+      kind: "mark",
+      tag,
+      id,
+      offsetMs,
+      text: text === undefined ? undefined : text.slice(-MAX_MARK_TEXT),
+    });
+    this.#kick();
+  }
+
+  listen(speaking: boolean): void {
+    if (this.#closed) return;
+    // Only the latest state matters: a waiting one is replaced, never queued twice.
+    const last = this.#queue.at(-1);
+    if (last?.kind === "listen") last.speaking = speaking;
+    else this.#queue.push({ kind: "listen", speaking });
     this.#kick();
   }
 
@@ -297,6 +314,9 @@ class RemoteSession implements RenderSession {
           (head.offsetMs === undefined
             ? ""
             : `&offset_ms=${Math.max(0, Math.round(head.offsetMs))}`);
+        if (head.text !== undefined) body = JSON.stringify({ text: head.text });
+      } else if (head.kind === "listen") {
+        path = `/listen?speaking=${head.speaking}`;
       } else {
         // Coalesce consecutive chunks of one turn at one rate into one request.
         const parts = [head.pcm];

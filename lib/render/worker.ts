@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Logger } from "../log.ts";
 import type { RenderBackend, RenderSession } from "./port.ts";
-import { RenderStartError } from "./port.ts";
+import { MAX_MARK_TEXT, RenderStartError } from "./port.ts";
 import { SPEECH_TAG } from "./speech.ts";
 
 export interface WorkerOptions {
@@ -241,7 +241,37 @@ export function createRenderWorker(options: WorkerOptions): {
         ) {
           return fail(400, "invalid", "tag, id and offset_ms are required");
         }
-        entry.session.markText(tag, id, offset);
+        // Body (optional): {"text": string}, the caption's words (their end cues
+        // the head).
+        const raw2 = await req.text();
+        let text: string | undefined;
+        if (raw2 !== "") {
+          const body = (() => {
+            try {
+              return JSON.parse(raw2);
+            } catch {
+              return null;
+            }
+          })();
+          if (
+            !body || typeof body !== "object" ||
+            (body.text !== undefined &&
+              (typeof body.text !== "string" ||
+                body.text.length > MAX_MARK_TEXT))
+          ) {
+            return fail(400, "invalid", "text must be a string of ≤ 1000");
+          }
+          text = body.text;
+        }
+        entry.session.markText(tag, id, offset, text);
+        return new Response(null, { status: 204 });
+      }
+      case "POST /listen": {
+        const speaking = url.searchParams.get("speaking");
+        if (speaking !== "true" && speaking !== "false") {
+          return fail(400, "invalid", "speaking must be true or false");
+        }
+        entry.session.listen(speaking === "true");
         return new Response(null, { status: 204 });
       }
       case "POST /interrupt": {

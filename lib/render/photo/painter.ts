@@ -3,7 +3,8 @@
  * its face mesh (./pose.ts, ./warp.ts) by the face state the built-in session drives
  * from the voice, with the mouth's inside and the eyes drawn in (./interior.ts), over
  * the photo's own background, a catalog background, or transparent black with the
- * warped person alpha (DECISIONS 6).
+ * warped person alpha (DECISIONS 6); over another background the person's edge is
+ * recoloured from the person (./decontaminate.ts).
  */
 import type { BackgroundDef } from "../../avatars.ts";
 import { findBackground, PHOTO_OWN_BG } from "../../avatars.ts";
@@ -11,7 +12,9 @@ import type { FaceState } from "../face.ts";
 import type { Painter, PainterSource } from "../painter.ts";
 import { RenderStartError } from "../port.ts";
 import { backgroundPlanes, createFrame, type Frame } from "../raster.ts";
+import { decontaminate } from "./decontaminate.ts";
 import { drawEyes } from "./eyes.ts";
+import { drawLipGap } from "./gap.ts";
 import { drawMouth } from "./interior.ts";
 import { validLandmarks } from "./landmarks.ts";
 import { createPose, posePoints } from "./pose.ts";
@@ -70,8 +73,12 @@ export function createPhotoPainter(
   checkAvatar(avatar);
   const rig = rigOf(avatar);
   const w = avatar.width, h = avatar.height, n = w * h;
-  const photo = avatar.i420;
   const replaced = opts.bg !== null;
+  // Over another background the person's edge takes the person's colours, not the
+  // old background's mixed into them (no fringe).
+  const photo = replaced
+    ? decontaminate(avatar.i420, avatar.alpha, w, h)
+    : avatar.i420;
   const bgPlanes = opts.bg === null
     ? null
     : opts.bg === "transparent"
@@ -146,6 +153,7 @@ export function createPhotoPainter(
         warper.triangle(d, s);
       }
       drawEyes(rig, pose, state, src, out, scratch);
+      drawLipGap(rig, pose, state, src, out, scratch);
       drawMouth(rig, pose, state, src, out, scratch);
     },
     paintAlpha: alphaOut

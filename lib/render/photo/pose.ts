@@ -2,22 +2,34 @@
  * Where every vertex of the rig goes in one frame: the jaw turns about its pivot by the
  * opening the viseme blend asks for (the lower lip and chin ride on it, the cheeks give),
  * the lips part, roll, press, spread and round, the upper lip lifts off the teeth, the
- * lids close over the eyes, the brows lift, and the whole head sways, nods and breathes
+ * lids close over the eyes, the brows lift — all along the face's own axes, so a
+ * turned or tilted portrait opens its mouth down its own chin — and the whole head
+ * turns, nods and tilts in three dimensions about the neck (./head3d.ts) and breathes
  * over still shoulders and background.
  */
 import type { FaceState } from "../face.ts";
 import { polylineY, smoothstep } from "./geometry.ts";
+import { headRotation } from "./head3d.ts";
 import { LIP_NONE, LIP_UPPER, type Rig } from "./rig.ts";
 
 /** One frame's pose: vertex positions and what the mouth and eye interiors need. */
 export interface Pose {
   x: Float64Array;
   y: Float64Array;
-  /** The head's motion: rotation (cos, sin) about the neck, then a shift. */
+  /**
+   * The head's motion as the interiors see it: one affine map of the picture fitted
+   * to the motion of the eyes, nose and mouth (`aff`: X = a·x + b·y + e, Y = c·x +
+   * d·y + f, as [a, b, e, c, d, f]; `inv` undoes it), its roll (cos, sin) and the
+   * mouth centre's shift.
+   */
   cos: number;
   sin: number;
   tx: number;
   ty: number;
+  aff: Float64Array;
+  inv: Float64Array;
+  /** The head's 3-D rotation about the neck (row-major 3×3). */
+  rot: Float64Array;
   /** How far the lower lip dropped with the jaw at the mouth's centre (px). */
   drop: number;
   /** Jaw rotation (radians). */
@@ -36,6 +48,9 @@ export function createPose(rig: Rig): Pose {
     sin: 0,
     tx: 0,
     ty: 0,
+    aff: Float64Array.of(1, 0, 0, 0, 1, 0),
+    inv: Float64Array.of(1, 0, 0, 0, 1, 0),
+    rot: Float64Array.of(1, 0, 0, 0, 1, 0, 0, 0, 1),
     drop: 0,
     theta: 0,
   };
@@ -67,7 +82,7 @@ export function posePoints(
   const m = state.mouth;
   const { faceH, mouthX, mouthY, mouthHw } = rig;
   // Jaw: the angle whose rotation drops the lower lip's centre by the asked opening.
-  const lipY = rig.sy[14], lipZ = rig.z[14];
+  const lipY = rig.fy[14], lipZ = rig.fz[14];
   const reach = Math.hypot(lipY - rig.pivotY, lipZ - rig.pivotZ);
   // The lips part a little as soon as a sound starts (before the jaw has dropped
   // much), then the jaw does the rest.
@@ -92,37 +107,26 @@ export function posePoints(
   const innerHw = Math.max(1, (rig.sx[308] - rig.sx[78]) / 2) / mouthHw;
   const ring = 0.4 * m.round * out.drop;
 
-  // The head: rotation about the neck, a shift, the breath under it.
-  // A photographed head over a still background reads best moving less than the
-  // drawn one: half its sway and 30 % of its roll while speaking, a third of that
-  // between turns; most of its nod.
-  const sway = 0.3 + 0.7 * live;
-  // Whole pixels and roll steps of 1/512 rad, as the cartoon does: between steps the
-  // head stands still (the encoder skips its blocks, and the photo's texture is not
-  // resampled at a new sub-pixel offset every frame, which would shimmer).
-  const ang = Math.round(0.3 * sway * state.head.tilt * 512) / 512;
-  const cos = Math.cos(ang), sin = Math.sin(ang);
-  const tx = Math.round(0.5 * sway * state.head.x * rig.width);
-  const ty = Math.round(
-    0.75 * sway * state.head.y * rig.height + 0.4 * breath,
-  );
-  out.cos = cos, out.sin = sin, out.tx = tx, out.ty = ty;
+  const { tx, ty } = headMotion(rig, state, breath, live, out);
+  const R = out.rot, am = rig.axes.m;
+  const { neckX, neckY, neckZ } = rig;
 
   const eyeLines = rig.eyes.map((e) => ({
     e,
-    ux: e.upper.map((i) => rig.sx[i]),
-    uy: e.upper.map((i) => rig.sy[i]),
-    lx: e.lower.map((i) => rig.sx[i]),
-    ly: e.lower.map((i) => rig.sy[i]),
+    ux: e.upper.map((i) => rig.fx[i]),
+    uy: e.upper.map((i) => rig.fy[i]),
+    lx: e.lower.map((i) => rig.fx[i]),
+    ly: e.lower.map((i) => rig.fy[i]),
   }));
   const eyeTop = Math.min(...eyeLines.map((l) => Math.min(...l.uy)));
   const browTop = eyeTop - 0.3 * faceH;
 
   for (let i = 0; i < rig.n; i++) {
-    const sx = rig.sx[i], sy = rig.sy[i];
+    // Posed in the face's frame, turned back onto the picture at the end.
+    const sx = rig.fx[i], sy = rig.fy[i];
     let x = sx, y = sy;
     const role = rig.lip[i];
-    if (rig.jawW[i] > 0) y += rig.jawW[i] * jawShift(rig, sy, rig.z[i], theta);
+    if (rig.jawW[i] > 0) y += rig.jawW[i] * jawShift(rig, sy, rig.fz[i], theta);
     // Mouth area: corners spread or round, with the cheeks around them following.
     const u = (sx - mouthX) / mouthHw, v = (sy - mouthY) / mouthHw;
     let g = 1, gl = 1;
@@ -205,35 +209,101 @@ export function posePoints(
       y -= state.brow * 0.012 * faceH *
         smoothstep(eyeTop, eyeTop - 0.12 * faceH, sy);
     }
-    // The head carries all that; the shoulders breathe.
+    // Back onto the picture: the face-frame offset along the face's axes.
+    const ix = rig.sx[i], iy = rig.sy[i], dx = x - sx, dy = y - sy;
+    x = ix + am[0] * dx + am[1] * dy;
+    y = iy + am[3] * dx + am[4] * dy;
+    // The head carries all that, turned in depth about the neck; the shoulders
+    // breathe.
     const hw = rig.headW[i];
     if (hw > 0) {
-      const dx = x - rig.neckX, dy = y - rig.neckY;
-      const hx = rig.neckX + cos * dx - sin * dy + tx;
-      const hy = rig.neckY + sin * dx + cos * dy + ty;
+      const X = x - neckX, Y = y - neckY;
+      const Z = rig.z[i] + am[6] * dx + am[7] * dy - neckZ;
+      const hx = neckX + R[0] * X + R[1] * Y + R[2] * Z + tx;
+      const hy = neckY + R[3] * X + R[4] * Y + R[5] * Z + ty;
       x += hw * (hx - x);
       y += hw * (hy - y);
     }
-    if (
-      sy > rig.neckY && sy > 0 && sy < rig.height && sx > 0 && sx < rig.width
-    ) {
-      y += (1 - hw) * breath *
-        smoothstep(rig.neckY, rig.neckY + 0.3 * faceH, sy);
+    if (iy > neckY && iy > 0 && iy < rig.height && ix > 0 && ix < rig.width) {
+      y += (1 - hw) * breath * smoothstep(neckY, neckY + 0.3 * faceH, iy);
     }
     out.x[i] = x;
     out.y[i] = y;
   }
 }
 
-/** Head-space point of a frame point (the head's motion undone), into `p`. */
+/** Largest yaw and pitch the painter turns a photographed head by (radians). */
+export const MAX_YAW = 0.14, MAX_PITCH = 0.1, MAX_ROLL = 0.09;
+
+/**
+ * The head's motion of this frame into `out`: its rotation (yaw and pitch from the
+ * state, its tilt as roll, each bounded so the hairline and the ears do not tear), the
+ * shift (whole pixels) with the breath under it, and the affine map of it that the
+ * interiors undo (fitted at the rig's `fitIdx` landmarks). Returns the shift.
+ */
+function headMotion(
+  rig: Rig,
+  state: FaceState,
+  breath: number,
+  live: number,
+  out: Pose,
+): { tx: number; ty: number } {
+  const h = state.head;
+  const clamp = (v: number, m: number) => Math.max(-m, Math.min(m, v));
+  // Steps of 1/1024 rad: a still head is not resampled at a new sub-pixel offset every
+  // frame (which would shimmer).
+  const q = (v: number) => Math.round(v * 1024) / 1024;
+  headRotation(
+    q(clamp(h.yaw, MAX_YAW)),
+    q(clamp(h.pitch, MAX_PITCH)),
+    q(clamp(h.tilt, MAX_ROLL)),
+    out.rot,
+  );
+  // A photographed head over a still background reads best shifting little: it turns.
+  const sway = 0.5 + 0.5 * live;
+  const tx = Math.round(0.3 * sway * h.x * rig.width);
+  const ty = Math.round(0.4 * sway * h.y * rig.height + 0.4 * breath);
+  const R = out.rot, S = rig.headFit, idx = rig.fitIdx, k = idx.length;
+  const a = out.aff;
+  a.fill(0);
+  for (let j = 0; j < k; j++) {
+    const i = idx[j];
+    const X = rig.sx[i] - rig.neckX, Y = rig.sy[i] - rig.neckY;
+    const Z = rig.z[i] - rig.neckZ;
+    const hx = rig.neckX + R[0] * X + R[1] * Y + R[2] * Z + tx;
+    const hy = rig.neckY + R[3] * X + R[4] * Y + R[5] * Z + ty;
+    for (let r = 0; r < 3; r++) {
+      a[r] += S[r * k + j] * hx;
+      a[3 + r] += S[r * k + j] * hy;
+    }
+  }
+  // Rounded off: a head at rest maps every pixel onto itself exactly.
+  for (let r = 0; r < 6; r++) a[r] = Math.round(a[r] * 1e9) / 1e9;
+  // The inverse of [[a, b, e], [c, d, f]].
+  const det = a[0] * a[4] - a[1] * a[3];
+  const v = out.inv;
+  v[0] = a[4] / det, v[1] = -a[1] / det, v[3] = -a[3] / det, v[4] = a[0] / det;
+  v[2] = -(v[0] * a[2] + v[1] * a[5]);
+  v[5] = -(v[3] * a[2] + v[4] * a[5]);
+  const roll = Math.atan2(a[3], a[0]);
+  out.cos = Math.cos(roll), out.sin = Math.sin(roll);
+  out.tx = a[0] * rig.mouthX + a[1] * rig.mouthY + a[2] - rig.mouthX;
+  out.ty = a[3] * rig.mouthX + a[4] * rig.mouthY + a[5] - rig.mouthY;
+  return { tx, ty };
+}
+
+/**
+ * Head-space point of a frame point (the head's motion undone through its affine
+ * view `pose.inv`), into `p`.
+ */
 export function unhead(
   pose: Pose,
-  rig: Rig,
+  _rig: Rig,
   X: number,
   Y: number,
   p: Float64Array,
 ): void {
-  const dx = X - pose.tx - rig.neckX, dy = Y - pose.ty - rig.neckY;
-  p[0] = rig.neckX + pose.cos * dx + pose.sin * dy;
-  p[1] = rig.neckY - pose.sin * dx + pose.cos * dy;
+  const v = pose.inv;
+  p[0] = v[0] * X + v[1] * Y + v[2];
+  p[1] = v[3] * X + v[4] * Y + v[5];
 }

@@ -51,15 +51,24 @@ export async function withLiveSession(
   }
 }
 
-/** A render session that hands its sink to the test. */
-export function capturingRender(): RenderSession & { sink(): RenderSink } {
+/**
+ * A render session that hands its sink to the test, and records what it was told of
+ * the user speaking (`listened`).
+ */
+export function capturingRender(): RenderSession & {
+  sink(): RenderSink;
+  listened: boolean[];
+} {
   let sink: RenderSink | null = null;
+  const listened: boolean[] = [];
   return {
+    listened,
     attach: (s) => sink = s,
     detach: () => sink = null,
     pushAudio: () => true,
     endAudio: () => true,
     markText: () => {},
+    listen: (on) => void listened.push(on),
     interrupt: () => null,
     segmentsRendered: 0,
     stop: () => Promise.resolve({ clean: true }),

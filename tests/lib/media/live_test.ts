@@ -275,3 +275,26 @@ Deno.test("LiveSession ends the turn of a response that never ended when the nex
     events.onResponseEnd("r2000");
     assert.deepEqual(json().at(-1), { type: "turn.end", turn_id: "turn_2000" });
   }));
+
+Deno.test("LiveSession tells the renderer while the user is heard speaking (the avatar listens)", () =>
+  withLiveSession((live, ws) => {
+    const render = capturingRender();
+    live.startRendering(render);
+    // 20 ms frames at the default 24 kHz: quiet room, half a second of voice, quiet.
+    const frame = (amp: number, k: number) => {
+      const pcm = new Int16Array(480);
+      for (let i = 0; i < pcm.length; i++) {
+        pcm[i] = Math.round(amp * Math.sin((k * 480 + i) * 0.13));
+      }
+      ws.onmessage!(new MessageEvent("message", { data: pcm.buffer }));
+    };
+    let k = 0;
+    for (let i = 0; i < 25; i++) frame(30, k++);
+    assert.deepEqual(render.listened, []);
+    for (let i = 0; i < 25; i++) frame(6000, k++);
+    assert.deepEqual(render.listened, [true]);
+    for (let i = 0; i < 20; i++) frame(30, k++);
+    assert.deepEqual(render.listened, [true], "a short pause is still speech");
+    for (let i = 0; i < 40; i++) frame(30, k++);
+    assert.deepEqual(render.listened, [true, false]);
+  }));

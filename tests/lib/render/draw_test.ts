@@ -84,7 +84,9 @@ Deno.test("drawAvatar()", async (t) => {
 
   await t.step("the breath, head motion and gaze move the avatar", () => {
     assert.ok(lumaDiff(draw({ t: 0 }), draw({ t: 1.7 }), whole) > 1000);
-    const moved = draw({ head: { x: 0.01, y: 0.005, tilt: 0.03 } });
+    const moved = draw({
+      head: { x: 0.01, y: 0.005, tilt: 0.03, yaw: 0, pitch: 0 },
+    });
     assert.ok(lumaDiff(draw({}), moved, whole) > 5000);
     const eyes = {
       x: 0,

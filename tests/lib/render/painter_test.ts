@@ -89,6 +89,62 @@ Deno.test("builtin renderer painters", async (t) => {
     },
   );
 
+  await t.step(
+    "listen(true) makes the painted head nod; listen(false) lets it rest",
+    async () => {
+      const pitch: number[] = [];
+      const painter: Painter = {
+        width: 64,
+        height: 48,
+        paint(f, state) {
+          f.data.fill(100);
+          pitch.push(state.head.pitch);
+        },
+      };
+      const { backend, clock } = renderer(() => Promise.resolve(painter));
+      const session = await backend.open({
+        sessionId: "session:l",
+        avatarId: "ph_L",
+        bgId: "photo",
+      });
+      const sink = new RecordingSink();
+      session.attach(sink);
+      const range = (v: number[]) => Math.max(...v) - Math.min(...v);
+      // A watched session paints: time goes on as the encoder keeps up (one
+      // fragment a frame), never more than 25 frames ahead of it.
+      let frames = sink.segments.length;
+      const run = async (n: number) => {
+        for (let i = 0; i < n; i++) {
+          clock.advance(40);
+          frames++;
+          if (i % 10 === 9) {
+            await sink.until(() => sink.segments.length >= frames - 25);
+          }
+        }
+      };
+      for (let i = 0; i < 10; i++) clock.advance(40);
+      await sink.until(() => sink.inits.length === 1);
+      pitch.length = 0;
+      await run(250);
+      const idle = pitch.splice(0);
+      session.listen(true);
+      await run(250);
+      const heard = pitch.splice(0);
+      assert.ok(
+        idle.length > 200 && heard.length > 200,
+        `frames ${idle.length}, ${heard.length}`,
+      );
+      // Resting: within ±0.009 rad; listening: nods of 0.03 rad and more.
+      assert.ok(range(idle) < 0.02, `idle pitch range ${range(idle)}`);
+      assert.ok(range(heard) >= 0.03, `listening pitch range ${range(heard)}`);
+      session.listen(false);
+      await run(250);
+      const after = pitch.splice(0).slice(100);
+      assert.ok(range(after) < 0.02, `rests again: ${range(after)}`);
+      await session.stop({ graceful: false, timeoutMs: 0 });
+    },
+  );
+
   await t.step("a source's refusal is open()'s refusal", async () => {
     const { backend } = renderer(() =>
       Promise.reject(new RenderStartError("misconfigured", "no such photo"))

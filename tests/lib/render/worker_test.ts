@@ -228,6 +228,35 @@ Deno.test("render worker protocol, spoken by a raw client", async (t) => {
         assert.equal((await call("DELETE", path)).status, 200);
       },
     );
+
+    await t.step(
+      "the user speaking (listen) and a caption's text (mark body) are taken, checked",
+      async () => {
+        const path = await open();
+        for (const q of ["true", "false"]) {
+          const r = await call("POST", `${path}/listen?speaking=${q}`);
+          assert.equal(r.status, 204);
+        }
+        for (const q of ["", "?speaking=yes", "?speaking=1"]) {
+          const r = await call("POST", `${path}/listen${q}`);
+          assert.deepEqual([r.status, r.body.error], [400, "invalid"]);
+        }
+        const mark = `${path}/mark?tag=turn_1&id=1`;
+        const text = JSON.stringify({ text: "Is that so?" });
+        assert.equal((await call("POST", mark, text)).status, 204);
+        for (
+          const body of [
+            "{",
+            JSON.stringify({ text: 5 }),
+            JSON.stringify({ text: "x".repeat(1001) }),
+          ]
+        ) {
+          const r = await call("POST", mark, body);
+          assert.deepEqual([r.status, r.body.error], [400, "invalid"]);
+        }
+        assert.equal((await call("DELETE", path)).status, 200);
+      },
+    );
   } finally {
     await worker.close();
   }

@@ -5,7 +5,7 @@
 import { preparePhoto } from "../../../../lib/photo/mod.ts";
 import { resample } from "../../../../lib/photo/resample.ts";
 import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
-import { fixture, fixtureBytes, png } from "../../photo/_helpers.ts";
+import { fixture, fixtureBytes, png, rotate } from "../../photo/_helpers.ts";
 import { createFrame, type Frame } from "../../../../lib/render/raster.ts";
 import { type FaceState, restingFace } from "../../../../lib/render/face.ts";
 import { blendShape } from "../../../../lib/render/mouth.ts";
@@ -140,4 +140,14 @@ export function mouthGap(a: PhotoAvatar, luma: Uint8Array): number {
     sum += best;
   }
   return sum / (x1 - x0 - 2 * q);
+}
+
+/** The test portrait turned 15° in the picture's plane (a tilted head), prepared once. */
+export function tiltedAvatar(): Promise<PhotoAvatar> {
+  return prepareOnce(
+    "hopper-tilted",
+    "ph_T1LTED0000000000000000000",
+    () => png(rotate(fixture("grace_hopper.jpg"), 15)),
+    "Grace tilted",
+  );
 }

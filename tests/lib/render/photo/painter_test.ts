@@ -344,7 +344,9 @@ Deno.test("photo painter", async (t) => {
       }
       assert.ok(black / bgN > 0.97, `black: ${black}/${bgN}`);
       assert.ok(diff / N < 1, `at rest the alpha is the mask (${diff / N})`);
-      const moved = faceWith({}, { head: { x: 0.06, y: 0, tilt: 0 } });
+      const moved = faceWith({}, {
+        head: { x: 0.06, y: 0, tilt: 0, yaw: 0, pitch: 0 },
+      });
       paintOnce(p, moved.state, moved.weights);
       p.paintAlpha(alpha);
       // The head's edge moved right by a few pixels: on the head's row, the alpha's left edge.
