@@ -206,6 +206,8 @@ export class MediaHub implements SessionRuntime {
         ),
       onFlowing: () => live.sfuFlowing(),
       onViewerFailed: () => live.sendError("avatar_render_failed", false),
+      // The SFU restarted or stayed unreachable: the avatar cannot be shown again.
+      onLost: (why) => live.onFailed?.(why, "render", "render_failed"),
     });
   }
 

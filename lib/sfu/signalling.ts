@@ -5,6 +5,9 @@
  * `webrtc.candidate`. A takeover opens a viewer for the new socket and closes the old
  * one; a viewer the SFU drops under a live socket is replaced (a new offer, at most 3 a
  * minute); the browser never sees an SFU token, pin or URL beyond the ICE/DTLS endpoint.
+ * When a viewer drops or cannot be opened because the SFU lost the session's mountpoint
+ * (it restarted) or stopped answering for `SFU_RECOVERY_MS`, the session ends
+ * (./recovery.ts); an SFU back within that bound with the mountpoint gets a new viewer.
  */
 import type { AppDeps } from "../deps.ts";
 import type { Logger } from "../log.ts";
@@ -28,6 +31,12 @@ import {
   screenCandidate,
   strictPolicy,
 } from "./candidates.ts";
+import {
+  awaitMountpoint,
+  checkMountpoint,
+  type MountpointCheck,
+  SFU_RECOVERY_MS,
+} from "./recovery.ts";
 
 /** New viewers offered a minute after the SFU dropped one, and the pause before each. */
 const MAX_RETRIES = 3;
@@ -40,8 +49,16 @@ export interface SfuLinkHooks {
   send(ws: WebSocket, msg: ServerMessage): void;
   /** The current socket's viewer has media flowing (DTLS up). */
   onFlowing(): void;
-  /** The current socket's viewer could not be set up or was dropped by the SFU. */
+  /**
+   * The current socket's viewer could not be set up or was dropped by the SFU, which
+   * still holds the mountpoint (a browser's problem, or too many drops): not fatal.
+   */
   onViewerFailed(reason: string): void;
+  /**
+   * The SFU lost the mountpoint (it restarted) or did not answer for `SFU_RECOVERY_MS`:
+   * the session's avatar cannot be shown again.
+   */
+  onLost(reason: string): void;
   /** The viewer's state changed (for the console). */
   onState?(state: ViewerState): void;
 }
@@ -57,6 +74,8 @@ export class SfuLink {
   #early: Array<IceCandidate | null> = [];
   /** When the SFU dropped a viewer under a live socket (ms, newest last). */
   #drops: number[] = [];
+  /** Set while waiting for an SFU that stopped answering; aborted by `close`. */
+  #recovery: AbortController | null = null;
 
   constructor(
     readonly sfu: SfuPort,
@@ -73,8 +92,10 @@ export class SfuLink {
     if (this.#closed) return;
     this.#dropViewer();
     this.#ws = ws;
-    this.hooks.onState?.("negotiating");
     const gen = ++this.#generation;
+    // Offered a viewer once the SFU is back (`#recover`).
+    if (this.#recovery) return;
+    this.hooks.onState?.("negotiating");
     const current = () => gen === this.#generation && !this.#closed;
     // The SFU trickles its candidates (full trickle): the browser gets them after the
     // offer, even when the SFU reports some before the watch has resolved.
@@ -99,14 +120,7 @@ export class SfuLink {
           session_id: this.sessionId,
           reason,
         });
-        if (!this.#mayRetry()) {
-          this.hooks.onViewerFailed(`sfu viewer closed (${reason})`);
-          return;
-        }
-        // The SFU dropped the viewer under a live socket: offer it a new one.
-        setTimeout(() => {
-          if (current() && this.#ws === ws) this.attach(ws);
-        }, RETRY_DELAY_MS);
+        void this.#viewerLost(ws, gen, `sfu viewer closed (${reason})`, true);
       },
     }, AbortSignal.timeout(10_000)).then((viewer) => {
       if (!current()) {
@@ -122,8 +136,72 @@ export class SfuLink {
     }, (err) => {
       if (!current()) return;
       this.log.warn("sfu watch failed", { session_id: this.sessionId, err });
-      this.hooks.onViewerFailed("the SFU refused the viewer");
+      void this.#viewerLost(ws, gen, "the SFU refused the viewer", false);
     });
+  }
+
+  /**
+   * `ws`'s viewer (of generation `gen`) dropped or could not be opened. The SFU still
+   * holding the mountpoint: a dropped one is replaced (`retry`, up to `MAX_RETRIES` a
+   * minute), else the socket hears of it (not fatal). The SFU without it, or silent:
+   * `#recover`.
+   */
+  async #viewerLost(
+    ws: WebSocket,
+    gen: number,
+    reason: string,
+    retry: boolean,
+  ): Promise<void> {
+    const found = await checkMountpoint(this.sfu, this.mountpoint.id);
+    if (this.#closed) return;
+    if (found !== "held") return await this.#recover(found);
+    const current = () =>
+      gen === this.#generation && !this.#closed && this.#ws === ws;
+    if (!current()) return;
+    if (!retry || !this.#mayRetry()) {
+      this.hooks.onViewerFailed(reason);
+      return;
+    }
+    // The SFU dropped the viewer under a live socket: offer it a new one.
+    setTimeout(() => {
+      if (current()) this.attach(ws);
+    }, RETRY_DELAY_MS);
+  }
+
+  /**
+   * The SFU no longer holds the mountpoint (`gone`) or does not answer: an SFU back with
+   * it within `SFU_RECOVERY_MS` offers the current socket a new viewer; else `onLost`.
+   */
+  async #recover(first: Exclude<MountpointCheck, "held">): Promise<void> {
+    if (this.#recovery || this.#closed) return;
+    const ac = this.#recovery = new AbortController();
+    this.#generation++;
+    this.#dropViewer();
+    this.hooks.onState?.("none");
+    this.log.warn("sfu: the session's mountpoint is not reachable", {
+      session_id: this.sessionId,
+      found: first,
+    });
+    const found = first === "gone" ? first : await awaitMountpoint(
+      this.sfu,
+      this.mountpoint.id,
+      SFU_RECOVERY_MS,
+      ac.signal,
+    );
+    this.#recovery = null;
+    if (this.#closed) return;
+    if (found === "held") {
+      this.log.info("sfu: the session's mountpoint is reachable again", {
+        session_id: this.sessionId,
+      });
+      if (this.#ws) this.attach(this.#ws);
+      return;
+    }
+    this.hooks.onLost(
+      found === "gone"
+        ? "the SFU lost the session's mountpoint (it restarted)"
+        : `the SFU did not answer for ${SFU_RECOVERY_MS / 1000} s`,
+    );
   }
 
   /**
@@ -202,6 +280,7 @@ export class SfuLink {
   async close(): Promise<void> {
     this.#closed = true;
     this.#generation++;
+    this.#recovery?.abort();
     const viewer = this.#viewer;
     this.#viewer = null;
     await viewer?.close().catch(() => {});

@@ -230,6 +230,7 @@ Deno.test("a trickled candidate naming an internal address never reaches Janus: 
           send: (_ws, msg) => sent.push(msg),
           onFlowing: () => {},
           onViewerFailed: () => {},
+          onLost: () => {},
         }, policy);
         const ws = {} as WebSocket;
         link.attach(ws);
