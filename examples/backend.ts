@@ -24,6 +24,8 @@ export interface BackendOptions {
   browserBundle: string;
   /** The transport sessions ask for (default `auto`: the SFU when the service has one). */
   transport?: "auto" | "webrtc_sfu" | "websocket_fmp4";
+  /** Where the service sends the sessions' webhooks (`webhook_url`); default none. */
+  webhookUrl?: string;
 }
 
 const HERE = new URL("./", import.meta.url);
@@ -110,6 +112,7 @@ export function createBackend(
           },
         },
         transport: options.transport ?? "auto",
+        ...(options.webhookUrl ? { webhook_url: options.webhookUrl } : {}),
       });
       mine.add(session.session_id);
       return json({

@@ -37,6 +37,8 @@ export interface FrontOptions {
   onBackendRequest?: (req: Request) => void;
   /** What the backend's creates ask for. */
   transport?: "auto" | "webrtc_sfu" | "websocket_fmp4";
+  /** The `webhook_url` the backend's creates give. */
+  webhookUrl?: string;
 }
 
 /**
@@ -63,6 +65,7 @@ export async function startPlayerFront(
     },
     browserBundle: await bundleBrowserClient(),
     transport: options.transport,
+    webhookUrl: options.webhookUrl,
   });
   const { server: backend, base: pageBase } = serveLoopback((req) => {
     options.onBackendRequest?.(req);
