@@ -199,7 +199,7 @@ export class SfuLink {
     }
     this.hooks.onLost(
       found === "gone"
-        ? "the SFU lost the session's mountpoint (it restarted)"
+        ? "the SFU no longer holds the session's mountpoint"
         : `the SFU did not answer for ${SFU_RECOVERY_MS / 1000} s`,
     );
   }

@@ -185,3 +185,35 @@ function cuttableProxy(target: string) {
     close: () => (cutNow(), server.shutdown()),
   };
 }
+
+Deno.test("SfuLink: a mountpoint gone from a Janus that still answers (restarted, or destroyed under the session): onLost at once", async () => {
+  const j = await startTestJanus();
+  const sfu = createJanusSfu({
+    url: j.url,
+    token: j.apiSecret,
+    adminKey: j.apiKey,
+  });
+  try {
+    const mp = await sfu.createMountpoint("session:GONE");
+    const sent: ServerMessage[] = [];
+    const failed: string[] = [];
+    const lost: string[] = [];
+    const link = new SfuLink(sfu, mp, memoryLogger(), "session:GONE", {
+      send: (_ws, msg) => sent.push(msg),
+      onFlowing: () => {},
+      onViewerFailed: (r) => failed.push(r),
+      onLost: (r) => lost.push(r),
+    });
+    link.attach({} as WebSocket);
+    await until(() => sent.some((m) => m.type === "webrtc.offer"), "offer");
+    await sfu.destroyMountpoint(mp.id);
+    await until(() => lost.length > 0, "onLost");
+    assert.deepEqual(lost, [
+      "the SFU no longer holds the session's mountpoint",
+    ]);
+    assert.deepEqual(failed, []);
+    await link.close();
+  } finally {
+    await j.stop();
+  }
+});
