@@ -2,7 +2,7 @@
  * A portrait turned into a `PhotoAvatar` (DECISIONS 12): decoded, checked (one face,
  * wide enough, roughly frontal), cropped to head and shoulders around the face,
  * resampled to 512×512, converted to I420, with the face mesh and the person mask
- * expressed in the crop's pixels.
+ * expressed in the crop's pixels; its mouth closed for the rest face (./mouth.ts).
  */
 import { toYuv } from "../render/raster.ts";
 import {
@@ -12,6 +12,7 @@ import {
 } from "../render/photo/types.ts";
 import { decodePhoto, type RgbImage } from "./decode.ts";
 import type { FoundFace, PhotoModels } from "./models.ts";
+import { restMouth, tooOpen } from "./mouth.ts";
 import { PhotoRefusal } from "./refusal.ts";
 import { type Rect, resample } from "./resample.ts";
 
@@ -92,13 +93,24 @@ export async function preparePhotoWith(
     PHOTO_SIZE,
     PHOTO_SIZE,
   );
-  return {
-    ...meta,
+  const crop = {
     width: PHOTO_SIZE,
     height: PHOTO_SIZE,
     i420: rgbToI420(rgb, PHOTO_SIZE, PHOTO_SIZE),
-    alpha,
     landmarks: cropLandmarks(face.mesh, toOriginal, rect),
+  };
+  // The rest face talks from a closed mouth: one opened too wide to close is refused.
+  const mouth = restMouth(crop);
+  if (tooOpen(mouth.reading)) {
+    throw new PhotoRefusal("mouth open too wide");
+  }
+  return {
+    ...meta,
+    ...crop,
+    i420: mouth.i420,
+    alpha,
+    landmarks: mouth.landmarks,
+    teeth: mouth.teeth,
   };
 }
 

@@ -2,7 +2,7 @@
  * The eyes behind the moving lids: the eyeball from the photo, shaded under a
  * lowering lid, the iris moved by the gaze within the photo's own opening.
  */
-import { polylineY } from "./geometry.ts";
+import { polylineY, smoothstep } from "./geometry.ts";
 import { type DrawArgs, type DrawInterior, fillLens, line } from "./lens.ts";
 import { unhead } from "./pose.ts";
 import type { EyeRig, Rig } from "./rig.ts";
@@ -49,6 +49,10 @@ function drawEye(
   const x0 = rUp.x[0], x1 = rUp.x[rUp.x.length - 1];
   const w = rig.width, h = rig.height, cw = w >> 1, ch = h >> 1;
   const p = scratch.p;
+  // Closing, the lid covers the eye: its own skin (the photo's, above the upper lid)
+  // stretched down over the opening, the lashes along its lower edge; none of the
+  // iris shows through.
+  const cover = smoothstep(0.3, 0.8, state.blink);
   fillLens(out, w, h, up, lo, (X, Y, px) => {
     unhead(pose, rig, X, Y, p);
     let hx = p[0], hy = p[1];
@@ -67,5 +71,18 @@ function drawEye(
     px.y = 16 + (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) - 16) * lid;
     px.u = bilinear(src.u, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
     px.v = bilinear(src.v, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
+    if (cover > 0) {
+      const yl = polylineY(lo.x, lo.y, X);
+      const t = Math.min(1, Math.max(0, (Y - yu) / Math.max(0.5, yl - yu)));
+      const lx = p[0];
+      const ly = polylineY(rUp.x, rUp.y, lx) - e.gap * (0.55 - 0.4 * t);
+      const lash = 1 - 0.35 * Math.exp(-(((yl - Y) / 1.2) ** 2));
+      const sy = 16 + (bilinear(src.y, w, h, lx - 0.5, ly - 0.5) - 16) * lash;
+      px.y += (sy - px.y) * cover;
+      px.u += (bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5) - px.u) *
+        cover;
+      px.v += (bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5) - px.v) *
+        cover;
+    }
   });
 }

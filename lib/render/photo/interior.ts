@@ -76,7 +76,7 @@ export const drawMouth: DrawInterior = (
   rig,
   pose,
   state,
-  src,
+  _src,
   out,
   scratch,
 ) => {
@@ -121,6 +121,7 @@ export const drawMouth: DrawInterior = (
     const tu = own ? own.u : 128 + (skin.u - 128) * 0.7;
     const tv = own ? own.v : 128 + (skin.v - 128) * 0.55;
     const lightK = rig.light * 0.15;
+    const cl = pose.x[61], cr = pose.x[291], chw = Math.max(1, (cr - cl) / 2);
     // A narrow opening lets little light in: everything inside is dimmer.
     const dim = 0.6 + 0.4 * smoothstep(2, 0.07 * faceH, gap);
     fillLens(out, w, h, up, lo, (X, Y, px) => {
@@ -183,16 +184,52 @@ export const drawMouth: DrawInterior = (
       const edgeU = teethU - 0.12 * showU * up.lift;
       const edgeL = teethL + 0.12 * showL * low.lift;
       // Rounded lips stand forward of the teeth: they show little, in shade.
-      const upperA = own ? 0 : front *
-        Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth)) *
-        smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+      // Rounded lips stand forward of the teeth and gather at the corners: the
+      // middle teeth show, in shade, not a smile's full row.
+      const rounded = Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth));
+      let upperA = 0;
+      if (own) {
+        const c = Math.round(hx) - own.x0;
+        if (c >= 0 && c < own.edge.length && own.edge[c] > own.top[c]) {
+          upperA = (1 - smoothstep(0.75, 1, au)) *
+            (1 - m.round * smoothstep(0.15, 0.5, au)) *
+            smoothstep(own.edge[c] + 0.6, own.edge[c] - 0.6, hy);
+        }
+      } else {
+        upperA = front * rounded * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+      }
       const lowerA = front * lowerOn * smoothstep(edgeL - 0.6, edgeL + 0.6, hy);
       let tk = 0, ta = 0;
-      if (upperA > 0) {
+      if (upperA > 0 && own) {
+        // The photo's own teeth where they hang, in the lip's shade and the
+        // opening's light.
+        const L = own.layer, lx = hx - L.x - 0.5, ly = hy - L.y - 0.5;
+        const k = lipShadow * (0.75 + 0.25 * dim);
+        cy += (16 + (bilinear(L.i420, L.w, L.h, lx, ly) - 16) * k - cy) *
+          upperA;
+        const cw = L.w >> 1, ch = L.h >> 1, n = L.w * L.h;
+        const cu0 = bilinear(
+          L.i420.subarray(n, n + n / 4),
+          cw,
+          ch,
+          lx / 2,
+          ly / 2,
+        );
+        const cv0 = bilinear(
+          L.i420.subarray(n + n / 4),
+          cw,
+          ch,
+          lx / 2,
+          ly / 2,
+        );
+        cu += (cu0 - cu) * upperA;
+        cv += (cv0 - cv) * upperA;
+      } else if (upperA > 0) {
         const edge = 1 - 0.15 * smoothstep(edgeU - 2.5, edgeU, hy);
         tk = side * lipShadow * edge * up.k;
         ta = upperA;
-      } else if (lowerA > 0) {
+      }
+      if (lowerA > 0 && ta === 0 && !(own && upperA > 0.5)) {
         tk = 0.75 * side * low.k *
           (1 - 0.25 * smoothstep(edgeL, edgeL + 3, hy));
         ta = lowerA;
@@ -204,28 +241,13 @@ export const drawMouth: DrawInterior = (
         cu += (tu + (cu - tu) * shade - cu) * ta;
         cv += (tv + (cv - tv) * shade - cv) * ta;
       }
-      if (own) {
-        // The photo's own teeth, where the photo shows them between its lips, fixed
-        // to the skull; below them the drawn inside.
-        const rl = polylineY(restLo.x, restLo.y, hx);
-        let a = smoothstep(rl - 0.5, rl - 2, hy);
-        if (a > 0) {
-          a *= (1 - smoothstep(0.75, 1, Math.abs(u))) * (1 - corner);
-          cy += (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) * lipShadow - cy) *
-            a;
-          cu +=
-            (bilinear(src.u, w >> 1, h >> 1, hx / 2 - 0.5, hy / 2 - 0.5) - cu) *
-            a;
-          cv +=
-            (bilinear(src.v, w >> 1, h >> 1, hx / 2 - 0.5, hy / 2 - 0.5) - cv) *
-            a;
-        }
-      }
       px.y = cy, px.u = cu, px.v = cv;
-      // A portrait showing its teeth: where the lips now meet closer than in the
-      // photo (a rounded mouth's corners), the hole is filled too, with the lips'
-      // inner side, not left showing the photo's teeth where they were.
-    }, (x, g) => smoothstep(0.3, own ? 1.5 : 2.5, own ? g : g - restGap(x)));
+    }, (x, g) =>
+      smoothstep(0.3, 2.5, g - restGap(x)) *
+      // The opening ends inside the lips' corners, its ends tapered: never past them
+      // into the cheek, never cut square.
+      smoothstep(cl + 0.04 * chw, cl + 0.3 * chw, x) *
+      smoothstep(cr - 0.04 * chw, cr - 0.3 * chw, x));
     // The lips' inner edges turn into the shadow of the opening.
     const yuAt = (x: number) => polylineY(up.x, up.y, x);
     const ylAt = (x: number) => polylineY(lo.x, lo.y, x);

@@ -24,8 +24,36 @@ export interface Pose {
   theta: number;
 }
 
-/** Lower-lip drop at full opening, as a share of the face's height. */
-export const MAX_DROP = 0.13;
+/**
+ * Lower-lip drop at full opening (`aa`), as a share of the face's height (forehead to
+ * chin): with the lips' first parting, 0.077 of it, about 14 mm, a wide speaking "ah"
+ * (speech opens the jaw 10–15 mm; 0.13 was a yawn).
+ */
+export const MAX_DROP = 0.065;
+
+/** The brows' landmarks: a blink stretches the lid's skin under them, not them. */
+const BROWS = new Set([
+  70,
+  63,
+  105,
+  66,
+  107,
+  55,
+  65,
+  52,
+  53,
+  46,
+  300,
+  293,
+  334,
+  296,
+  336,
+  285,
+  295,
+  282,
+  283,
+  276,
+]);
 
 /** An empty pose for `rig`. */
 export function createPose(rig: Rig): Pose {
@@ -189,7 +217,7 @@ export function posePoints(
           );
         if (l.e.upper.includes(i) && inside) y += state.blink * 0.85 * gap;
         else if (l.e.lower.includes(i) && inside) y -= state.blink * 0.15 * gap;
-        else if (sy < yu && sy > yu - 1.5 * l.e.gap) {
+        else if (sy < yu && sy > yu - 1.5 * l.e.gap && !BROWS.has(i)) {
           y += state.blink * 0.85 * gap * hx *
             (1 - (yu - sy) / (1.5 * l.e.gap)) ** 2;
         } else if (sy > yl && sy < yl + 0.9 * l.e.gap) {
