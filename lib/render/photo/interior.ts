@@ -113,7 +113,7 @@ export const drawMouth: DrawInterior = (
     const showL = faceH * (0.012 + 0.016 * m.lowerTeeth);
     // Lower teeth once the lips are well apart (a sliver would read as a line).
     const lowerOn = smoothstep(0.2, 0.6, m.lowerTeeth) *
-      smoothstep(0.03 * faceH, 0.06 * faceH, opened);
+      smoothstep(0.015 * faceH, 0.035 * faceH, opened);
     // Drawn teeth in the photo's own teeth's tone when it shows them, else a warm
     // ivory a little brighter than the skin.
     const own = rig.photoTeeth;
