@@ -71,18 +71,25 @@ function drawEye(
     px.y = 16 + (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) - 16) * lid;
     px.u = bilinear(src.u, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
     px.v = bilinear(src.v, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
-    if (cover > 0) {
-      const yl = polylineY(lo.x, lo.y, X);
-      const t = Math.min(1, Math.max(0, (Y - yu) / Math.max(0.5, yl - yu)));
-      const lx = p[0];
-      const ly = polylineY(rUp.x, rUp.y, lx) - e.gap * (0.55 - 0.4 * t);
-      const lash = 1 - 0.35 * Math.exp(-(((yl - Y) / 1.2) ** 2));
-      const sy = 16 + (bilinear(src.y, w, h, lx - 0.5, ly - 0.5) - 16) * lash;
-      px.y += (sy - px.y) * cover;
-      px.u += (bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5) - px.u) *
-        cover;
-      px.v += (bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5) - px.v) *
-        cover;
-    }
   });
+  if (cover <= 0) return;
+  // Over the lid's lower part too: the mesh's lid line may run below the iris's top
+  // (which a stretched lid would drag down as a dark wedge).
+  const top = { x: up.x, y: Float64Array.from(up.y) };
+  const last = top.y.length - 1;
+  for (let k = 1; k < last; k++) {
+    top.y[k] -= 0.35 * e.gap * Math.sin(Math.PI * k / last);
+  }
+  fillLens(out, w, h, top, lo, (X, Y, px) => {
+    unhead(pose, rig, X, Y, p);
+    const yt = polylineY(top.x, top.y, X), yl = polylineY(lo.x, lo.y, X);
+    const t = Math.min(1, Math.max(0, (Y - yt) / Math.max(0.5, yl - yt)));
+    const lx = p[0];
+    // The lid's skin above the photo's lid line, stretched down to the lashes.
+    const ly = polylineY(rUp.x, rUp.y, lx) - e.gap * (0.75 - 0.45 * t);
+    const lash = 1 - 0.35 * Math.exp(-(((yl - Y) / 1.2) ** 2));
+    px.y = 16 + (bilinear(src.y, w, h, lx - 0.5, ly - 0.5) - 16) * lash;
+    px.u = bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
+    px.v = bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
+  }, () => cover);
 }

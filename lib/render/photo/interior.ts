@@ -204,7 +204,7 @@ export const drawMouth: DrawInterior = (
         // The photo's own teeth where they hang, in the lip's shade and the
         // opening's light.
         const L = own.layer, lx = hx - L.x - 0.5, ly = hy - L.y - 0.5;
-        const k = lipShadow * (0.75 + 0.25 * dim);
+        const k = (0.5 + 0.5 * lipShadow) * (0.88 + 0.12 * dim);
         cy += (16 + (bilinear(L.i420, L.w, L.h, lx, ly) - 16) * k - cy) *
           upperA;
         const cw = L.w >> 1, ch = L.h >> 1, n = L.w * L.h;

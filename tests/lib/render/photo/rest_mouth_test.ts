@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { createPhotoPainter } from "../../../../lib/render/photo/mod.ts";
+import { insidePolygon } from "../../../../lib/render/photo/geometry.ts";
+import {
+  LIP_OUTER_LOWER,
+  LIP_OUTER_UPPER,
+} from "../../../../lib/render/photo/landmarks.ts";
+import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
+import { visemeIndex } from "../../../../lib/render/visemes.ts";
+import { preparePhoto } from "../../../../lib/photo/mod.ts";
+import { fixtureBytes } from "../../photo/_helpers.ts";
+import { faceWith, paintOnce, point, testAvatar } from "./_avatar.ts";
+
+const smile = await preparePhoto(fixtureBytes("smile_teeth.jpg"), {
+  avatarId: "ph_SM1LETEETH000000000000000",
+  tenantId: "acme",
+  name: "Smile",
+  createdAt: 1,
+});
+const PP = visemeIndex("PP"), AA = visemeIndex("aa");
+
+/**
+ * Pixels of `luma` inside `a`'s outer lip contour that look like teeth: brighter than
+ * the photo's skin under the eyes, where lips are darker than skin.
+ */
+function teethInLips(a: PhotoAvatar, f: Uint8Array): number {
+  const xs = [...LIP_OUTER_UPPER, ...[...LIP_OUTER_LOWER].reverse()].map((i) =>
+    point(a, i)[0]
+  );
+  const ys = [...LIP_OUTER_UPPER, ...[...LIP_OUTER_LOWER].reverse()].map((i) =>
+    point(a, i)[1]
+  );
+  const w = a.width, n = w * a.height;
+  const [sx, sy] = point(a, 118);
+  const skin = f[Math.round(sy + 4) * w + Math.round(sx)];
+  let count = 0;
+  for (let y = Math.floor(Math.min(...ys)); y < Math.max(...ys); y++) {
+    for (let x = Math.floor(Math.min(...xs)); x < Math.max(...xs); x++) {
+      if (!insidePolygon(xs, ys, x + 0.5, y + 0.5)) continue;
+      const c = (y >> 1) * (w >> 1) + (x >> 1);
+      const chroma = Math.abs(f[n + c] - 128) +
+        Math.abs(f[n * 5 / 4 + c] - 128);
+      if (f[y * w + x] > skin + 10 && chroma < 30) count++;
+    }
+  }
+  return count;
+}
+
+Deno.test("a smiling portrait talks from a closed mouth", async (t) => {
+  const p = createPhotoPainter(smile, { bg: null, seed: 0 });
+  await t.step("the rest face shows no tooth between the lips", () => {
+    const { state, weights } = faceWith({}, { t: 0 });
+    const n = teethInLips(smile, paintOnce(p, state, weights).data);
+    // (A lip's highlight may pass for a few; the photo's smile shows hundreds.)
+    assert.ok(n <= 15, `tooth pixels at rest: ${n}`);
+  });
+  await t.step("p, b and m press the lips with no tooth through them", () => {
+    const { state, weights } = faceWith({ [PP]: 1 });
+    const n = teethInLips(smile, paintOnce(p, state, weights).data);
+    assert.ok(n <= 15, `tooth pixels on PP: ${n}`);
+  });
+  await t.step("aa shows the photo's own teeth in the opening", () => {
+    assert.ok(smile.teeth, "the smile's teeth are kept as its teeth layer");
+    const { state, weights } = faceWith({ [AA]: 1 });
+    const n = teethInLips(smile, paintOnce(p, state, weights).data);
+    assert.ok(n > 15, `tooth pixels on aa: ${n}`);
+  });
+});
+
+Deno.test("aa opens the jaw as speech does, not as a yawn", async () => {
+  const a = await testAvatar();
+  const p = createPhotoPainter(a, { bg: null, seed: 0 });
+  const { state, weights } = faceWith({ [AA]: 1 }, { t: 0 });
+  const f = paintOnce(p, state, weights).data;
+  const faceH = point(a, 152)[1] - point(a, 10)[1];
+  // The chin's drop: where the photo's patch under the lower lip went (10–15 mm of a
+  // speaking jaw, about 0.06–0.08 of the face's height; the lip drops a little more).
+  const [cx, cy] = point(a, 17).map(Math.round);
+  let best = Infinity, drop = 0;
+  for (let d = 0; d <= 45; d++) {
+    let sad = 0;
+    for (let y = cy - 5; y < cy + 5; y++) {
+      for (let x = cx - 10; x < cx + 10; x++) {
+        sad += Math.abs(f[(y + d) * a.width + x] - a.i420[y * a.width + x]);
+      }
+    }
+    if (sad < best) (best = sad, drop = d);
+  }
+  assert.ok(
+    drop >= 0.05 * faceH && drop <= 0.095 * faceH,
+    `the lower lip drops ${drop} px, ${(drop / faceH).toFixed(3)} of the face`,
+  );
+});
