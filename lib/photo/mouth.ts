@@ -221,6 +221,14 @@ export function readMouth(p: Pixels, lm: Float32Array): MouthReading {
  */
 export function restMouth(p: Pixels): RestMouth {
   const lm = new Float32Array(p.landmarks);
+  if (!plausible(p, lm)) {
+    return {
+      i420: new Uint8Array(p.i420),
+      landmarks: lm,
+      teeth: null,
+      reading: { open: 0, teeth: 0, dark: 0 },
+    };
+  }
   refineInnerLips(p, lm);
   const reading = readMouth(p, lm);
   const faceH = yOf(lm, CHIN) - yOf(lm, FOREHEAD);
@@ -235,6 +243,19 @@ export function restMouth(p: Pixels): RestMouth {
   const teeth = teethLayer(p, lm, faceH);
   const closed = closeLips(p, lm, faceH, tonesOf(p, lm), reading.dark);
   return { ...closed, teeth, reading };
+}
+
+/**
+ * Whether the lips of `lm` lie inside the picture, below the forehead, with some
+ * margin: a mesh the photo painter can draw (a stored avatar is checked again by it).
+ */
+function plausible(p: Pixels, lm: Float32Array): boolean {
+  const faceH = yOf(lm, CHIN) - yOf(lm, FOREHEAD);
+  if (!(faceH > 40) || !(faceH < p.height)) return false;
+  return [...LIP_OUTER_UPPER, ...LIP_OUTER_LOWER].every((i) =>
+    xOf(lm, i) > 0.1 * faceH && xOf(lm, i) < p.width - 0.1 * faceH &&
+    yOf(lm, i) > yOf(lm, FOREHEAD) && yOf(lm, i) < p.height - 0.1 * faceH
+  );
 }
 
 /** The photo's mouth before closing: a box around the lips, and the inner contours. */
