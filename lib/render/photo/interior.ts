@@ -113,7 +113,7 @@ export const drawMouth: DrawInterior = (
     const showL = faceH * (0.012 + 0.016 * m.lowerTeeth);
     // Lower teeth once the lips are well apart (a sliver would read as a line).
     const lowerOn = smoothstep(0.2, 0.6, m.lowerTeeth) *
-      smoothstep(0.015 * faceH, 0.035 * faceH, opened);
+      smoothstep(0.03 * faceH, 0.06 * faceH, opened);
     // Drawn teeth in the photo's own teeth's tone when it shows them, else a warm
     // ivory a little brighter than the skin.
     const own = rig.photoTeeth;
@@ -121,7 +121,6 @@ export const drawMouth: DrawInterior = (
     const tu = own ? own.u : 128 + (skin.u - 128) * 0.7;
     const tv = own ? own.v : 128 + (skin.v - 128) * 0.55;
     const lightK = rig.light * 0.15;
-    const cl = pose.x[61], cr = pose.x[291], chw = Math.max(1, (cr - cl) / 2);
     // A narrow opening lets little light in: everything inside is dimmer.
     const dim = 0.6 + 0.4 * smoothstep(2, 0.07 * faceH, gap);
     fillLens(out, w, h, up, lo, (X, Y, px) => {
@@ -161,8 +160,11 @@ export const drawMouth: DrawInterior = (
       let cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner),
         cv = 128 + (lip.v - 128) * (0.55 + 0.3 * corner) + 2;
       // Tongue: behind the lower teeth, its far side darker, its edge soft.
-      const tongueA =
-        smoothstep(tongueTop - 0.08 * gh, tongueTop + 0.12 * gh, hy) *
+      const tongueA = smoothstep(
+        tongueTop - Math.max(2, 0.08 * gh),
+        tongueTop + Math.max(3, 0.12 * gh),
+        hy,
+      ) *
         Math.max(0, 1 - u * u);
       if (tongueA > 0) {
         const under = 1 - 0.45 * Math.exp(-(yl - hy) / (0.06 * gh + 0.8));
@@ -242,12 +244,7 @@ export const drawMouth: DrawInterior = (
         cv += (tv + (cv - tv) * shade - cv) * ta;
       }
       px.y = cy, px.u = cu, px.v = cv;
-    }, (x, g) =>
-      smoothstep(0.3, 2.5, g - restGap(x)) *
-      // The opening ends inside the lips' corners, its ends tapered: never past them
-      // into the cheek, never cut square.
-      smoothstep(cl + 0.04 * chw, cl + 0.3 * chw, x) *
-      smoothstep(cr - 0.04 * chw, cr - 0.3 * chw, x));
+    }, (x, g) => smoothstep(0.3, 2.5, g - restGap(x)));
     // The lips' inner edges turn into the shadow of the opening.
     const yuAt = (x: number) => polylineY(up.x, up.y, x);
     const ylAt = (x: number) => polylineY(lo.x, lo.y, x);

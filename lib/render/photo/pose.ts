@@ -108,7 +108,7 @@ export function posePoints(
   // Spreading (EE) pulls the cheeks along; rounding (OO) is the lips' own ring
   // muscle: it gathers the lips and barely moves the cheeks.
   const spread = mouthHw * 0.2 * (m.wide - 0.35);
-  const gather = -mouthHw * 0.38 * m.round;
+  const gather = -mouthHw * 0.45 * m.round;
   // Rounded lips stand forward of the teeth and do not lift off them.
   const lift = faceH * (0.006 + 0.012 * m.teeth) * openK * (1 - 0.7 * m.round);
   const thick = 0.4 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
@@ -118,7 +118,8 @@ export function posePoints(
   // corners stay shut up to the inner corners, measured from the inner lips'
   // corners (61/291 are the outer ones).
   const innerHw = Math.max(1, (rig.sx[308] - rig.sx[78]) / 2) / mouthHw;
-  const ring = 0.4 * m.round * out.drop;
+  // (Not only the jaw's share: a speech-sized jaw leaves rounded lips a slot.)
+  const ring = m.round * (0.4 * out.drop + 0.012 * faceH * openK);
 
   // The head: rotation about the neck, a shift, the breath under it.
   // A photographed head over a still background reads best moving less than the
