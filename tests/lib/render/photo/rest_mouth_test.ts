@@ -91,3 +91,44 @@ Deno.test("aa opens the jaw as speech does, not as a yawn", async () => {
     `the lower lip drops ${drop} px, ${(drop / faceH).toFixed(3)} of the face`,
   );
 });
+
+Deno.test("a closed blink hides the iris: only the lashes' line stays dark", async () => {
+  for (const a of [await testAvatar(), smile]) {
+    const p = createPhotoPainter(a, { bg: null, seed: 0 });
+    const { state, weights } = faceWith({}, { t: 0, blink: 1 });
+    const f = paintOnce(p, state, weights).data;
+    const [sx, sy] = point(a, 118);
+    const skin = a.i420[Math.round(sy) * a.width + Math.round(sx)];
+    const dark = 16 + 0.45 * (skin - 16);
+    for (
+      const [c0, c1, top, low] of [[33, 133, 159, 145], [362, 263, 386, 374]]
+    ) {
+      // The tallest dark run down any column of the eye: the iris and pupil at rest,
+      // the closed lid's lash line (a few pixels) when shut.
+      const run = (luma: Uint8Array) => {
+        let best = 0;
+        const x0 = Math.round(point(a, c0)[0]),
+          x1 = Math.round(point(a, c1)[0]);
+        // Between the lids at rest, a pixel or two past each.
+        const y0 = Math.round(point(a, top)[1] - 2);
+        const y1 = Math.round(point(a, low)[1] + 2);
+        // (The eye's corners, in the lids' shade, left out.)
+        const q = Math.round(0.2 * (x1 - x0));
+        for (let x = x0 + q; x < x1 - q; x++) {
+          let n = 0;
+          for (let y = y0; y < y1; y++) {
+            n = luma[y * a.width + x] < dark ? n + 1 : 0;
+            best = Math.max(best, n);
+          }
+        }
+        return best;
+      };
+      const open = run(a.i420), shut = run(f);
+      assert.ok(open >= 5, `an iris to hide: ${open} px tall`);
+      assert.ok(
+        shut <= 4,
+        `${a.name} ${c0}: dark ${open} px tall at rest, ${shut} px shut`,
+      );
+    }
+  }
+});
