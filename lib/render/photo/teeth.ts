@@ -11,6 +11,9 @@ import type { TeethLayer } from "./types.ts";
 
 export interface PhotoTeeth extends Tone {
   layer: TeethLayer;
+  /** The layer's chroma planes (views into its I420). */
+  u420: Uint8Array;
+  v420: Uint8Array;
   /** First column (crop px) of `top` and `edge`. */
   x0: number;
   /** Per column: the photo's upper inner lip, and the upper teeth's biting edge (y). */
@@ -70,5 +73,16 @@ export function photoTeeth(
     if (peak > bright) cols0++;
   }
   if (n === 0 || cols0 < 0.3 * cols) return null;
-  return { y: sy / n, u: su / n, v: sv / n, layer, x0, top, edge };
+  const q = w * h / 4;
+  return {
+    y: sy / n,
+    u: su / n,
+    v: sv / n,
+    layer,
+    u420: i420.subarray(w * h, w * h + q),
+    v420: i420.subarray(w * h + q),
+    x0,
+    top,
+    edge,
+  };
 }
