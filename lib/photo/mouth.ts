@@ -115,7 +115,8 @@ function tonesOf(p: Pixels, lm: Float32Array): Tones {
     upper: upper as [number, number, number],
     lip: lip as [number, number, number],
     teeth,
-    dark: 0.55 * lip[0],
+    // Darker than either lip (a dark-skinned upper lip is not the mouth's inside).
+    dark: 0.55 * Math.min(lip[0], upper[0]),
   };
 }
 
@@ -137,7 +138,11 @@ function inside(
 ): boolean {
   const c = yuvAt(p, x, y);
   if (c[0] < t.dark) return true;
-  return dist(c, t.teeth) < dist(c, upper ? t.upper : t.lip);
+  const lip = upper ? t.upper : t.lip;
+  // Brighter than halfway from the lip to the teeth: teeth, whatever their tint
+  // (a dark lip's edge is told by light alone).
+  if (t.teeth[0] > lip[0] + 30 && c[0] > (lip[0] + t.teeth[0]) / 2) return true;
+  return dist(c, t.teeth) < dist(c, lip);
 }
 
 /**
@@ -164,6 +169,14 @@ export function refineInnerLips(p: Pixels, lm: Float32Array): void {
       while (
         a < Math.min(yl - 1, yu + 0.05 * faceH) && !inside(p, xu, a, t, true)
       ) a++;
+      // Up through the teeth's shaded top (darker towards the lip), to the lip.
+      for (
+        let k = 0;
+        k < 3 && yuvAt(p, xu, a - 1)[0] < yuvAt(p, xu, a)[0] - 3;
+        k++
+      ) {
+        a--;
+      }
     }
     if (inside(p, xl, b, t)) {
       while (b < yl + 0.02 * faceH && inside(p, xl, b + 1, t)) b++;
@@ -328,7 +341,10 @@ function closeLips(
   const jaw = smoothstep(0.025, 0.06, gMid / faceH) *
     smoothstep(0.1, 0.4, dark);
   const share = tU / (tU + tL) * (1 - 0.5 * jaw);
-  const sigU = tU + 0.3 * share * gMid, sigL = tL + 0.3 * (1 - share) * gMid;
+  // Wide falloffs: each lip mostly moves, stretching little (a stretched lip's
+  // edge turns into vertical streaks); the skin beyond takes the rest.
+  const sigU = 1.2 * tU + 0.5 * share * gMid;
+  const sigL = 1.2 * tL + 0.5 * (1 - share) * gMid;
   const { mouthX, mouthHw } = rig;
   // A smile: corners above the line the lips meet on. They come down most of the way
   // and in a little (the cheeks' skin with them).

@@ -111,7 +111,7 @@ export function posePoints(
   const gather = -mouthHw * 0.45 * m.round;
   // Rounded lips stand forward of the teeth and do not lift off them.
   const lift = faceH * (0.006 + 0.012 * m.teeth) * openK * (1 - 0.7 * m.round);
-  const thick = 0.4 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
+  const thick = 0.22 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
     0.22 * m.press;
   // Rounded lips make a ring: the upper lip rises in its middle as the lower one
   // drops (an oval opening, not the photo's straight lip line over a drop), and the

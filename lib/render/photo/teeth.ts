@@ -73,6 +73,17 @@ export function photoTeeth(
     if (peak > bright) cols0++;
   }
   if (n === 0 || cols0 < 0.3 * cols) return null;
+  // The biting edge runs smoothly along the row: a median over five columns, so
+  // one dark gap between two teeth does not cut a notch up to the lip.
+  const raw = edge.slice();
+  for (let c = 0; c < cols; c++) {
+    const v = [];
+    for (let d = -2; d <= 2; d++) {
+      v.push(raw[Math.min(cols - 1, Math.max(0, c + d))]);
+    }
+    v.sort((a, b) => a - b);
+    edge[c] = Math.max(top[c], v[2]);
+  }
   const q = w * h / 4;
   return {
     y: sy / n,
