@@ -8,6 +8,7 @@ import {
 import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
 import { visemeIndex } from "../../../../lib/render/visemes.ts";
 import { preparePhoto } from "../../../../lib/photo/mod.ts";
+import { restMouth, tooOpen } from "../../../../lib/photo/mouth.ts";
 import { fixtureBytes } from "../../photo/_helpers.ts";
 import { faceWith, paintOnce, point, testAvatar } from "./_avatar.ts";
 
@@ -131,4 +132,79 @@ Deno.test("a closed blink hides the iris: only the lashes' line stays dark", asy
       );
     }
   }
+});
+
+Deno.test("a portrait with its lips apart around its teeth is closed at rest", async () => {
+  const open = await preparePhoto(fixtureBytes("open_smile.jpg"), {
+    avatarId: "ph_0PENSM1LE0000000000000000",
+    tenantId: "acme",
+    name: "Open",
+    createdAt: 1,
+  });
+  assert.ok(open.teeth, "its teeth kept as the teeth layer");
+  // The mesh's inner lips meet...
+  const faceH = point(open, 152)[1] - point(open, 10)[1];
+  const gap = point(open, 14)[1] - point(open, 13)[1];
+  assert.ok(gap < 0.01 * faceH, `the lips ${gap.toFixed(1)} px apart`);
+  // ...and the painted rest face shows no tooth between them.
+  const p = createPhotoPainter(open, { bg: null, seed: 0 });
+  const { state, weights } = faceWith({}, { t: 0 });
+  const n = teethInLips(open, paintOnce(p, state, weights).data);
+  assert.ok(n <= 15, `tooth pixels at rest: ${n}`);
+});
+
+Deno.test("restMouth() reads a dropped jaw's dark mouth; tooOpen() refuses it past 0.06 of the face", async () => {
+  // open_smile.jpg's mouth as the photo had it, its teeth painted dark: an open
+  // jaw, the mouth's inside in shadow.
+  const open = await preparePhoto(fixtureBytes("open_smile.jpg"), {
+    avatarId: "ph_0PENSM1LE0000000000000000",
+    tenantId: "acme",
+    name: "Open",
+    createdAt: 1,
+  });
+  const t = open.teeth!;
+  const i420 = new Uint8Array(open.i420);
+  const landmarks = new Float32Array(open.landmarks);
+  const up = [78, 191, 80, 81, 82, 13, 312, 311, 310, 415, 308];
+  const lo = [78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308];
+  up.forEach((i, k) => {
+    landmarks[i * 3] = t.upper[2 * k],
+      landmarks[i * 3 + 1] = t.upper[2 * k + 1];
+    landmarks[lo[k] * 3] = t.lower[2 * k];
+    landmarks[lo[k] * 3 + 1] = t.lower[2 * k + 1];
+  });
+  for (let r = 0; r < t.h; r++) {
+    for (let c = 0; c < t.w; c++) {
+      const x = t.x + c, y = t.y + r;
+      let yu = Infinity, yl = -Infinity;
+      for (let k = 1; k < 11; k++) {
+        const [ax, ay, bx, by] = [
+          t.upper[2 * k - 2],
+          t.upper[2 * k - 1],
+          t.upper[2 * k],
+          t.upper[2 * k + 1],
+        ];
+        if (x >= ax && x <= bx) {
+          yu = ay + (by - ay) * (x - ax) / Math.max(1e-6, bx - ax);
+        }
+        const [cx, cy, dx, dy] = [
+          t.lower[2 * k - 2],
+          t.lower[2 * k - 1],
+          t.lower[2 * k],
+          t.lower[2 * k + 1],
+        ];
+        if (x >= cx && x <= dx) {
+          yl = cy + (dy - cy) * (x - cx) / Math.max(1e-6, dx - cx);
+        }
+      }
+      i420[y * 512 + x] = y > yu && y < yl ? 22 : t.i420[r * t.w + c];
+    }
+  }
+  const mouth = restMouth({ width: 512, height: 512, i420, landmarks });
+  assert.ok(mouth.reading.dark > 0.35, `dark ${mouth.reading.dark}`);
+  assert.ok(mouth.reading.open > 0.06, `open ${mouth.reading.open}`);
+  assert.ok(tooOpen(mouth.reading), "refused as too wide to close");
+  // The same gap over teeth (a smile) is closed.
+  assert.ok(!tooOpen({ ...mouth.reading, dark: 0.05 }), "a smile closes");
+  assert.ok(tooOpen({ open: 0.14, teeth: 0.8, dark: 0.05 }), "up to 0.13");
 });
