@@ -25,7 +25,7 @@ import { Warper } from "../render/photo/warp.ts";
  * lips parted over the teeth (a smile), and a dropped jaw (a dark mouth, more than
  * `DARK_MOUTH` of the gap), which closing stretches the lower lip and chin over.
  */
-export const MAX_OPEN_SHARE = 0.13;
+export const MAX_OPEN_SHARE = 0.095;
 export const MAX_JAW_OPEN_SHARE = 0.06;
 export const DARK_MOUTH = 0.35;
 
