@@ -182,7 +182,9 @@ export function posePoints(
         Math.exp(-((below / 0.6) ** 2)) * (1 - smoothstep(1, 1.8, Math.abs(u)));
     }
     if (role !== LIP_NONE) {
-      const d = rig.lipD[i];
+      // (Capped: a lip the rest face's closing stretched is no thicker to roll,
+      // press or tuck than a lip is.)
+      const d = Math.min(rig.lipD[i], 0.045 * faceH);
       const curve = Math.max(0, 1 - u * u);
       if (role === LIP_UPPER) {
         // The whole upper lip rises with the ring (its thickness kept).
