@@ -4,8 +4,7 @@ import {
   packPhoto,
   unpackPhoto,
 } from "../../../lib/photo/blob.ts";
-import { preparePhoto } from "../../../lib/photo/mod.ts";
-import { fixtureBytes } from "./_helpers.ts";
+import { smileAvatar } from "../render/photo/_avatar.ts";
 
 /** Bytes that do not compress (xorshift noise), so the chunks are full: the worst case. */
 function random(n: number, seed: number): Uint8Array {
@@ -118,12 +117,7 @@ async function packRaw(raw: Uint8Array<ArrayBuffer>) {
 Deno.test("unpackPhoto() loads an avatar stored before the teeth layer (format 1) with its mouth closed", async () => {
   // A smiling portrait as format 1 stored it: the photo's mouth, open over its
   // teeth, and the mesh's inner lips where they were.
-  const now = await preparePhoto(fixtureBytes("smile_teeth.jpg"), {
-    avatarId: "ph_SM1LETEETH000000000000000",
-    tenantId: "acme",
-    name: "Smile",
-    createdAt: 1,
-  });
+  const now = await smileAvatar();
   const t = now.teeth!;
   const i420 = new Uint8Array(now.i420);
   const n = 512 * 512, cw = 256;
