@@ -70,8 +70,12 @@ export function restMouth(p: Pixels): RestMouth {
       reading: { open: 0, teeth: 0, dark: 0 },
     };
   }
+  // How open: the wider of the mesh's gap and the refined one (the refining may
+  // take a dark mouth's shaded lip edges for lip).
+  const rawOpen = readMouth(p, lm).open;
   refineInnerLips(p, lm);
   const reading = readMouth(p, lm);
+  reading.open = Math.max(reading.open, rawOpen);
   const faceH = yOf(lm, CHIN) - yOf(lm, FOREHEAD);
   if (reading.open < CLOSED_SHARE) {
     return {
