@@ -1,9 +1,18 @@
 /**
  * A prepared avatar's pixels and mesh as one deflated byte string, cut into KV-sized
- * chunks: the I420 crop, then the alpha, then the landmarks (float32, little-endian).
+ * chunks: the I420 crop, then the alpha, then the landmarks (float32, little-endian),
+ * then (format 2) the teeth layer: `PHT2`, a flag, and when set its box (4 × uint16),
+ * the inner lip contours (2 × 22 float32) and its I420 pixels. Format 1 (before the
+ * layer) ends after the landmarks; it is loaded with its mouth closed as preparation
+ * closes it now (./mouth.ts).
  * Measured on the Hopper portrait: 661,096 bytes raw, 261,996 deflated (5 chunks).
  */
-import { LANDMARK_COUNT, PHOTO_SIZE } from "../render/photo/types.ts";
+import {
+  LANDMARK_COUNT,
+  PHOTO_SIZE,
+  type TeethLayer,
+} from "../render/photo/types.ts";
+import { restMouth } from "./mouth.ts";
 
 /** Bytes per chunk: below KV's 64-KiB value limit with room for its encoding. */
 export const CHUNK_BYTES = 60 * 1024;
@@ -17,6 +26,68 @@ export interface PhotoPixels {
   i420: Uint8Array;
   alpha: Uint8Array;
   landmarks: Float32Array;
+  teeth?: TeethLayer | null;
+}
+
+const MAGIC = [0x50, 0x48, 0x54, 0x32]; // "PHT2"
+/** Points of each inner lip contour in the layer. */
+const CONTOUR_POINTS = 11;
+const LAYER_HEAD = 4 + 1 + 8 + 2 * CONTOUR_POINTS * 2 * 4;
+
+function teethBytes(t: TeethLayer | null | undefined): Uint8Array {
+  if (!t) return new Uint8Array([...MAGIC, 0]);
+  if (
+    t.i420.length !== t.w * t.h * 3 / 2 ||
+    t.upper.length !== 2 * CONTOUR_POINTS ||
+    t.lower.length !== 2 * CONTOUR_POINTS
+  ) throw new RangeError("a teeth layer does not match its box");
+  const out = new Uint8Array(LAYER_HEAD + t.i420.length);
+  out.set(MAGIC);
+  out[4] = 1;
+  const view = new DataView(out.buffer);
+  [t.x, t.y, t.w, t.h].forEach((v, i) => view.setUint16(5 + 2 * i, v, true));
+  [...t.upper, ...t.lower].forEach((v, i) =>
+    view.setFloat32(13 + 4 * i, v, true)
+  );
+  out.set(t.i420, LAYER_HEAD);
+  return out;
+}
+
+/** The teeth layer after the landmarks; throws when it is not one. */
+function readTeeth(raw: Uint8Array<ArrayBuffer>): TeethLayer | null {
+  const bad = () => new Error("stored photo avatar has the wrong size");
+  const at = RAW_BYTES;
+  if (
+    raw.length < at + 5 || MAGIC.some((b, i) => raw[at + i] !== b) ||
+    raw[at + 4] > 1
+  ) throw bad();
+  if (raw[at + 4] === 0) {
+    if (raw.length !== at + 5) throw bad();
+    return null;
+  }
+  if (raw.length < at + LAYER_HEAD) throw bad();
+  const view = new DataView(raw.buffer, at);
+  const [x, y, w, h] = [0, 1, 2, 3].map((i) => view.getUint16(5 + 2 * i, true));
+  const pts = Float32Array.from(
+    { length: 4 * CONTOUR_POINTS },
+    (_, i) => view.getFloat32(13 + 4 * i, true),
+  );
+  if (
+    w === 0 || h === 0 || (x | y | w | h) & 1 || x + w > PHOTO_SIZE ||
+    y + h > PHOTO_SIZE || raw.length !== at + LAYER_HEAD + w * h * 3 / 2 ||
+    !pts.every((v) =>
+      Number.isFinite(v) && v > -PHOTO_SIZE && v < 2 * PHOTO_SIZE
+    )
+  ) throw bad();
+  return {
+    x,
+    y,
+    w,
+    h,
+    i420: raw.slice(at + LAYER_HEAD),
+    upper: pts.slice(0, 2 * CONTOUR_POINTS),
+    lower: pts.slice(2 * CONTOUR_POINTS),
+  };
 }
 
 async function pipe(
@@ -57,7 +128,9 @@ export async function packPhoto(p: PhotoPixels): Promise<PackedPhoto> {
   ) {
     throw new RangeError("a photo avatar is 512×512 with 478 landmarks");
   }
-  const raw = new Uint8Array(RAW_BYTES);
+  const layer = teethBytes(p.teeth);
+  const raw = new Uint8Array(RAW_BYTES + layer.length);
+  raw.set(layer, RAW_BYTES);
   raw.set(p.i420, 0);
   raw.set(p.alpha, I420_BYTES);
   const view = new DataView(raw.buffer, I420_BYTES + ALPHA_BYTES);
@@ -85,7 +158,7 @@ export async function unpackPhoto(
     throw new Error("stored photo avatar fails its checksum");
   }
   const raw = await pipe(packed, new DecompressionStream("deflate"));
-  if (raw.length !== RAW_BYTES) {
+  if (raw.length < RAW_BYTES) {
     throw new Error("stored photo avatar has the wrong size");
   }
   const view = new DataView(raw.buffer, I420_BYTES + ALPHA_BYTES);
@@ -93,9 +166,22 @@ export async function unpackPhoto(
   for (let i = 0; i < landmarks.length; i++) {
     landmarks[i] = view.getFloat32(i * 4, true);
   }
-  return {
-    i420: raw.slice(0, I420_BYTES),
-    alpha: raw.slice(I420_BYTES, I420_BYTES + ALPHA_BYTES),
+  const i420 = raw.slice(0, I420_BYTES);
+  const alpha = raw.slice(I420_BYTES, I420_BYTES + ALPHA_BYTES);
+  if (raw.length > RAW_BYTES) {
+    return { i420, alpha, landmarks, teeth: readTeeth(raw) };
+  }
+  // Format 1: prepared before the rest face closed its mouth; closed now.
+  const rest = restMouth({
+    width: PHOTO_SIZE,
+    height: PHOTO_SIZE,
+    i420,
     landmarks,
+  });
+  return {
+    i420: rest.i420,
+    alpha,
+    landmarks: rest.landmarks,
+    teeth: rest.teeth,
   };
 }

@@ -2,7 +2,7 @@
  * A portrait turned into a `PhotoAvatar` (DECISIONS 12): decoded, checked (one face,
  * wide enough, roughly frontal), cropped to head and shoulders around the face,
  * resampled to 512×512, converted to I420, with the face mesh and the person mask
- * expressed in the crop's pixels.
+ * expressed in the crop's pixels; its mouth closed for the rest face (./mouth.ts).
  */
 import { toYuv } from "../render/raster.ts";
 import {
@@ -13,6 +13,7 @@ import {
 import { decodePhoto, type RgbImage } from "./decode.ts";
 import { refineMatte } from "./matte.ts";
 import type { FoundFace, PhotoModels } from "./models.ts";
+import { restMouth, tooOpen } from "./mouth.ts";
 import { PhotoRefusal } from "./refusal.ts";
 import { type Rect, resample } from "./resample.ts";
 
@@ -93,14 +94,24 @@ export async function preparePhotoWith(
     PHOTO_SIZE,
     PHOTO_SIZE,
   );
-  const landmarks = cropLandmarks(face.mesh, toOriginal, rect);
-  return {
-    ...meta,
+  const crop = {
     width: PHOTO_SIZE,
     height: PHOTO_SIZE,
     i420: rgbToI420(rgb, PHOTO_SIZE, PHOTO_SIZE),
-    alpha: refineMatte(rgb, alpha, PHOTO_SIZE, PHOTO_SIZE, landmarks),
-    landmarks,
+    landmarks: cropLandmarks(face.mesh, toOriginal, rect),
+  };
+  // The rest face talks from a closed mouth: one opened too wide to close is refused.
+  const mouth = restMouth(crop);
+  if (tooOpen(mouth.reading)) {
+    throw new PhotoRefusal("mouth open too wide");
+  }
+  return {
+    ...meta,
+    ...crop,
+    i420: mouth.i420,
+    alpha: refineMatte(rgb, alpha, PHOTO_SIZE, PHOTO_SIZE, crop.landmarks),
+    landmarks: mouth.landmarks,
+    teeth: mouth.teeth,
   };
 }
 

@@ -10,6 +10,7 @@ export type PhotoRefusalCause =
   | "more than one face"
   | "face too small"
   | "face not frontal"
+  | "mouth open too wide"
   | "consent not given"
   | "name must be 1 to 80 printable characters"
   | "tenant id is not valid"

@@ -2,7 +2,7 @@
  * The eyes behind the moving lids: the eyeball from the photo, shaded under a
  * lowering lid, the iris moved by the gaze within the photo's own opening.
  */
-import { polylineY } from "./geometry.ts";
+import { polylineY, smoothstep } from "./geometry.ts";
 import { type DrawArgs, type DrawInterior, fillLens, line } from "./lens.ts";
 import { unhead } from "./pose.ts";
 import type { EyeRig, Rig } from "./rig.ts";
@@ -49,6 +49,10 @@ function drawEye(
   const x0 = rUp.x[0], x1 = rUp.x[rUp.x.length - 1];
   const w = rig.width, h = rig.height, cw = w >> 1, ch = h >> 1;
   const p = scratch.p;
+  // Closing, the lid covers the eye: its own skin (the photo's, above the upper lid)
+  // stretched down over the opening, the lashes along its lower edge; none of the
+  // iris shows through.
+  const cover = smoothstep(0.3, 0.8, state.blink);
   fillLens(out, w, h, up, lo, (X, Y, px) => {
     unhead(pose, rig, X, Y, p);
     let hx = p[0], hy = p[1];
@@ -68,4 +72,24 @@ function drawEye(
     px.u = bilinear(src.u, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
     px.v = bilinear(src.v, cw, ch, hx / 2 - 0.5, hy / 2 - 0.5);
   });
+  if (cover <= 0) return;
+  // Over the lid's lower part too: the mesh's lid line may run below the iris's top
+  // (which a stretched lid would drag down as a dark wedge).
+  const top = { x: up.x, y: Float64Array.from(up.y) };
+  const last = top.y.length - 1;
+  for (let k = 1; k < last; k++) {
+    top.y[k] -= 0.35 * e.gap * Math.sin(Math.PI * k / last);
+  }
+  fillLens(out, w, h, top, lo, (X, Y, px) => {
+    unhead(pose, rig, X, Y, p);
+    const yt = polylineY(top.x, top.y, X), yl = polylineY(lo.x, lo.y, X);
+    const t = Math.min(1, Math.max(0, (Y - yt) / Math.max(0.5, yl - yt)));
+    const lx = p[0];
+    // The lid's skin above the photo's lid line, stretched down to the lashes.
+    const ly = polylineY(rUp.x, rUp.y, lx) - e.gap * (0.75 - 0.45 * t);
+    const lash = 1 - 0.35 * Math.exp(-(((yl - Y) / 1.2) ** 2));
+    px.y = 16 + (bilinear(src.y, w, h, lx - 0.5, ly - 0.5) - 16) * lash;
+    px.u = bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
+    px.v = bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
+  }, () => cover);
 }

@@ -76,7 +76,7 @@ export const drawMouth: DrawInterior = (
   rig,
   pose,
   state,
-  src,
+  _src,
   out,
   scratch,
 ) => {
@@ -123,6 +123,15 @@ export const drawMouth: DrawInterior = (
     const lightK = rig.light * 0.15;
     // A narrow opening lets little light in: everything inside is dimmer.
     const dim = 0.6 + 0.4 * smoothstep(2, 0.07 * faceH, gap);
+    let cy = 0, cu = 0, cv = 0;
+    // Blends teeth of shade `tk` by `a` over the colour so far: in shade they take
+    // the mouth's red, lit they keep their own ivory.
+    const teeth = (tk: number, a: number) => {
+      cy += (16 + (teethY - 16) * tk - cy) * a;
+      const shade = (1 - Math.min(1, tk)) * 0.7;
+      cu += (tu + (cu - tu) * shade - cu) * a;
+      cv += (tv + (cv - tv) * shade - cv) * a;
+    };
     fillLens(out, w, h, up, lo, (X, Y, px) => {
       unhead(pose, rig, X, Y, p);
       const hx = p[0], hy = p[1];
@@ -156,12 +165,15 @@ export const drawMouth: DrawInterior = (
       ) ** 1.5;
       const kc = (0.04 + 0.2 * t * t + 0.3 * (1 - ef) ** 2) * side * lipShadow +
         0.5 * corner;
-      let cy = 16 + (lip.y - 16) * kc;
-      let cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner),
-        cv = 128 + (lip.v - 128) * (0.55 + 0.3 * corner) + 2;
+      cy = 16 + (lip.y - 16) * kc;
+      cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner);
+      cv = 128 + (lip.v - 128) * (0.55 + 0.3 * corner) + 2;
       // Tongue: behind the lower teeth, its far side darker, its edge soft.
-      const tongueA =
-        smoothstep(tongueTop - 0.08 * gh, tongueTop + 0.12 * gh, hy) *
+      const tongueA = smoothstep(
+        tongueTop - Math.max(2, 0.08 * gh),
+        tongueTop + Math.max(3, 0.12 * gh),
+        hy,
+      ) *
         Math.max(0, 1 - u * u);
       if (tongueA > 0) {
         const under = 1 - 0.45 * Math.exp(-(yl - hy) / (0.06 * gh + 0.8));
@@ -183,49 +195,44 @@ export const drawMouth: DrawInterior = (
       const edgeU = teethU - 0.12 * showU * up.lift;
       const edgeL = teethL + 0.12 * showL * low.lift;
       // Rounded lips stand forward of the teeth: they show little, in shade.
-      const upperA = own ? 0 : front *
-        Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth)) *
-        smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
-      const lowerA = front * lowerOn * smoothstep(edgeL - 0.6, edgeL + 0.6, hy);
-      let tk = 0, ta = 0;
-      if (upperA > 0) {
-        const edge = 1 - 0.15 * smoothstep(edgeU - 2.5, edgeU, hy);
-        tk = side * lipShadow * edge * up.k;
-        ta = upperA;
-      } else if (lowerA > 0) {
-        tk = 0.75 * side * low.k *
-          (1 - 0.25 * smoothstep(edgeL, edgeL + 3, hy));
-        ta = lowerA;
-      }
-      if (ta > 0) {
-        cy += (16 + (teethY - 16) * tk - cy) * ta;
-        // In shade the teeth take the mouth's red, lit they keep their own ivory.
-        const shade = (1 - Math.min(1, tk)) * 0.7;
-        cu += (tu + (cu - tu) * shade - cu) * ta;
-        cv += (tv + (cv - tv) * shade - cv) * ta;
-      }
+      // Rounded lips stand forward of the teeth and gather at the corners: the
+      // middle teeth show, in shade, not a smile's full row.
+      const rounded = Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth));
+      let upperA = 0;
       if (own) {
-        // The photo's own teeth, where the photo shows them between its lips, fixed
-        // to the skull; below them the drawn inside.
-        const rl = polylineY(restLo.x, restLo.y, hx);
-        let a = smoothstep(rl - 0.5, rl - 2, hy);
-        if (a > 0) {
-          a *= (1 - smoothstep(0.75, 1, Math.abs(u))) * (1 - corner);
-          cy += (bilinear(src.y, w, h, hx - 0.5, hy - 0.5) * lipShadow - cy) *
-            a;
-          cu +=
-            (bilinear(src.u, w >> 1, h >> 1, hx / 2 - 0.5, hy / 2 - 0.5) - cu) *
-            a;
-          cv +=
-            (bilinear(src.v, w >> 1, h >> 1, hx / 2 - 0.5, hy / 2 - 0.5) - cv) *
-            a;
+        const c = Math.round(hx) - own.x0;
+        if (c >= 0 && c < own.edge.length && own.edge[c] > own.top[c]) {
+          upperA = (1 - smoothstep(0.75, 1, au)) *
+            (1 - m.round * smoothstep(0.15, 0.5, au)) *
+            smoothstep(own.edge[c] + 0.6, own.edge[c] - 0.6, hy);
         }
+      } else {
+        upperA = front * rounded * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+      }
+      // The lower teeth first (behind the upper ones where the rows meet, no dark
+      // rule between them): lit along their biting edge, shaded under the lip.
+      const lowerA = front * lowerOn * smoothstep(edgeL - 1, edgeL + 1.2, hy);
+      if (lowerA > 0) {
+        const tk = side * (0.92 - 0.05 * (1 - low.k) / 0.15) *
+          (0.85 - 0.3 * smoothstep(edgeL, edgeL + 0.8 * showL, hy));
+        teeth(tk, lowerA);
+      }
+      if (upperA > 0 && own) {
+        // The photo's own teeth where they hang, in the lip's shade and the
+        // opening's light.
+        const L = own.layer, lx = hx - L.x - 0.5, ly = hy - L.y - 0.5;
+        const cx = (lx + 0.5) / 2 - 0.5, cyy = (ly + 0.5) / 2 - 0.5;
+        const k = (0.5 + 0.5 * lipShadow) * (0.88 + 0.12 * dim);
+        const ty = bilinear(L.i420, L.w, L.h, lx, ly);
+        cy += (16 + (ty - 16) * k - cy) * upperA;
+        cu += (bilinear(own.u420, L.w >> 1, L.h >> 1, cx, cyy) - cu) * upperA;
+        cv += (bilinear(own.v420, L.w >> 1, L.h >> 1, cx, cyy) - cv) * upperA;
+      } else if (upperA > 0) {
+        const edge = 1 - 0.15 * smoothstep(edgeU - 2.5, edgeU, hy);
+        teeth(side * lipShadow * edge * up.k, upperA);
       }
       px.y = cy, px.u = cu, px.v = cv;
-      // A portrait showing its teeth: where the lips now meet closer than in the
-      // photo (a rounded mouth's corners), the hole is filled too, with the lips'
-      // inner side, not left showing the photo's teeth where they were.
-    }, (x, g) => smoothstep(0.3, own ? 1.5 : 2.5, own ? g : g - restGap(x)));
+    }, (x, g) => smoothstep(0.3, 2.5, g - restGap(x)));
     // The lips' inner edges turn into the shadow of the opening.
     const yuAt = (x: number) => polylineY(up.x, up.y, x);
     const ylAt = (x: number) => polylineY(lo.x, lo.y, x);

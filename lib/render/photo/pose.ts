@@ -36,8 +36,36 @@ export interface Pose {
   theta: number;
 }
 
-/** Lower-lip drop at full opening, as a share of the face's height. */
-export const MAX_DROP = 0.13;
+/**
+ * Lower-lip drop at full opening (`aa`), as a share of the face's height (forehead to
+ * chin): with the lips' first parting, 0.077 of it, about 14 mm, a wide speaking "ah"
+ * (speech opens the jaw 10–15 mm; 0.13 was a yawn).
+ */
+export const MAX_DROP = 0.065;
+
+/** The brows' landmarks: a blink stretches the lid's skin under them, not them. */
+const BROWS = new Set([
+  70,
+  63,
+  105,
+  66,
+  107,
+  55,
+  65,
+  52,
+  53,
+  46,
+  300,
+  293,
+  334,
+  296,
+  336,
+  285,
+  295,
+  282,
+  283,
+  276,
+]);
 
 /** An empty pose for `rig`. */
 export function createPose(rig: Rig): Pose {
@@ -95,17 +123,18 @@ export function posePoints(
   // Spreading (EE) pulls the cheeks along; rounding (OO) is the lips' own ring
   // muscle: it gathers the lips and barely moves the cheeks.
   const spread = mouthHw * 0.2 * (m.wide - 0.35);
-  const gather = -mouthHw * 0.38 * m.round;
+  const gather = -mouthHw * 0.45 * m.round;
   // Rounded lips stand forward of the teeth and do not lift off them.
   const lift = faceH * (0.006 + 0.012 * m.teeth) * openK * (1 - 0.7 * m.round);
-  const thick = 0.4 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
+  const thick = 0.22 * m.round - 0.12 * Math.max(0, m.wide - 0.35) -
     0.22 * m.press;
   // Rounded lips make a ring: the upper lip rises in its middle as the lower one
   // drops (an oval opening, not the photo's straight lip line over a drop), and the
   // corners stay shut up to the inner corners, measured from the inner lips'
   // corners (61/291 are the outer ones).
   const innerHw = Math.max(1, (rig.sx[308] - rig.sx[78]) / 2) / mouthHw;
-  const ring = 0.4 * m.round * out.drop;
+  // (Not only the jaw's share: a speech-sized jaw leaves rounded lips a slot.)
+  const ring = m.round * (0.4 * out.drop + 0.012 * faceH * openK);
 
   const { tx, ty } = headMotion(rig, state, breath, live, out);
   const R = out.rot, am = rig.axes.m;
@@ -157,7 +186,9 @@ export function posePoints(
         Math.exp(-((below / 0.6) ** 2)) * (1 - smoothstep(1, 1.8, Math.abs(u)));
     }
     if (role !== LIP_NONE) {
-      const d = rig.lipD[i];
+      // (Capped: a lip the rest face's closing stretched is no thicker to roll,
+      // press or tuck than a lip is.)
+      const d = Math.min(rig.lipD[i], 0.045 * faceH);
       const curve = Math.max(0, 1 - u * u);
       if (role === LIP_UPPER) {
         // The whole upper lip rises with the ring (its thickness kept).
@@ -193,7 +224,7 @@ export function posePoints(
           );
         if (l.e.upper.includes(i) && inside) y += state.blink * 0.85 * gap;
         else if (l.e.lower.includes(i) && inside) y -= state.blink * 0.15 * gap;
-        else if (sy < yu && sy > yu - 1.5 * l.e.gap) {
+        else if (sy < yu && sy > yu - 1.5 * l.e.gap && !BROWS.has(i)) {
           y += state.blink * 0.85 * gap * hx *
             (1 - (yu - sy) / (1.5 * l.e.gap)) ** 2;
         } else if (sy > yl && sy < yl + 0.9 * l.e.gap) {

@@ -26,8 +26,9 @@ import {
 } from "./landmarks.ts";
 import type { PhotoAvatar } from "./types.ts";
 import { type EyeRig, eyeRig, sampleTone, type Tone } from "./regions.ts";
+import { type PhotoTeeth, photoTeeth } from "./teeth.ts";
 
-export type { EyeRig, Tone };
+export type { EyeRig, PhotoTeeth, Tone };
 
 /** Vertex roles around the mouth. */
 export const LIP_NONE = 0, LIP_UPPER = 1, LIP_LOWER = 2;
@@ -91,10 +92,10 @@ export interface Rig {
   /** −1 lit from the image's left … 1 from its right (cheek luma difference). */
   light: number;
   /**
-   * The photo's teeth between its lips (a smile), by their mean tone: they are used,
-   * not drawn, and drawn ones (the lower row) take their tone. Null: none show.
+   * The photo's upper teeth (a smile's), from its teeth layer: shown, not drawn, where
+   * the mouth opens; drawn ones (the lower row) take their tone. Null: none show.
    */
-  photoTeeth: Tone | null;
+  photoTeeth: PhotoTeeth | null;
 }
 
 const MESH_LANDMARKS = IRIS_START;
@@ -352,7 +353,7 @@ export function buildRig(a: PhotoAvatar): Rig {
       inLips,
     ),
     light: Math.max(-1, Math.min(1, (cb.y - ca.y) / 40)),
-    photoTeeth: showsTeeth(a, iuP, ilP, faceH, (ca.y + cb.y) / 2),
+    photoTeeth: photoTeeth(a.teeth, faceH, (ca.y + cb.y) / 2),
   };
 }
 
@@ -386,35 +387,4 @@ function affineSolver(xs: number[], ys: number[]): Float64Array {
     }
   }
   return out;
-}
-
-/**
- * Whether the photo's lips are apart over bright teeth: a gap of at least 2.5 % of
- * the face's height at the middle, and the gap's middle row mostly brighter than
- * two thirds of the skin.
- */
-function showsTeeth(
-  a: PhotoAvatar,
-  iu: { x: number[]; y: number[] },
-  il: { x: number[]; y: number[] },
-  faceH: number,
-  skinY: number,
-): Tone | null {
-  const mid = iu.x.length >> 1;
-  if (il.y[mid] - iu.y[mid] < 0.025 * faceH) return null;
-  const w = a.width, n0 = w * a.height;
-  let bright = 0, n = 0, ty = 0, tu = 0, tv = 0;
-  for (let x = Math.round(iu.x[2]); x < iu.x[iu.x.length - 3]; x++) {
-    const y = Math.round(
-      (polylineY(iu.x, iu.y, x) + polylineY(il.x, il.y, x)) / 2,
-    );
-    const l = a.i420[y * w + x];
-    n++;
-    if (l <= 16 + (skinY - 16) * 0.67) continue;
-    const c = (y >> 1) * (w >> 1) + (x >> 1);
-    bright++, ty += l, tu += a.i420[n0 + c], tv += a.i420[n0 * 5 / 4 + c];
-  }
-  return n > 0 && bright / n > 0.6
-    ? { y: ty / bright, u: tu / bright, v: tv / bright }
-    : null;
 }

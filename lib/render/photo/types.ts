@@ -33,4 +33,27 @@ export interface PhotoAvatar {
    * (z: depth relative to the face's centre, same scale as x, smaller towards the camera).
    */
   landmarks: Float32Array;
+  /**
+   * What the rest face's closed lips cover (lib/photo/mouth.ts): the photo's mouth as
+   * it was, shown where a viseme opens the mouth. Absent or null: the photo's lips were
+   * closed.
+   */
+  teeth?: TeethLayer | null;
+}
+
+/** The photo's mouth before preparation closed it, in crop pixels. */
+export interface TeethLayer {
+  /** The box kept (even x, y, w, h). */
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  /** Its pixels as I420: Y (w×h), then U and V (w/2 × h/2). */
+  i420: Uint8Array;
+  /**
+   * The photo's inner lip contours there (LIP_INNER_UPPER's and LIP_INNER_LOWER's
+   * points, corner to corner), as x, y pairs: the teeth showed between them.
+   */
+  upper: Float32Array;
+  lower: Float32Array;
 }

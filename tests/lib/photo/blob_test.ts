@@ -4,6 +4,7 @@ import {
   packPhoto,
   unpackPhoto,
 } from "../../../lib/photo/blob.ts";
+import { smileAvatar } from "../render/photo/_avatar.ts";
 
 /** Bytes that do not compress (xorshift noise), so the chunks are full: the worst case. */
 function random(n: number, seed: number): Uint8Array {
@@ -16,11 +17,33 @@ function random(n: number, seed: number): Uint8Array {
   });
 }
 
+/** Whether two arrays hold the same values (no diff of 400,000 bytes on failure). */
+function same(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+type Pixels = Awaited<ReturnType<typeof unpackPhoto>>;
+
+/** `a` and `b` hold the same pixels, mesh and teeth layer. */
+function assertSame(a: Pixels, b: Pixels): void {
+  assert.ok(same(a.i420, b.i420), "i420");
+  assert.ok(same(a.alpha, b.alpha), "alpha");
+  assert.ok(same(a.landmarks, b.landmarks), "landmarks");
+  assert.equal(!a.teeth, !b.teeth, "teeth layer");
+  if (!a.teeth || !b.teeth) return;
+  const { i420, upper, lower, ...box } = a.teeth;
+  const { i420: i2, upper: u2, lower: l2, ...box2 } = b.teeth;
+  assert.deepEqual(box, box2);
+  assert.ok(same(i420, i2) && same(upper, u2) && same(lower, l2), "layer");
+}
+
 function noise() {
   const i420 = random(512 * 512 * 3 / 2, 7);
   const alpha = random(512 * 512, 11);
   const landmarks = new Float32Array(478 * 3).map((_, i) => i * 1.25 - 300.5);
-  return { i420, alpha, landmarks };
+  return { i420, alpha, landmarks, teeth: null };
 }
 
 Deno.test("packPhoto() cuts the deflated pixels into chunks below KV's 64 KiB that unpack to the same", async () => {
@@ -33,7 +56,7 @@ Deno.test("packPhoto() cuts the deflated pixels into chunks below KV's 64 KiB th
   // Even incompressible, the whole fits one KV commit (800 KiB with keys).
   assert.ok(packed.bytes < 700 * 1024, `${packed.bytes} bytes`);
   const back = await unpackPhoto(packed.chunks, packed);
-  assert.deepEqual(back, pixels);
+  assertSame(back, pixels);
 });
 
 Deno.test("unpackPhoto() refuses chunks that do not match their manifest", async () => {
@@ -52,4 +75,102 @@ Deno.test("packPhoto() refuses pixels of another size", async () => {
     packPhoto({ ...noise(), alpha: new Uint8Array(10) }),
     RangeError,
   );
+});
+
+Deno.test("packPhoto() keeps the teeth layer (format 2): it unpacks the same", async () => {
+  const teeth = {
+    x: 200,
+    y: 280,
+    w: 100,
+    h: 50,
+    i420: random(100 * 50 * 3 / 2, 5),
+    upper: new Float32Array(22).map((_, i) => 200 + i),
+    lower: new Float32Array(22).map((_, i) => 300 + i),
+  };
+  const pixels = { ...noise(), teeth };
+  const packed = await packPhoto(pixels);
+  assertSame(await unpackPhoto(packed.chunks, packed), pixels);
+  await assert.rejects(
+    packPhoto({ ...pixels, teeth: { ...teeth, w: 90 } }),
+    RangeError,
+  );
+});
+
+/** `raw` deflated and cut as packPhoto cuts, with its manifest's size and checksum. */
+async function packRaw(raw: Uint8Array<ArrayBuffer>) {
+  const out = new Response(
+    new Blob([raw]).stream().pipeThrough(new CompressionStream("deflate")),
+  );
+  const packed = new Uint8Array(await out.arrayBuffer());
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", packed),
+  );
+  const sha256 = Array.from(digest, (b) => b.toString(16).padStart(2, "0"))
+    .join("");
+  const chunks = [];
+  for (let at = 0; at < packed.length; at += CHUNK_BYTES) {
+    chunks.push(packed.slice(at, at + CHUNK_BYTES));
+  }
+  return { chunks, bytes: packed.length, sha256 };
+}
+
+Deno.test("unpackPhoto() loads an avatar stored before the teeth layer (format 1) with its mouth closed", async () => {
+  // A smiling portrait as format 1 stored it: the photo's mouth, open over its
+  // teeth, and the mesh's inner lips where they were.
+  const now = await smileAvatar();
+  const t = now.teeth!;
+  const i420 = new Uint8Array(now.i420);
+  const n = 512 * 512, cw = 256;
+  for (let r = 0; r < t.h; r++) {
+    i420.set(t.i420.subarray(r * t.w, (r + 1) * t.w), (t.y + r) * 512 + t.x);
+  }
+  for (let r = 0; r < t.h / 2; r++) {
+    const d = ((t.y >> 1) + r) * cw + (t.x >> 1), q = t.w / 2;
+    i420.set(
+      t.i420.subarray(t.w * t.h + r * q, t.w * t.h + (r + 1) * q),
+      n + d,
+    );
+    i420.set(
+      t.i420.subarray(
+        t.w * t.h * 5 / 4 + r * q,
+        t.w * t.h * 5 / 4 + (r + 1) * q,
+      ),
+      n * 5 / 4 + d,
+    );
+  }
+  const landmarks = new Float32Array(now.landmarks);
+  const inner = [
+    [78, 191, 80, 81, 82, 13, 312, 311, 310, 415, 308],
+    [78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308],
+  ];
+  inner.forEach((idx, c) =>
+    idx.forEach((i, k) => {
+      landmarks[i * 3] = (c ? t.lower : t.upper)[2 * k];
+      landmarks[i * 3 + 1] = (c ? t.lower : t.upper)[2 * k + 1];
+    })
+  );
+  const raw = new Uint8Array(n * 3 / 2 + n + 478 * 12);
+  raw.set(i420);
+  raw.set(now.alpha, n * 3 / 2);
+  const view = new DataView(raw.buffer, n * 5 / 2);
+  landmarks.forEach((v, i) => view.setFloat32(i * 4, v, true));
+  const v1 = await packRaw(raw);
+  const back = await unpackPhoto(v1.chunks, v1);
+  assert.ok(back.teeth, "the photo's teeth become its teeth layer");
+  assert.ok(same(back.alpha, now.alpha), "alpha");
+  // Closed: the inner lips meet, and the pixels between where they were changed.
+  const gap = back.landmarks[14 * 3 + 1] - back.landmarks[13 * 3 + 1];
+  assert.ok(gap <= 1.5, `the lips ${gap} px apart`);
+  let changed = 0;
+  for (let i = 0; i < n; i++) if (back.i420[i] !== i420[i]) changed++;
+  assert.ok(changed > 500, `${changed} pixels of the mouth closed`);
+  // Noise where a mesh should be still loads, as it was.
+  const noisy = noise();
+  const old = new Uint8Array(n * 3 / 2 + n + 478 * 12);
+  old.set(noisy.i420), old.set(noisy.alpha, n * 3 / 2);
+  new Uint8Array(old.buffer, n * 5 / 2).set(
+    new Uint8Array(noisy.landmarks.buffer),
+  );
+  const p2 = await packRaw(old);
+  assertSame(await unpackPhoto(p2.chunks, p2), noisy);
 });

@@ -1,0 +1,99 @@
+/**
+ * The photo's own upper teeth, read once per rig from the avatar's teeth layer (what
+ * the rest face's closed lips cover, lib/photo/mouth.ts): their tone, and per column
+ * where they hang from (the photo's upper inner lip) and where their biting edge is,
+ * so an opening mouth shows them fixed to the skull, and never the photo's lower teeth
+ * or its dark mouth below them.
+ */
+import { polylineY } from "./geometry.ts";
+import type { Tone } from "./regions.ts";
+import type { TeethLayer } from "./types.ts";
+
+export interface PhotoTeeth extends Tone {
+  layer: TeethLayer;
+  /** The layer's chroma planes (views into its I420). */
+  u420: Uint8Array;
+  v420: Uint8Array;
+  /** First column (crop px) of `top` and `edge`. */
+  x0: number;
+  /** Per column: the photo's upper inner lip, and the upper teeth's biting edge (y). */
+  top: Float32Array;
+  edge: Float32Array;
+}
+
+/** Longest visible upper tooth, as a share of the face's height (~11 mm). */
+const MAX_TOOTH = 0.06;
+
+/**
+ * The upper teeth of `layer`, or null when it shows none (a dark open mouth): per
+ * column, from the upper inner lip down while the pixels stay bright (within 30 % of
+ * the brightest there), at most `MAX_TOOTH` of `faceH`, never past the lower lip.
+ */
+export function photoTeeth(
+  layer: TeethLayer | null | undefined,
+  faceH: number,
+  skinY: number,
+): PhotoTeeth | null {
+  if (!layer) return null;
+  const { x, y, w, h, i420 } = layer;
+  const ux: number[] = [],
+    uy: number[] = [],
+    lx: number[] = [],
+    ly: number[] = [];
+  for (let k = 0; k < layer.upper.length; k += 2) {
+    ux.push(layer.upper[k]), uy.push(layer.upper[k + 1]);
+    lx.push(layer.lower[k]), ly.push(layer.lower[k + 1]);
+  }
+  const x0 = Math.ceil(ux[0]), x1 = Math.floor(ux[ux.length - 1]);
+  const cols = Math.max(0, x1 - x0 + 1);
+  const top = new Float32Array(cols), edge = new Float32Array(cols);
+  const lum = (X: number, Y: number) => {
+    const c = Math.min(w - 1, Math.max(0, X - x));
+    const r = Math.min(h - 1, Math.max(0, Math.round(Y) - y));
+    return i420[r * w + c];
+  };
+  let sy = 0, su = 0, sv = 0, n = 0, cols0 = 0;
+  const bright = 16 + (skinY - 16) * 0.75;
+  for (let c = 0; c < cols; c++) {
+    const X = x0 + c;
+    const yu = polylineY(ux, uy, X), yl = polylineY(lx, ly, X);
+    top[c] = yu;
+    const end = Math.min(yl, yu + MAX_TOOTH * faceH);
+    let peak = 0, Y = Math.ceil(yu);
+    for (; Y < end; Y++) {
+      const l = lum(X, Y);
+      peak = Math.max(peak, l);
+      if (peak > bright && l < 0.7 * peak) break;
+      if (l > bright) {
+        const cc = ((Y - y) >> 1) * (w >> 1) + ((X - x) >> 1);
+        sy += l, su += i420[w * h + cc], sv += i420[w * h * 5 / 4 + cc], n++;
+      }
+    }
+    edge[c] = peak > bright ? Y : yu;
+    if (peak > bright) cols0++;
+  }
+  if (n === 0 || cols0 < 0.3 * cols) return null;
+  // The biting edge runs smoothly along the row: a median over five columns, so
+  // one dark gap between two teeth does not cut a notch up to the lip.
+  const raw = edge.slice();
+  for (let c = 0; c < cols; c++) {
+    const v = [];
+    for (let d = -2; d <= 2; d++) {
+      v.push(raw[Math.min(cols - 1, Math.max(0, c + d))]);
+    }
+    v.sort((a, b) => a - b);
+    edge[c] = Math.max(top[c], v[2]);
+  }
+  const q = w * h / 4;
+  return {
+    y: sy / n,
+    u: su / n,
+    v: sv / n,
+    layer,
+    u420: i420.subarray(w * h, w * h + q),
+    v420: i420.subarray(w * h + q),
+    x0,
+    top,
+    edge,
+  };
+}
