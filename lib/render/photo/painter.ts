@@ -14,7 +14,6 @@ import { RenderStartError } from "../port.ts";
 import { backgroundPlanes, createFrame, type Frame } from "../raster.ts";
 import { decontaminate } from "./decontaminate.ts";
 import { drawEyes } from "./eyes.ts";
-import { drawLipGap } from "./gap.ts";
 import { drawMouth } from "./interior.ts";
 import { validLandmarks } from "./landmarks.ts";
 import { createPose, posePoints } from "./pose.ts";
@@ -153,7 +152,6 @@ export function createPhotoPainter(
         warper.triangle(d, s);
       }
       drawEyes(rig, pose, state, src, out, scratch);
-      drawLipGap(rig, pose, state, src, out, scratch);
       drawMouth(rig, pose, state, src, out, scratch);
     },
     paintAlpha: alphaOut
