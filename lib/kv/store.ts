@@ -2,41 +2,84 @@
  * Guards around the KV store: any failure or stall of the store becomes the retryable
  * 503 `AVTR_SESSION_STATE_UNAVAILABLE`, never a hang and never a 500 with a stack.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { ApiError } from "../api/errors.ts";
 
-/** How long one store operation may take before the request gives up on it. */
+/** How long one store operation, or all of a request's together, may take. */
 export const KV_TIMEOUT_MS = 5000;
 
 /**
+ * The time a request may spend waiting on the store, shared by its KV operations: each
+ * `kvTry` given the budget may wait only what the earlier ones left, so a request with
+ * several operations still answers within `KV_TIMEOUT_MS` of store time.
+ */
+export class KvBudget {
+  #leftMs: number;
+
+  constructor(ms = KV_TIMEOUT_MS) {
+    this.#leftMs = ms;
+  }
+
+  /** The store time left, in ms (≤ 0 once spent). */
+  get leftMs(): number {
+    return this.#leftMs;
+  }
+
+  /** Counts `ms` of store time as spent. */
+  spend(ms: number): void {
+    this.#leftMs -= ms;
+  }
+}
+
+/** The signal of the `kvTry` a write was started under: its retries stop once it aborts. */
+const writeScope = new AsyncLocalStorage<AbortSignal>();
+
+function unavailable(cause: unknown): ApiError {
+  return new ApiError(
+    "AVTR_SESSION_STATE_UNAVAILABLE",
+    "Session state is temporarily unavailable",
+    { cause },
+  );
+}
+
+/**
  * Awaits a KV operation. Rejections that are not already `ApiError`s, and operations
- * slower than `timeoutMs`, become `AVTR_SESSION_STATE_UNAVAILABLE` (the cause is kept for
- * the log, never rendered).
+ * slower than `bound` (ms, or what is left of a request's `KvBudget`), become
+ * `AVTR_SESSION_STATE_UNAVAILABLE` (the cause is kept for the log, never rendered).
+ * When `op` is a function, the writes it starts retry a locked file only until the
+ * bound: a write its caller was answered 503 for starts no attempt after that answer.
+ * A spent budget refuses at once, without calling `op`.
  */
 export async function kvTry<T>(
   op: Promise<T> | (() => Promise<T>),
-  timeoutMs = KV_TIMEOUT_MS,
+  bound: number | KvBudget = KV_TIMEOUT_MS,
 ): Promise<T> {
+  const budget = typeof bound === "number" ? undefined : bound;
+  const timeoutMs = budget ? budget.leftMs : bound as number;
+  if (timeoutMs <= 0) {
+    // A write already started goes on (and may still fail) without a waiter.
+    if (typeof op !== "function") op.catch(() => undefined);
+    throw unavailable(new Error("the request's KV time is spent"));
+  }
+  const ctl = new AbortController();
+  const started = performance.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const p = typeof op === "function" ? op() : op;
+    const p = typeof op === "function" ? writeScope.run(ctl.signal, op) : op;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`KV operation exceeded ${timeoutMs} ms`)),
-        timeoutMs,
-      );
+      timer = setTimeout(() => {
+        const err = new Error(`KV operation exceeded ${timeoutMs} ms`);
+        ctl.abort(err);
+        reject(err);
+      }, timeoutMs);
     });
     return await Promise.race([p, timeout]);
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    throw new ApiError(
-      "AVTR_SESSION_STATE_UNAVAILABLE",
-      "Session state is temporarily unavailable",
-      {
-        cause: err,
-      },
-    );
+    throw unavailable(err);
   } finally {
     clearTimeout(timer);
+    budget?.spend(performance.now() - started);
   }
 }
 
@@ -48,16 +91,23 @@ function isLocked(err: unknown): boolean {
 
 const LOCK_RETRY_LIMIT = 60;
 
-/** Runs a write; while the file is locked by another process, tries again with jitter. */
+/**
+ * Runs a write; while the file is locked by another process, tries again with jitter,
+ * unless the `kvTry` it was started under has given up (its caller got a 503).
+ */
 async function retryLocked<T>(write: () => Promise<T>): Promise<T> {
+  const signal = writeScope.getStore();
   for (let attempt = 0;; attempt++) {
     try {
       return await write();
     } catch (err) {
-      if (!isLocked(err) || attempt >= LOCK_RETRY_LIMIT) throw err;
+      if (!isLocked(err) || attempt >= LOCK_RETRY_LIMIT || signal?.aborted) {
+        throw err;
+      }
       await new Promise((r) =>
         setTimeout(r, 1 + Math.random() * Math.min(20, 2 + attempt))
       );
+      if (signal?.aborted) throw err;
     }
   }
 }

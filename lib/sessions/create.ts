@@ -33,7 +33,7 @@ import {
   parseCreateSession,
   type SessionResponse,
 } from "../api/schemas.ts";
-import { kvTry } from "../kv/store.ts";
+import { KvBudget, kvTry } from "../kv/store.ts";
 import { getPhotoManifest } from "../photo/mod.ts";
 import {
   concurrencyLimit,
@@ -183,6 +183,8 @@ export async function createSession(
   await resolveAvatar(deps, request.tenantId, input.avatar_config);
   requireTokenSecret(deps);
 
+  // The request's store time, shared by its KV operations (KV_TIMEOUT_MS in all).
+  const kvBudget = new KvBudget();
   let claim: IdempotencyClaim | undefined;
   if (request.idempotencyKey !== undefined) {
     const begun = await beginIdempotent(
@@ -190,6 +192,7 @@ export async function createSession(
       request.tenantId,
       request.idempotencyKey,
       fingerprintBody(deps, request.body),
+      kvBudget,
     );
     if (begun.kind === "replay") {
       const rec = await readSession(deps, begun.sessionId);
@@ -214,6 +217,7 @@ export async function createSession(
         input,
         sessionId,
         claim,
+        kvBudget,
       });
     } else {
       await handOff(deps, {
@@ -235,7 +239,7 @@ export async function createSession(
     done = true;
     return { response: toSessionResponse(deps, record), replayed: false };
   } finally {
-    if (!done && claim) await releaseIdempotent(deps, claim);
+    if (!done && claim) await releaseIdempotent(deps, claim, kvBudget);
   }
 }
 
@@ -246,6 +250,8 @@ export interface StartSessionRequest {
   sessionId: string;
   /** The `Idempotency-Key` claim the create commit completes. */
   claim?: IdempotencyClaim;
+  /** The request's store time (a fresh `KV_TIMEOUT_MS` when omitted). */
+  kvBudget?: KvBudget;
 }
 
 /**
@@ -276,12 +282,17 @@ export async function startSession(
     input.avatar_config,
   );
   requireTokenSecret(deps);
+  const kvBudget = request.kvBudget ?? new KvBudget();
   let committed = false;
   try {
-    const [counter, settings] = await kvTry(deps.kv.getMany([
-      tenantOpenSessionsKey(request.tenantId),
-      tenantSettingsKey(request.tenantId),
-    ]));
+    const [counter, settings] = await kvTry(
+      () =>
+        deps.kv.getMany([
+          tenantOpenSessionsKey(request.tenantId),
+          tenantSettingsKey(request.tenantId),
+        ]),
+      kvBudget,
+    );
     const limit = concurrencyLimit(
       deps,
       settings.value as TenantSettings | null,
@@ -343,6 +354,7 @@ export async function startSession(
           apply: (op) => completeIdempotent(deps, op, held, sessionId),
         }
         : undefined,
+      kvBudget,
     );
     committed = true;
     deps.log.info("session created", {

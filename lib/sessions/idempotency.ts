@@ -9,7 +9,7 @@ import { createHmac } from "node:crypto";
 import type { AppDeps } from "../deps.ts";
 import { ApiError } from "../api/errors.ts";
 import { base64url } from "../ids.ts";
-import { kvTry } from "../kv/store.ts";
+import { type KvBudget, kvTry } from "../kv/store.ts";
 import { deriveKey } from "../auth/tokens.ts";
 
 /** How long a key is remembered. */
@@ -92,19 +92,24 @@ function sleep(ms: number): Promise<void> {
  * Claims `key` for `tenantId`, or tells the caller to replay the session of an earlier
  * request with the same `fingerprint`. Throws 422 `AVTR_IDEMPOTENCY_MISMATCH` for
  * another body, and 503 `AVTR_SESSION_STATE_UNAVAILABLE` when an in-flight first
- * attempt has not finished within the start timeout.
+ * attempt has not finished within the start timeout, or when its store time (`budget`,
+ * the request's, else `KV_TIMEOUT_MS` an operation) runs out.
  */
 export async function beginIdempotent(
   deps: AppDeps,
   tenantId: string,
   key: string,
   fingerprint: string,
+  budget?: KvBudget,
 ): Promise<IdempotencyBegin> {
   const kvKey = idempotencyKey(tenantId, key);
   const waitUntil = performance.now() + deps.config.startTimeoutMs + 1000;
   let announced = false;
   while (true) {
-    const entry = await kvTry(deps.kv.get<IdempotencyRecord>(kvKey));
+    const entry = await kvTry(
+      () => deps.kv.get<IdempotencyRecord>(kvKey),
+      budget,
+    );
     const now = deps.now();
     const rec = entry.value && entry.value.expires_at > now
       ? entry.value
@@ -142,11 +147,29 @@ export async function beginIdempotent(
       expires_at: now + IDEMPOTENCY_TTL_MS,
       pending_until: now + deps.config.startTimeoutMs + ABANDON_GRACE_MS,
     };
-    const res = await kvTry(
-      deps.kv.atomic().check(entry).set(kvKey, record, {
-        expireIn: IDEMPOTENCY_TTL_MS,
-      }).commit(),
-    );
+    let pending: Promise<Deno.KvCommitResult | Deno.KvCommitError> | undefined;
+    let res: Deno.KvCommitResult | Deno.KvCommitError;
+    try {
+      res = await kvTry(
+        () =>
+          pending = deps.kv.atomic().check(entry).set(kvKey, record, {
+            expireIn: IDEMPOTENCY_TTL_MS,
+          }).commit(),
+        budget,
+      );
+    } catch (err) {
+      // A claim the store took after this request was answered 503 would hold the key
+      // until `pending_until`: free it.
+      pending?.then((late) => {
+        if (!late.ok) return;
+        releaseIdempotent(deps, {
+          key: kvKey,
+          versionstamp: late.versionstamp,
+          record,
+        });
+      }, () => undefined);
+      throw err;
+    }
     if (res.ok) {
       return {
         kind: "claimed",
@@ -173,10 +196,16 @@ export function completeIdempotent(
   });
 }
 
-/** Frees a claim whose request failed, so a retry starts afresh. Never throws. */
+/**
+ * Frees a claim whose request failed, so a retry starts afresh. Waits for the store at
+ * most what is left of `budget` (the request's): a release the store cannot take now
+ * goes on in the background, so a request out of store time answers at once. Never
+ * throws.
+ */
 export async function releaseIdempotent(
   deps: AppDeps,
   claim: IdempotencyClaim,
+  budget?: KvBudget,
 ): Promise<void> {
   try {
     await kvTry(
@@ -185,6 +214,7 @@ export async function releaseIdempotent(
         versionstamp: claim.versionstamp,
       })
         .delete(claim.key).commit(),
+      budget,
     );
   } catch (err) {
     deps.log.warn("idempotency claim not released", { err });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { ApiError } from "../../../lib/api/errors.ts";
-import { kvTry, openKv } from "../../../lib/kv/store.ts";
+import { KvBudget, kvTry, openKv } from "../../../lib/kv/store.ts";
 
 const STORE = new URL("../../../lib/kv/store.ts", import.meta.url).href;
 
@@ -75,4 +76,49 @@ Deno.test("kvTry() turns a store failure or stall into 503 AVTR_SESSION_STATE_UN
     ) => e);
     assert.equal(err.code, "AVTR_SESSION_NOT_FOUND");
   });
+});
+
+Deno.test("kvTry() with a KvBudget: each operation waits only what the earlier ones left; a spent budget refuses without starting one", async () => {
+  const budget = new KvBudget(30);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const never = new Promise<void>((r) => timer = setTimeout(r, 10_000));
+  const first = await kvTry(never, budget).catch((e) => e);
+  clearTimeout(timer);
+  assert.equal(first.code, "AVTR_SESSION_STATE_UNAVAILABLE");
+  assert.ok(budget.leftMs <= 0, "the stall spent the budget");
+  let started = false;
+  const second = await kvTry(() => {
+    started = true;
+    return Promise.resolve(1);
+  }, budget).catch((e) => e);
+  assert.equal(second.code, "AVTR_SESSION_STATE_UNAVAILABLE");
+  assert.equal(started, false, "no operation started on a spent budget");
+});
+
+Deno.test("a write kvTry() gave up on starts no new attempt on a locked file: nothing lands once the lock goes", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/kv.sqlite`;
+  const kv = await openKv(path);
+  await kv.set(["warm"], 1);
+  const lock = new DatabaseSync(path);
+  let locked = true;
+  try {
+    lock.exec("PRAGMA busy_timeout = 0");
+    lock.exec("BEGIN EXCLUSIVE");
+    const err = await kvTry(() => kv.set(["late"], 1), 50).catch((e) => e);
+    assert.equal(err.code, "AVTR_SESSION_STATE_UNAVAILABLE");
+    // The handle runs its operations in order: this read answers once the attempt under
+    // way has failed on the lock (SQLite's busy wait), before a retry could start.
+    assert.equal((await kv.get(["late"])).versionstamp, null);
+    lock.exec("COMMIT");
+    locked = false;
+    await new Promise((r) => setTimeout(r, 200));
+    await kv.set(["probe"], 1);
+    assert.equal((await kv.get(["late"])).versionstamp, null, "never landed");
+  } finally {
+    if (locked) lock.exec("COMMIT");
+    lock.close();
+    kv.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });
