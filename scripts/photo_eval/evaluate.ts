@@ -159,6 +159,7 @@ async function readClip(
       s.ssim = ssim(luma, portrait, W, H, featureMask(face.mesh));
     }
     seen[j] = s;
+    if (j % 50 === 49) console.error(`  decoded ${j + 1} frames`);
   });
   pts.forEach((p, j) => {
     seen[j].pts = p;
@@ -207,11 +208,13 @@ function summarize(
     spread(noses.map((p) => p[0])),
     spread(noses.map((p) => p[1])),
   );
-  // A/V: each onset of the decoded audio against the first opening after it.
+  // A/V: each onset of the decoded audio against the first frame after it where
+  // the lips part (open, after a frame that was not): the tail of the word before a
+  // short pause is not taken for the next word's opening.
   const restGap = quantile(idle.map((s) => s.gap), 0.5);
-  const opens = withFace.filter((s) => s.gap > restGap + 0.02).map((s) =>
-    s.pts
-  );
+  const isOpen = (s: Seen | undefined) => !!s?.face && s.gap > restGap + 0.02;
+  const opens = seen.filter((s, j) => isOpen(s) && !isOpen(seen[j - 1]))
+    .map((s) => s.pts);
   const { offsets, missed } = pairOnsets(clip.onsets, opens);
   return {
     name,

@@ -39,6 +39,9 @@ async function main(args: string[]): Promise<number> {
   await Deno.mkdir(out, { recursive: true });
   const speech = makeSpeech();
   const rows: Row[] = [];
+  const load = () => Deno.loadavg().map((x) => x.toFixed(1)).join(" ");
+  const note =
+    `${chosen.length} portraits, ${seconds} s clips; load average ${load()} at the start`;
   try {
     for (const f of chosen) {
       const name = f.replace(/\.[^.]+$/, "");
@@ -55,7 +58,7 @@ async function main(args: string[]): Promise<number> {
           ((performance.now() - t0) / 1000).toFixed(1)
         } s)`,
       );
-      await writeTable(out, rows);
+      await writeTable(out, rows, `${note}, ${load()} now`);
     }
   } finally {
     closePhotoWorker();

@@ -51,9 +51,16 @@ export function markdown(rows: Row[]): string {
   return lines.join("\n") + "\n";
 }
 
-/** Writes `table.md` and `table.json` into `out`. */
-export async function writeTable(out: string, rows: Row[]): Promise<void> {
-  await Deno.writeTextFile(`${out}/table.md`, markdown(rows));
+/**
+ * Writes `table.md` (with `note` under it: times depend on the machine's load) and
+ * `table.json` into `out`.
+ */
+export async function writeTable(
+  out: string,
+  rows: Row[],
+  note: string,
+): Promise<void> {
+  await Deno.writeTextFile(`${out}/table.md`, `${markdown(rows)}\n${note}\n`);
   await Deno.writeTextFile(
     `${out}/table.json`,
     JSON.stringify(rows, null, 2) + "\n",
