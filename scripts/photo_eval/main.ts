@@ -58,7 +58,7 @@ async function main(args: string[]): Promise<number> {
           ((performance.now() - t0) / 1000).toFixed(1)
         } s)`,
       );
-      await writeTable(out, rows, `${note}, ${load()} now`);
+      await writeTable(out, rows, `${note}, ${load()} after the last portrait`);
     }
   } finally {
     closePhotoWorker();

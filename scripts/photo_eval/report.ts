@@ -22,7 +22,7 @@ const HEADS: Record<keyof Row, string> = {
   idle_move_px: "idle move px",
   idle_roll_deg: "idle roll °",
   open_corr: "opening r",
-  av_p95_ms: "|A/V| p95 ms",
+  av_p95_ms: "A/V offset p95 ms",
   av_onsets: "onsets",
   idle_ssim_p50: "idle SSIM",
   paint_p95_ms: "paint p95 ms",
