@@ -1,0 +1,278 @@
+/**
+ * What `deno task photo:eval` measures on a frame, from its pixels and the face mesh
+ * found on them (MediaPipe's 468 points and the iris, as lib/photo/models.ts returns
+ * them): teeth-like pixels inside the outer lip contour, iris-dark pixels inside an
+ * eye, how far apart the lips and the lids are, and the plain statistics of the table.
+ */
+
+/** An RGB picture, 3 bytes a pixel. */
+export interface RgbFrame {
+  width: number;
+  height: number;
+  data: Uint8Array;
+}
+
+/** The outer lip contour, in order around the mouth (MediaPipe's mesh indices). */
+export const LIPS_OUTER = [
+  61,
+  146,
+  91,
+  181,
+  84,
+  17,
+  314,
+  405,
+  321,
+  375,
+  291,
+  409,
+  270,
+  269,
+  267,
+  0,
+  37,
+  39,
+  40,
+  185,
+];
+/** The right eye's (the viewer's left) lid margin, in order. */
+export const RIGHT_EYE = [
+  33,
+  7,
+  163,
+  144,
+  145,
+  153,
+  154,
+  155,
+  133,
+  173,
+  157,
+  158,
+  159,
+  160,
+  161,
+  246,
+];
+/** The left eye's lid margin, in order. */
+export const LEFT_EYE = [
+  263,
+  249,
+  390,
+  373,
+  374,
+  380,
+  381,
+  382,
+  362,
+  398,
+  384,
+  385,
+  386,
+  387,
+  388,
+  466,
+];
+
+/** Point `i` of a mesh (x, y, z per point). */
+export function pt(mesh: ArrayLike<number>, i: number): [number, number] {
+  return [mesh[i * 3], mesh[i * 3 + 1]];
+}
+
+/** The polygon of mesh points `idx`, optionally shrunk towards its centroid by `k`. */
+export function polygon(
+  mesh: ArrayLike<number>,
+  idx: number[],
+  k = 0,
+): Array<[number, number]> {
+  const pts = idx.map((i) => pt(mesh, i));
+  const cx = pts.reduce((s, p) => s + p[0], 0) / pts.length;
+  const cy = pts.reduce((s, p) => s + p[1], 0) / pts.length;
+  return pts.map((
+    [x, y],
+  ) => [cx + (x - cx) * (1 - k), cy + (y - cy) * (1 - k)]);
+}
+
+/** Pixel indices whose centres lie inside `poly` (even-odd rule), clipped to the frame. */
+export function insidePolygon(
+  poly: Array<[number, number]>,
+  width: number,
+  height: number,
+): number[] {
+  const out: number[] = [];
+  const ys = poly.map((p) => p[1]);
+  const y0 = Math.max(0, Math.floor(Math.min(...ys)));
+  const y1 = Math.min(height - 1, Math.ceil(Math.max(...ys)));
+  for (let y = y0; y <= y1; y++) {
+    const cy = y + 0.5;
+    const xs: number[] = [];
+    for (let i = 0; i < poly.length; i++) {
+      const [ax, ay] = poly[i], [bx, by] = poly[(i + 1) % poly.length];
+      if ((ay <= cy) !== (by <= cy)) {
+        xs.push(ax + (cy - ay) / (by - ay) * (bx - ax));
+      }
+    }
+    xs.sort((a, b) => a - b);
+    for (let j = 0; j + 1 < xs.length; j += 2) {
+      const from = Math.max(0, Math.ceil(xs[j] - 0.5));
+      const to = Math.min(width - 1, Math.floor(xs[j + 1] - 0.5));
+      for (let x = from; x <= to; x++) out.push(y * width + x);
+    }
+  }
+  return out;
+}
+
+/** BT.601 luma (0..255, full range) of pixel `i`. */
+export function lumaAt(f: RgbFrame, i: number): number {
+  const d = f.data;
+  return 0.299 * d[3 * i] + 0.587 * d[3 * i + 1] + 0.114 * d[3 * i + 2];
+}
+
+/**
+ * The skin's luma: the median over two cheek patches (around points 205 and 425, a
+ * tenth of the face's width across), where neither lips, eyes nor beard usually are.
+ */
+export function skinLuma(f: RgbFrame, mesh: ArrayLike<number>): number {
+  const faceW = Math.hypot(
+    pt(mesh, 454)[0] - pt(mesh, 234)[0],
+    pt(mesh, 454)[1] - pt(mesh, 234)[1],
+  );
+  const r = Math.max(2, Math.round(faceW * 0.05));
+  const vals: number[] = [];
+  for (const i of [205, 425]) {
+    const [cx, cy] = pt(mesh, i);
+    for (let y = Math.round(cy) - r; y <= Math.round(cy) + r; y++) {
+      for (let x = Math.round(cx) - r; x <= Math.round(cx) + r; x++) {
+        if (x < 0 || y < 0 || x >= f.width || y >= f.height) continue;
+        vals.push(lumaAt(f, y * f.width + x));
+      }
+    }
+  }
+  return quantile(vals, 0.5);
+}
+
+/**
+ * Whether a pixel looks like a tooth: bright (luma at least 0.9 of the skin's and at
+ * least 100: lips are darker than the skin around them) and of low saturation (HSV
+ * saturation ≤ 0.35: lips are red, teeth white to ivory).
+ */
+export function teethLike(
+  r: number,
+  g: number,
+  b: number,
+  skin: number,
+): boolean {
+  const max = Math.max(r, g, b), min = Math.min(r, g, b);
+  const y = 0.299 * r + 0.587 * g + 0.114 * b;
+  return y >= Math.max(100, 0.9 * skin) && max > 0 &&
+    (max - min) / max <= 0.35;
+}
+
+/** Share (%) of the pixels inside the outer lip contour that look like teeth. */
+export function teethPercent(f: RgbFrame, mesh: ArrayLike<number>): number {
+  const px = insidePolygon(polygon(mesh, LIPS_OUTER), f.width, f.height);
+  if (px.length === 0) return 0;
+  const skin = skinLuma(f, mesh);
+  let n = 0;
+  for (const i of px) {
+    const d = f.data;
+    if (teethLike(d[3 * i], d[3 * i + 1], d[3 * i + 2], skin)) n++;
+  }
+  return 100 * n / px.length;
+}
+
+/**
+ * Share (%) of the pixels inside an eye (`eye`'s lid margin, shrunk by 15 % to leave
+ * the lash line out) darker than 0.55 of the skin's luma: the iris and pupil where the
+ * eye shows them. `eyeMesh` gives the eye's outline (the open eye's, for a blink
+ * frame, whose own outline has closed), `skinMesh` the cheeks of this frame.
+ */
+export function irisPercent(
+  f: RgbFrame,
+  eyeMesh: ArrayLike<number>,
+  skinMesh: ArrayLike<number>,
+  eye: number[],
+): number {
+  const px = insidePolygon(polygon(eyeMesh, eye, 0.15), f.width, f.height);
+  if (px.length === 0) return 0;
+  const dark = 0.55 * skinLuma(f, skinMesh);
+  let n = 0;
+  for (const i of px) if (lumaAt(f, i) < dark) n++;
+  return 100 * n / px.length;
+}
+
+/** The face's vertical axis (forehead 10 to chin 152): unit vector and length. */
+function faceAxis(mesh: ArrayLike<number>) {
+  const [x0, y0] = pt(mesh, 10), [x1, y1] = pt(mesh, 152);
+  const len = Math.hypot(x1 - x0, y1 - y0);
+  return { ux: (x1 - x0) / len, uy: (y1 - y0) / len, len };
+}
+
+/**
+ * How far apart the lips are: the inner-lip gap at the middle three pairs (13–14,
+ * 81–178, 311–402) along the face's vertical axis, over the face's height.
+ */
+export function lipGap(mesh: ArrayLike<number>): number {
+  const { ux, uy, len } = faceAxis(mesh);
+  let g = 0;
+  for (const [u, l] of [[13, 14], [81, 178], [311, 402]]) {
+    const [ax, ay] = pt(mesh, u), [bx, by] = pt(mesh, l);
+    g += (bx - ax) * ux + (by - ay) * uy;
+  }
+  return Math.max(0, g / 3) / len;
+}
+
+/** How open the eyes are: each lid gap (159–145, 386–374) over its eye's width, mean. */
+export function eyeOpening(mesh: ArrayLike<number>): number {
+  const d = (a: number, b: number) =>
+    Math.hypot(
+      pt(mesh, a)[0] - pt(mesh, b)[0],
+      pt(mesh, a)[1] - pt(mesh, b)[1],
+    );
+  return (d(159, 145) / d(33, 133) + d(386, 374) / d(362, 263)) / 2;
+}
+
+/**
+ * `rest` moved as the eye moved between the two meshes: each point shifted by the
+ * mean shift of the eye's corners (33, 133, 362, 263), which stay put when it blinks.
+ */
+export function followEyes(
+  rest: ArrayLike<number>,
+  now: ArrayLike<number>,
+): Float32Array {
+  let dx = 0, dy = 0;
+  for (const i of [33, 133, 362, 263]) {
+    dx += (now[i * 3] - rest[i * 3]) / 4;
+    dy += (now[i * 3 + 1] - rest[i * 3 + 1]) / 4;
+  }
+  const out = Float32Array.from(rest);
+  for (let i = 0; i < out.length; i += 3) (out[i] += dx, out[i + 1] += dy);
+  return out;
+}
+
+/** The `q` quantile (0..1) of `xs` (nearest rank); NaN when empty. */
+export function quantile(xs: number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+/** p95 − p5 of `xs`. */
+export function spread(xs: number[]): number {
+  return quantile(xs, 0.95) - quantile(xs, 0.05);
+}
+
+/** Pearson correlation of two equal-length series; NaN when one is constant. */
+export function correlation(a: number[], b: number[]): number {
+  const n = a.length;
+  if (n < 2) return NaN;
+  const ma = a.reduce((s, x) => s + x, 0) / n;
+  const mb = b.reduce((s, x) => s + x, 0) / n;
+  let sab = 0, saa = 0, sbb = 0;
+  for (let i = 0; i < n; i++) {
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) ** 2;
+    sbb += (b[i] - mb) ** 2;
+  }
+  return sab / Math.sqrt(saa * sbb);
+}
