@@ -4,6 +4,14 @@
  * them): teeth-like pixels inside the outer lip contour, iris-dark pixels inside an
  * eye, how far apart the lips and the lids are, and the plain statistics of the table.
  */
+import {
+  EYE_A_LOWER,
+  EYE_A_UPPER,
+  EYE_B_LOWER,
+  EYE_B_UPPER,
+  LIP_OUTER_LOWER,
+  LIP_OUTER_UPPER,
+} from "../../lib/render/photo/landmarks.ts";
 
 /** An RGB picture, 3 bytes a pixel. */
 export interface RgbFrame {
@@ -12,67 +20,17 @@ export interface RgbFrame {
   data: Uint8Array;
 }
 
+/** A closed contour: `lower` corner to corner, then `upper` back between them. */
+function around(lower: readonly number[], upper: readonly number[]): number[] {
+  return [...lower, ...upper.slice(1, -1).reverse()];
+}
+
 /** The outer lip contour, in order around the mouth (MediaPipe's mesh indices). */
-export const LIPS_OUTER = [
-  61,
-  146,
-  91,
-  181,
-  84,
-  17,
-  314,
-  405,
-  321,
-  375,
-  291,
-  409,
-  270,
-  269,
-  267,
-  0,
-  37,
-  39,
-  40,
-  185,
-];
+export const LIPS_OUTER = around(LIP_OUTER_LOWER, LIP_OUTER_UPPER);
 /** The right eye's (the viewer's left) lid margin, in order. */
-export const RIGHT_EYE = [
-  33,
-  7,
-  163,
-  144,
-  145,
-  153,
-  154,
-  155,
-  133,
-  173,
-  157,
-  158,
-  159,
-  160,
-  161,
-  246,
-];
+export const RIGHT_EYE = around(EYE_A_LOWER, EYE_A_UPPER);
 /** The left eye's lid margin, in order. */
-export const LEFT_EYE = [
-  263,
-  249,
-  390,
-  373,
-  374,
-  380,
-  381,
-  382,
-  362,
-  398,
-  384,
-  385,
-  386,
-  387,
-  388,
-  466,
-];
+export const LEFT_EYE = around(EYE_B_LOWER, EYE_B_UPPER);
 
 /** Point `i` of a mesh (x, y, z per point). */
 export function pt(mesh: ArrayLike<number>, i: number): [number, number] {
