@@ -19,7 +19,7 @@ import type {
 import { samplesToMs, SpeechTimeline } from "./speech.ts";
 import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
-import { MAX_RTP_RESTARTS, RtpOutput, type RtpTarget } from "./rtp.ts";
+import { RtpOutput, type RtpTarget } from "./rtp.ts";
 import { stackAlpha } from "./stacked.ts";
 import { AudioQueue, Resampler, STREAM_RATE } from "./voice.ts";
 
@@ -51,9 +51,8 @@ export class BuiltinSession implements RenderSession {
   /**
    * The RTP output of a webrtc_sfu session: every frame, for the session's life. While
    * it runs, speech positions are its samples and its sink gets the speech events.
-   * `restarts`: when its encoder failed and was restarted (clock ms, the last minute's).
    */
-  #rtp: { out: RtpOutput; sink: RtpSink; restarts: number[] } | null = null;
+  #rtp: { out: RtpOutput; sink: RtpSink } | null = null;
   /**
    * While the RTP output runs, the speech events it delivered, at their position in the
    * fMP4 run, for the fMP4 viewer (a webrtc_sfu socket served fMP4 instead, DECISIONS
@@ -170,7 +169,7 @@ export class BuiltinSession implements RenderSession {
         (err) => this.#failRtp(err),
         this.opts.wallNow,
       );
-      this.#rtp = { out, sink, restarts: [] };
+      this.#rtp = { out, sink };
       // Speech now follows the RTP output's timeline, which starts at 0.
       this.#speech.newRun();
     } catch (err) {
@@ -181,28 +180,18 @@ export class BuiltinSession implements RenderSession {
 
   /**
    * A failed RTP encoder is restarted toward the same mountpoint, its timeline (and the
-   * speech on it, in wall-clock time) going on; past `MAX_RTP_RESTARTS` in a minute, or
-   * when it cannot respawn, the output ends and its sink hears of it.
+   * speech on it, in wall-clock time) going on; past `MAX_RTP_RESTARTS` (./rtp.ts) a
+   * minute, or when it cannot respawn, the output ends and its sink hears of it.
    */
   #failRtp(err: Error): void {
     const rtp = this.#rtp;
     if (!rtp) return;
-    const now = this.opts.clock.now();
-    rtp.restarts = rtp.restarts.filter((t) => now - t < 60_000);
-    if (rtp.restarts.length < MAX_RTP_RESTARTS) {
-      rtp.restarts.push(now);
-      try {
-        rtp.out.restart();
-        this.log.warn("render rtp encoder restarted", {
-          err,
-          restarts: rtp.restarts.length,
-        });
-        return;
-      } catch (spawnErr) {
-        this.log.error("render rtp encoder failed to restart", {
-          err: spawnErr,
-        });
+    try {
+      if (rtp.out.restart(this.opts.clock.now())) {
+        return this.log.warn("render rtp encoder restarted", { err });
       }
+    } catch (cause) {
+      this.log.error("render rtp encoder failed to restart", { err: cause });
     }
     this.#rtp = null;
     this.#speech.newRun();

@@ -105,6 +105,8 @@ export class RtpOutput {
   #encoder: Encoder;
   /** Stops of replaced encoders, awaited by `stop`. */
   readonly #retiring = new Set<Promise<unknown>>();
+  /** When the encoder was restarted (ms), the last minute's. */
+  #restarts: number[] = [];
   /** Audio samples written so far (the RTP output's own timeline, at `sampleRate`). */
   samples = 0;
   /** Recent writes: the sample position each began at and the wall clock then. */
@@ -141,15 +143,20 @@ export class RtpOutput {
   }
 
   /**
-   * After a failure: kills the current encoder and spawns another toward the same
-   * target (new SSRC and sequence; the mountpoint takes them). Throws when spawning
-   * fails (the output then stays failed).
+   * After a failure at `now` (ms): kills the current encoder and spawns another toward
+   * the same target (new SSRC and sequence; the mountpoint takes them). False, doing
+   * nothing, past `MAX_RTP_RESTARTS` in a minute; throws when spawning fails (the
+   * output then stays failed).
    */
-  restart(): void {
+  restart(now: number): boolean {
+    this.#restarts = this.#restarts.filter((t) => now - t < 60_000);
+    if (this.#restarts.length >= MAX_RTP_RESTARTS) return false;
+    this.#restarts.push(now);
     const stopping = this.#encoder.stop({ graceful: false, timeoutMs: 0 });
     this.#retiring.add(stopping);
     void stopping.finally(() => this.#retiring.delete(stopping));
     this.#encoder = this.#spawn();
+    return true;
   }
 
   get pid(): number {
