@@ -178,9 +178,21 @@ export class BuiltinSession implements RenderSession {
     }
   }
 
+  /**
+   * A failed RTP encoder is restarted toward the same mountpoint, its timeline (and the
+   * speech on it, in wall-clock time) going on; past `MAX_RTP_RESTARTS` (./rtp.ts) a
+   * minute, or when it cannot respawn, the output ends and its sink hears of it.
+   */
   #failRtp(err: Error): void {
     const rtp = this.#rtp;
     if (!rtp) return;
+    try {
+      if (rtp.out.restart(this.opts.clock.now())) {
+        return this.log.warn("render rtp encoder restarted", { err });
+      }
+    } catch (cause) {
+      this.log.error("render rtp encoder failed to restart", { err: cause });
+    }
     this.#rtp = null;
     this.#speech.newRun();
     this.#runSpeech = [];

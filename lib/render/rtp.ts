@@ -91,9 +91,22 @@ export function rtpEncoderArgs(
 /** Recent writes remembered for `wallMsAt` (more than 300 ms of frames at 60 fps). */
 const MAX_WRITES = 32;
 
-/** The session's RTP encoder: fed every rendered frame until stopped. */
+/**
+ * RTP encoder failures in a rolling minute that are restarted; one more ends the
+ * session (as `MAX_STREAM_RESTARTS` of lib/media/live.ts for the fMP4 stream).
+ */
+export const MAX_RTP_RESTARTS = 3;
+
+/**
+ * The session's RTP output: fed every rendered frame until stopped. Its encoder can be
+ * replaced after a failure (`restart`); its timeline (`samples`, `wallMsAt`) goes on.
+ */
 export class RtpOutput {
-  readonly #encoder: Encoder;
+  #encoder: Encoder;
+  /** Stops of replaced encoders, awaited by `stop`. */
+  readonly #retiring = new Set<Promise<unknown>>();
+  /** When the encoder was restarted (ms), the last minute's. */
+  #restarts: number[] = [];
   /** Audio samples written so far (the RTP output's own timeline, at `sampleRate`). */
   samples = 0;
   /** Recent writes: the sample position each began at and the wall clock then. */
@@ -104,21 +117,46 @@ export class RtpOutput {
    * `wallNow` is the wall clock (epoch ms) that `wallMsAt` answers in.
    */
   constructor(
-    ffmpeg: string,
+    private readonly ffmpeg: string,
     private readonly fmt: StreamFormat,
-    target: RtpTarget,
-    onFailure: (err: Error) => void,
+    private readonly target: RtpTarget,
+    private readonly onFailure: (err: Error) => void,
     private readonly wallNow: () => number = Date.now,
   ) {
-    this.#encoder = new Encoder({
-      ffmpeg,
-      ...fmt,
-      args: (v, a) => rtpEncoderArgs(fmt, v, a, target),
+    this.#encoder = this.#spawn();
+  }
+
+  #spawn(): Encoder {
+    const encoder: Encoder = new Encoder({
+      ffmpeg: this.ffmpeg,
+      ...this.fmt,
+      args: (v, a) => rtpEncoderArgs(this.fmt, v, a, this.target),
     }, {
       onInit: () => {},
       onSegment: () => {},
-      onFailure,
+      // A replaced encoder's late report is not the output's.
+      onFailure: (err) => {
+        if (this.#encoder === encoder) this.onFailure(err);
+      },
     });
+    return encoder;
+  }
+
+  /**
+   * After a failure at `now` (ms): kills the current encoder and spawns another toward
+   * the same target (new SSRC and sequence; the mountpoint takes them). False, doing
+   * nothing, past `MAX_RTP_RESTARTS` in a minute; throws when spawning fails (the
+   * output then stays failed).
+   */
+  restart(now: number): boolean {
+    this.#restarts = this.#restarts.filter((t) => now - t < 60_000);
+    if (this.#restarts.length >= MAX_RTP_RESTARTS) return false;
+    this.#restarts.push(now);
+    const stopping = this.#encoder.stop({ graceful: false, timeoutMs: 0 });
+    this.#retiring.add(stopping);
+    void stopping.finally(() => this.#retiring.delete(stopping));
+    this.#encoder = this.#spawn();
+    return true;
   }
 
   get pid(): number {
@@ -147,9 +185,12 @@ export class RtpOutput {
     return Math.round(w.at + ((pos - w.pos) * 1000) / this.fmt.sampleRate);
   }
 
-  stop(options: { graceful: boolean; timeoutMs: number }): Promise<
+  /** Stops the encoder; resolves once it and every replaced one is reaped. */
+  async stop(options: { graceful: boolean; timeoutMs: number }): Promise<
     { clean: boolean }
   > {
-    return this.#encoder.stop(options);
+    const stopped = await this.#encoder.stop(options);
+    await Promise.all([...this.#retiring]);
+    return stopped;
   }
 }

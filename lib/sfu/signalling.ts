@@ -206,7 +206,8 @@ export class SfuLink {
 
   /**
    * Starts the session's RTP output toward the mountpoint (for its whole life);
-   * `onFailed` when the renderer cannot publish RTP or its RTP output died; `onSpeech`
+   * `onFailed` when the renderer cannot publish RTP or its RTP output failed for good
+   * (the renderer restarts a failed encoder itself, ../render/rtp.ts); `onSpeech`
    * gets the speech events of the audio it sends (lib/render/port.ts `RtpSink`).
    */
   publish(

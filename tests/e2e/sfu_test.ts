@@ -9,6 +9,7 @@ import type { Page } from "playwright-core";
 import { replyFor } from "../../scripts/example_engine.ts";
 import { createJanusSfu } from "../../lib/sfu/janus.ts";
 import { readMountpointRecord } from "../../lib/sfu/mountpoints.ts";
+import { liveEncoderPids } from "../../lib/render/encoder.ts";
 import type { AvatarPlayer } from "../../client/browser.ts";
 import { startOnPage, startPlayerStack } from "./_player.ts";
 import { hangupAllWebrtc, startTestJanus } from "../lib/sfu/_janus.ts";
@@ -275,6 +276,29 @@ Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives 
           (globalThis as unknown as Win).avatarPlayer.stats.reconnects
         );
         assert.equal(reconnects, before.reconnects);
+      },
+    );
+
+    await t.step(
+      "the RTP encoder killed: restarted toward the same mountpoint, the same PeerConnection plays on",
+      async () => {
+        const [pid, ...others] = liveEncoderPids();
+        assert.deepEqual(others, [], "the session's RTP encoder only");
+        const before = await rtc(page);
+        Deno.kill(pid, "SIGKILL");
+        for (let i = 0; i < 200; i++) {
+          const now = liveEncoderPids();
+          if (now.length === 1 && now[0] !== pid) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        assert.equal(liveEncoderPids().length, 1);
+        assert.notEqual(liveEncoderPids()[0], pid);
+        // Frames decoded from here on came from the new encoder through Janus.
+        await waitPlaying(page, 25);
+        const now = await rtc(page);
+        assert.equal(now.pcs, before.pcs, "no new PeerConnection");
+        assert.equal(now.reconnects, before.reconnects);
+        assert.equal((await client.getSession(sessionId)).status, "active");
       },
     );
 

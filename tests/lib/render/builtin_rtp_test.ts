@@ -5,6 +5,8 @@ import { memoryLogger } from "../../../lib/log.ts";
 import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import type { SpeechEvent } from "../../../lib/render/port.ts";
+import { MAX_RTP_RESTARTS } from "../../../lib/render/rtp.ts";
+import { pidExists } from "./_helpers.ts";
 
 /** One video frame at 25 fps: the tolerance of every position check. */
 const FRAME_MS = 40;
@@ -18,28 +20,40 @@ function tone(seconds: number): Int16Array {
   return pcm;
 }
 
-/** A UDP socket on 127.0.0.1 that keeps the RTP payload types it receives. */
+/**
+ * A UDP socket on 127.0.0.1 that keeps the RTP payload types it receives, and the
+ * SSRCs with their packet counts.
+ */
 async function rtpSink(): Promise<
-  { socket: Socket; port: number; pts: Set<number> }
+  {
+    socket: Socket;
+    port: number;
+    pts: Set<number>;
+    ssrcs: Map<number, number>;
+  }
 > {
   const socket = createSocket("udp4");
   const pts = new Set<number>();
+  const ssrcs = new Map<number, number>();
   socket.on("message", (msg: Uint8Array) => {
     // RTP version 2; RTCP (payload types 200..204 in the second byte) is not media.
     if (
       msg.length >= 12 && msg[0] >> 6 === 2 && (msg[1] < 200 || msg[1] > 204)
     ) {
       pts.add(msg[1] & 0x7f);
+      const ssrc = new DataView(msg.buffer, msg.byteOffset).getUint32(8);
+      ssrcs.set(ssrc, (ssrcs.get(ssrc) ?? 0) + 1);
     }
   });
   await new Promise<void>((r) => socket.bind(0, "127.0.0.1", r));
-  return { socket, port: socket.address().port, pts };
+  return { socket, port: socket.address().port, pts, ssrcs };
 }
 
 /** An rtp-only session of a small built-in renderer, and two UDP sinks for its RTP. */
 async function rtpSession(sessionId: string) {
   const onClose: Array<() => void | Promise<void>> = [];
-  const backend = createBuiltinRenderer({ log: memoryLogger(), onClose }, {
+  const log = memoryLogger();
+  const backend = createBuiltinRenderer({ log, onClose }, {
     width: 160,
     height: 120,
   });
@@ -57,6 +71,7 @@ async function rtpSession(sessionId: string) {
     video,
     audio,
     before,
+    log,
     async close() {
       await session.stop({ graceful: false, timeoutMs: 0 });
       video.socket.close();
@@ -192,3 +207,105 @@ Deno.test("builtin renderer: over RTP, caption marks and a turn's end ride the s
     await close();
   }
 });
+
+/** Polls `check` every 25 ms; fails naming `what` after 5 s (a hang guard). */
+async function until(what: string, check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) {
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.ok(check(), `waited too long for ${what}`);
+}
+
+/** The RTP encoder pid of a session opened after `before` encoders (it is the only one). */
+function rtpPid(before: number): number | undefined {
+  const pids = liveEncoderPids();
+  return pids.length === before + 1 ? pids[before] : undefined;
+}
+
+Deno.test("a killed RTP encoder restarts toward the same target: RTP flows again from a new source, speech goes on, the old ffmpeg is reaped", async () => {
+  const { session, video, audio, before, log, close } = await rtpSession(
+    "session:rtp-restart",
+  );
+  const errors: Error[] = [];
+  const events: SpeechEvent[] = [];
+  let killed = 0;
+  try {
+    session.publishRtp!({
+      host: "127.0.0.1",
+      videoPort: video.port,
+      audioPort: audio.port,
+    }, { onError: (e) => errors.push(e), onSpeech: (e) => events.push(e) });
+    await until("RTP", () => video.ssrcs.size > 0 && audio.ssrcs.size > 0);
+    const [first] = video.ssrcs.keys();
+    killed = rtpPid(before)!;
+    Deno.kill(killed, "SIGKILL");
+    await until("a new encoder", () => {
+      const pid = rtpPid(before);
+      return pid !== undefined && pid !== killed;
+    });
+    // Packets from a new RTP source (new SSRC) reach the same ports, and keep coming.
+    await until("RTP again", () => video.ssrcs.size === 2);
+    const second = [...video.ssrcs.keys()].find((s) => s !== first)!;
+    await until("more RTP", () => video.ssrcs.get(second)! >= 10);
+    await until("audio again", () => audio.ssrcs.size === 2);
+    assert.deepEqual(errors, [], "the sink hears of no failure");
+    assert.ok(
+      log.lines.some((l) =>
+        l.includes('"warn"') && l.includes("render rtp encoder restarted")
+      ),
+      "a warn line for the restart",
+    );
+    // Speech on the restarted output: the events come in the sender's clock.
+    const pushedAt = Date.now();
+    session.pushAudio(tone(0.4), 16000, "turn_1");
+    assert.equal(await session.endAudio("turn_1"), false);
+    await until("the turn's end", () => events.some((e) => e.ended));
+    const on = events.find((e) => e.speaking)!;
+    assert.equal(on.tag, "turn_1");
+    assert.ok(on.mediaTimeMs >= pushedAt);
+  } finally {
+    await close();
+  }
+  assert.equal(liveEncoderPids().length, before);
+  assert.ok(!pidExists(killed), "the killed ffmpeg is reaped");
+});
+
+Deno.test(
+  `an RTP encoder killed ${
+    MAX_RTP_RESTARTS + 1
+  } times within a minute: the output fails for good, no encoder left`,
+  async () => {
+    const { session, video, audio, before, close } = await rtpSession(
+      "session:rtp-restart-limit",
+    );
+    const errors: Error[] = [];
+    const pids: number[] = [];
+    try {
+      session.publishRtp!({
+        host: "127.0.0.1",
+        videoPort: video.port,
+        audioPort: audio.port,
+      }, { onError: (e) => errors.push(e) });
+      for (let k = 0; k <= MAX_RTP_RESTARTS; k++) {
+        await until(`encoder ${k + 1}`, () => {
+          const pid = rtpPid(before);
+          return pid !== undefined && !pids.includes(pid);
+        });
+        assert.deepEqual(errors, [], `no failure after ${k} kills`);
+        const pid = rtpPid(before)!;
+        pids.push(pid);
+        Deno.kill(pid, "SIGKILL");
+      }
+      await until("the failure", () => errors.length > 0);
+      assert.equal(errors.length, 1);
+      assert.match(errors[0].message, /encoder exited/);
+      await until("no encoder", () => liveEncoderPids().length === before);
+      // The session itself runs on (the media session ends it `render_failed`).
+      assert.equal(session.stats().queuedAudioSamples, 0);
+    } finally {
+      await close();
+    }
+    assert.equal(liveEncoderPids().length, before);
+    for (const pid of pids) assert.ok(!pidExists(pid), `pid ${pid} reaped`);
+  },
+);
