@@ -132,7 +132,7 @@ Deno.test("a closed blink hides the iris: only the lashes' line stays dark", asy
   }
 });
 
-Deno.test("restMouth() reads a dropped jaw's dark mouth; tooOpen() refuses it past 0.06 of the face", async () => {
+Deno.test("restMouth() reads a dropped jaw's dark mouth; tooOpen() refuses it past 0.06 of the face", () => {
   // The astronaut's mouth as the photo had it, its teeth painted dark: an open
   // jaw, the mouth's inside in shadow.
   const open = smile;
