@@ -166,6 +166,7 @@ export class AudioOut {
   readonly ctx: AudioContext;
   #node: AudioWorkletNode | null = null;
   #ready: Promise<void>;
+  #closed = false;
   #clock = { ptsUs: 0, frame: 0, playing: false, known: false };
   #pending: Array<{ pcm: Float32Array; ptsUs: number }> = [];
   #resetMsg: Record<string, unknown> | null = null;
@@ -193,6 +194,7 @@ export class AudioOut {
     );
     this.#ready = this.ctx.audioWorklet.addModule(workletUrl ?? blob!).then(
       () => {
+        if (this.#closed) return;
         const node = new AudioWorkletNode(this.ctx, AUDIO_OUT_PROCESSOR, {
           numberOfInputs: 0,
           outputChannelCount: [1],
@@ -205,12 +207,19 @@ export class AudioOut {
           node.port.postMessage(m, [m.pcm.buffer]);
         }
       },
-    ).finally(() => {
+    ).catch((err) => {
+      // Closing the context while the module loads aborts the load (Chromium:
+      // AbortError): a closed output has nothing to play, which is no failure.
+      if (!this.#closed) throw err;
+    }).finally(() => {
       if (blob) URL.revokeObjectURL(blob);
     });
   }
 
-  /** Resolves once the worklet runs; rejects when it cannot load. */
+  /**
+   * Resolves once the worklet runs, or once the output is closed (closing it while the
+   * worklet loads is no failure); rejects when it cannot load.
+   */
   get ready(): Promise<void> {
     return this.#ready;
   }
@@ -277,6 +286,7 @@ export class AudioOut {
   }
 
   close(): void {
+    this.#closed = true;
     this.#node?.disconnect();
     this.#node = null;
     void this.ctx.close().catch(() => {});

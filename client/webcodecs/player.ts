@@ -228,7 +228,11 @@ export class WebCodecsPlayback {
       return;
     }
     this.#audio = audio;
-    audio.ready.catch((err) => this.#o.onError("media_error", errorText(err)));
+    audio.ready.catch((err) => {
+      if (!this.#closed && this.#audio === audio) {
+        this.#o.onError("media_error", errorText(err));
+      }
+    });
     audio.reset(...this.#jitter(track));
     for (const p of this.#pendingPcm.splice(0)) audio.push(p.pcm, p.ptsUs);
   }

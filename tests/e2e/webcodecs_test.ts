@@ -183,7 +183,15 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
           },
           undefined,
           WAIT,
-        ).then((h) => h.jsonValue());
+        ).then((h) => h.jsonValue()).catch(async (err) => {
+          // What the page heard and its player's state, for a failure's report.
+          const page_ = await page.evaluate(() => {
+            const w = globalThis as unknown as Win & { heard: unknown[] };
+            const { state, stats } = w.avatarPlayer;
+            return JSON.stringify({ heard: w.heard, state, stats });
+          });
+          throw new Error(`no timed avatar caption: ${page_}`, { cause: err });
+        });
         for (const c of heard!) {
           assert.ok(
             Math.abs(c.clock - c.media_time_ms!) <= 100,
