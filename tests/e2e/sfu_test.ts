@@ -31,51 +31,76 @@ const ONSET_TOLERANCE_MS = 250;
 /** What the page records of one avatar turn's speech (epoch ms, the page's clock). */
 interface SpeechSeen {
   /** `avatar.speaking` true arrived on the socket. */
-  arrived: number | null;
+  arrived: number;
   /** The player's `speaking` true event fired. */
-  fired: number | null;
-  media_time_ms: number | null;
-  playout_delay_ms: number | null;
-  /** The first `totalAudioEnergy` poll after the arrival that rose audibly. */
-  onset: number | null;
+  fired: number;
+  media_time_ms: number;
+  playout_delay_ms: number;
+  /** The first audible rise of the received audio after the arrival. */
+  onset: number;
+}
+
+/** The page's record of avatar speech, by turn (the fake microphone makes turns too). */
+interface SpeechLog {
+  arrived: Record<string, number>;
+  fired: Record<
+    string,
+    { at: number; media_time_ms: number; playout_delay_ms: number }
+  >;
+  /** The turn whose avatar transcript is `reply`. */
+  replyTurn: string | null;
+  /** When the received audio rose audibly (newest last, bounded). */
+  rises: number[];
+  /** The latest `speaking` event's value. */
+  speaking: boolean;
 }
 
 /**
- * Records, in the page, when the next `avatar.speaking` true arrives, when the player
- * fires it, and when its audio becomes audible at the receiver: the inbound-rtp
- * audio's `totalAudioEnergy` polled every 10 ms rising by at least −40 dBFS worth
- * (the server's audible level) since the previous poll.
+ * Records, in the page, per turn when `avatar.speaking` true arrives and when the player
+ * fires it, which turn the avatar transcript `reply` belongs to, and when audio becomes
+ * audible at the receiver: the inbound-rtp audio's `totalAudioEnergy` polled every
+ * 10 ms rising by at least −40 dBFS worth (the server's audible level) since the
+ * previous poll. Turns are told apart: Chromium's fake microphone beeps, and the example
+ * engine echoes what it hears as turns of its own.
  */
-function watchSpeech(page: Page): Promise<void> {
-  return page.evaluate(() => {
+function watchSpeech(page: Page, reply: string): Promise<void> {
+  return page.evaluate((reply) => {
     const w = globalThis as unknown as Win & {
-      seen: SpeechSeen;
+      speech: SpeechLog;
       pcs: RTCPeerConnection[];
     };
-    const seen: SpeechSeen = {
-      arrived: null,
-      fired: null,
-      media_time_ms: null,
-      playout_delay_ms: null,
-      onset: null,
+    const log: SpeechLog = {
+      arrived: {},
+      fired: {},
+      replyTurn: null,
+      rises: [],
+      speaking: false,
     };
-    w.seen = seen;
+    w.speech = log;
     const p = w.avatarPlayer;
     p._ws!.addEventListener("message", (e) => {
-      if (typeof e.data !== "string" || seen.arrived !== null) return;
+      if (typeof e.data !== "string") return;
       const m = JSON.parse(e.data);
-      if (m.type === "avatar.speaking" && m.speaking) seen.arrived = Date.now();
+      if (m.type === "avatar.speaking" && m.speaking) {
+        log.arrived[m.turn_id] ??= Date.now();
+      }
+      if (m.type === "transcript" && m.role === "avatar" && m.text === reply) {
+        log.replyTurn = m.turn_id;
+      }
     });
     p.on("speaking", (d) => {
-      if (!d.speaking || seen.fired !== null) return;
-      seen.fired = Date.now();
-      seen.media_time_ms = d.media_time_ms;
-      seen.playout_delay_ms = p.stats.rtc.playoutDelayMs;
+      log.speaking = d.speaking;
+      if (!d.speaking || log.fired[d.turn_id]) return;
+      log.fired[d.turn_id] = {
+        at: Date.now(),
+        media_time_ms: d.media_time_ms,
+        playout_delay_ms: p.stats.rtc.playoutDelayMs,
+      };
     });
     const pc = w.pcs.at(-1)!;
     let last: { at: number; energy: number } | null = null;
     const poll = async () => {
-      if (seen.onset !== null) return;
+      if (w.speech !== log) return;
       let energy = 0;
       (await pc.getStats()).forEach((r) => {
         if (r.type === "inbound-rtp" && r.kind === "audio") {
@@ -87,13 +112,16 @@ function watchSpeech(page: Page): Promise<void> {
         const level = Math.sqrt(
           (energy - last.energy) / ((at - last.at) / 1000),
         );
-        if (seen.arrived !== null && level >= 0.01) seen.onset = at;
+        if (level >= 0.01) {
+          log.rises.push(at);
+          if (log.rises.length > 1000) log.rises.shift();
+        }
       }
       if (!last || energy !== last.energy) last = { at, energy };
       setTimeout(poll, 10);
     };
     void poll();
-  });
+  }, reply);
 }
 
 interface Rtc {
@@ -201,31 +229,59 @@ Deno.test("webrtc_sfu: Chromium plays the avatar through Janus, talks, survives 
       "a typed turn comes back as an avatar transcript; speaking fires when its audio plays",
       async () => {
         await page.getByRole("button", { name: "Mute", exact: true }).click();
-        await watchSpeech(page);
+        const reply = replyFor("hello avatar");
+        await watchSpeech(page, reply);
+        // Quiet first: no turn of the microphone's (echoed before the mute) speaking,
+        // none audible, for a second.
+        await page.waitForFunction(
+          () => {
+            const { speech } = globalThis as unknown as { speech: SpeechLog };
+            const since = Math.max(
+              0,
+              speech.rises.at(-1) ?? 0,
+              ...Object.values(speech.fired).map((f) => f.at),
+            );
+            return !speech.speaking && Date.now() - since >= 1000;
+          },
+          undefined,
+          WAIT,
+        );
         await page.getByLabel("Message").fill("hello avatar");
         await page.getByRole("button", { name: "Send", exact: true }).click();
         await page.locator('#log li[data-role="avatar"]', {
-          hasText: replyFor("hello avatar"),
+          hasText: reply,
         }).waitFor(WAIT);
         const seen = await page.waitForFunction(
           () => {
-            const s = (globalThis as unknown as { seen: SpeechSeen }).seen;
-            return s.fired !== null && s.onset !== null ? s : null;
+            const { speech } = globalThis as unknown as { speech: SpeechLog };
+            const turn = speech.replyTurn;
+            if (turn === null) return null;
+            const arrived = speech.arrived[turn];
+            const fired = speech.fired[turn];
+            const onset = speech.rises.find((at) => at >= arrived);
+            if (arrived === undefined || !fired || onset === undefined) {
+              return null;
+            }
+            return {
+              arrived,
+              fired: fired.at,
+              media_time_ms: fired.media_time_ms,
+              playout_delay_ms: fired.playout_delay_ms,
+              onset,
+            };
           },
           undefined,
           WAIT,
         ).then((h) => h.jsonValue() as Promise<SpeechSeen>);
-        const { arrived, fired, onset } = seen as {
-          [K in keyof SpeechSeen]: number;
-        };
+        const { arrived, fired, onset } = seen;
         const what = JSON.stringify(seen);
         // The message comes first; the event waits for the audio, not the message.
         assert.ok(arrived <= fired, what);
         // Its time is the write of the frame carrying it plus its offset in that
         // frame (up to one 40-ms frame); the message goes out right after the write.
-        assert.ok(seen.media_time_ms! <= arrived + 40, what);
+        assert.ok(seen.media_time_ms <= arrived + 40, what);
         assert.ok(
-          fired >= seen.media_time_ms! + seen.playout_delay_ms!,
+          fired >= seen.media_time_ms + seen.playout_delay_ms,
           what,
         );
         assert.ok(
