@@ -3,6 +3,7 @@
  * real wss, sessions created through the REST API, and a recording browser socket.
  */
 import assert from "node:assert/strict";
+import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import type { FakeWs } from "../../fakes/fake_ws.ts";
 import {
@@ -226,8 +227,14 @@ export async function statusOf(s: LiveStack, id: string): Promise<Json> {
   return await res.json();
 }
 
-/** Ids of ffmpeg processes whose parent is this test process. */
+/**
+ * Ids of the running ffmpeg processes this test module's services started. `deno test
+ * --parallel` runs the modules as workers of one process, so the other modules'
+ * encoders are children of the same pid: only those this module's encoder registry
+ * (`liveEncoderPids`, one per worker) started count.
+ */
 export async function ffmpegChildren(): Promise<number[]> {
+  const mine = new Set(liveEncoderPids());
   const out: number[] = [];
   for await (const e of Deno.readDir("/proc")) {
     if (!/^\d+$/.test(e.name)) continue;
@@ -236,7 +243,7 @@ export async function ffmpegChildren(): Promise<number[]> {
       const m = stat.match(/^\d+ \((.*)\) (\S) (\d+)/);
       if (
         m && m[1].includes("ffmpeg") && Number(m[3]) === Deno.pid &&
-        m[2] !== "Z"
+        m[2] !== "Z" && mine.has(Number(e.name))
       ) {
         out.push(Number(e.name));
       }

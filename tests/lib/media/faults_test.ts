@@ -122,7 +122,9 @@ Deno.test("KV writes refused for 10 s (the store's file locked by another writer
       const c = await createSession(s);
       const b = await connectActive(s, c.session_id, c.client_token, 2);
       const db = new DatabaseSync(kvPath);
-      db.exec("PRAGMA busy_timeout = 0");
+      // Taking the lock waits for a write of the service's in flight (a heartbeat):
+      // without the wait, one now and then refused the lock to the test itself.
+      db.exec("PRAGMA busy_timeout = 5000");
       db.exec("BEGIN EXCLUSIVE");
       let locked = true;
       const released = new Promise<void>((resolve) =>

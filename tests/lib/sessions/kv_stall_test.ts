@@ -39,7 +39,8 @@ for (const idempotent of [false, true]) {
         : {};
 
       const lock = new DatabaseSync(path);
-      lock.exec("PRAGMA busy_timeout = 0");
+      // Taking the lock waits for a write of the app's in flight (a heartbeat).
+      lock.exec("PRAGMA busy_timeout = 5000");
       lock.exec("BEGIN EXCLUSIVE");
       let locked = true;
       // Held past the request's store time and one more commit attempt (SQLite's busy
@@ -119,7 +120,8 @@ Deno.test("a create commit the store takes after its request's KV time ran out (
       timeline: [{ status: "created", at: now }],
     };
     const lock = new DatabaseSync(path);
-    lock.exec("PRAGMA busy_timeout = 0");
+    // Taking the lock waits for a write of the app's in flight (a heartbeat).
+    lock.exec("PRAGMA busy_timeout = 5000");
     lock.exec("BEGIN EXCLUSIVE");
     // A commit with checks fails at once on a locked file; a plain write waits in
     // SQLite's busy handler (about 5 s) and the handle runs its operations in order. A
