@@ -9,15 +9,9 @@
 import { HANDOFF_PATH } from "../lib/nodes/handoff.ts";
 import { SIGNATURE_HEADER, signCall } from "../lib/nodes/signing.ts";
 import { garbageValue, type Rng } from "./_lib.ts";
-import type { RestCase } from "./rest_cases.ts";
+import type { NodeTarget, RestCase } from "./rest_types.ts";
 
 const enc = new TextEncoder();
-
-/** The node under attack: its id changes when it restarts. */
-export interface NodeTarget {
-  id: string;
-  secret: Uint8Array;
-}
 
 /** A handoff body: usually the envelope's shape with a create body that fails. */
 function handoffBody(rng: Rng): Uint8Array {

@@ -23,7 +23,7 @@ import {
   progressiveJpeg,
   withJpegSegment,
 } from "./_images.ts";
-import type { RestCase } from "./rest_cases.ts";
+import type { ConsoleTarget, RestCase } from "./rest_types.ts";
 
 const enc = new TextEncoder();
 const PORTRAITS = ["grace_hopper.jpg", "astronaut.png"].map((name) =>
@@ -31,14 +31,6 @@ const PORTRAITS = ["grace_hopper.jpg", "astronaut.png"].map((name) =>
     new URL(`../tests/fixtures/photo/${name}`, import.meta.url),
   )
 );
-
-/** A signed-in console: its cookie, the forms' CSRF token, the origin to send. */
-export interface ConsoleTarget {
-  cookie: string;
-  csrf: string;
-  origin: string;
-  tenant: string;
-}
 
 /** Signs in to the console at `base` with `key` (as the sign-in form does). */
 export async function signInConsole(

@@ -3,8 +3,9 @@
  * scripts/layers.ts` prints every import circle and every arrow that runs back up a
  * floor, each upward arrow with the reason written beside its import.
  *
- * Scope: main.ts, app.ts, manifest.ts, lib/, routes/, components/, islands/, client/
- * (tests, bench, fuzz and scripts are callers of these, not part of the house). Every
+ * Scope of the floors: main.ts, app.ts, manifest.ts, lib/, routes/, components/, islands/,
+ * client/ (tests, bench, fuzz and scripts are callers of these, not part of the house);
+ * circles are looked for among every module of the repository. Every
  * static `import`/`export … from` and literal dynamic `import()` of a relative path is
  * an arrow, type-only ones included: a type is knowledge of the module it comes from.
  *
@@ -101,6 +102,18 @@ const OWN_ROOMS = new Set(
   ),
 );
 
+/**
+ * What the circle check covers beyond the house: every module of the repository, its
+ * tests, fuzzers, benchmarks and scripts too (`.` less these folders).
+ */
+export const NOT_CODE = new Set([
+  ".git",
+  "node_modules",
+  "data",
+  "test-output",
+  "static",
+]);
+
 /** The folders and top-level modules the graph covers. */
 export const SCOPE = [
   "main.ts",
@@ -152,7 +165,10 @@ export function importsOf(
   return out;
 }
 
-async function sourceFiles(root: URL): Promise<string[]> {
+async function sourceFiles(
+  root: URL,
+  scope: readonly string[] | "all",
+): Promise<string[]> {
   const files: string[] = [];
   const walk = async (rel: string) => {
     const info = await Deno.stat(new URL(rel, root));
@@ -160,17 +176,25 @@ async function sourceFiles(root: URL): Promise<string[]> {
       if (/\.tsx?$/.test(rel)) files.push(rel);
       return;
     }
-    for await (const e of Deno.readDir(new URL(rel, root))) {
-      await walk(`${rel}/${e.name}`);
+    for await (const e of Deno.readDir(new URL(rel || ".", root))) {
+      if (rel === "" && NOT_CODE.has(e.name)) continue;
+      await walk(rel ? `${rel}/${e.name}` : e.name);
     }
   };
-  for (const s of SCOPE) await walk(s);
+  if (scope === "all") await walk("");
+  else for (const s of scope) await walk(s);
   return files.sort();
 }
 
-/** Every import arrow between the files in scope, from the code under `root`. */
-export async function importGraph(root: URL): Promise<Arrow[]> {
-  const files = await sourceFiles(root);
+/**
+ * Every import arrow between the files in scope (the house, `SCOPE`, by default; "all"
+ * for every module of the repository), from the code under `root`.
+ */
+export async function importGraph(
+  root: URL,
+  scope: readonly string[] | "all" = SCOPE,
+): Promise<Arrow[]> {
+  const files = await sourceFiles(root, scope);
   const known = new Set(files);
   const arrows: Arrow[] = [];
   for (const from of files) {
@@ -247,8 +271,9 @@ if (import.meta.main) {
   console.log(
     `${arrows.length} import arrows between files (${roomArrows.size} between rooms), ${rooms.size} rooms on ${FLOORS.length} floors`,
   );
-  const found = circles(arrows);
-  console.log(`\n${found.length} import circle(s)`);
+  // Circles are looked for among all modules (tests, fuzzers, scripts included).
+  const found = circles(await importGraph(root, "all"));
+  console.log(`\n${found.length} import circle(s) among all modules`);
   for (const c of found) console.log(`  ${c.join(" ↔ ")}`);
   const up = upwardArrows(arrows);
   console.log(`\n${up.length} upward arrow(s)`);
