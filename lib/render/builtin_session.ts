@@ -4,9 +4,7 @@
  * RTP output of a webrtc_sfu session, and the speech events each viewer hears of.
  */
 import type { Logger } from "../log.ts";
-import type { Frame } from "./draw.ts";
 import type { Painter } from "./painter.ts";
-import { stampClock } from "./clock_stamp.ts";
 import { planTicks, type RenderClock } from "./pacing.ts";
 import type {
   RenderSession,
@@ -20,8 +18,9 @@ import { samplesToMs, SpeechTimeline } from "./speech.ts";
 import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
 import { RtpOutput, type RtpTarget } from "./rtp.ts";
-import { stackAlpha } from "./stacked.ts";
-import { AudioQueue, Resampler, STREAM_RATE } from "./voice.ts";
+import { Pictures } from "./picture.ts";
+import { STREAM_RATE } from "./voice.ts";
+import { AgentAudio, MAX_AUDIO_MARKS } from "./agent_audio.ts";
 
 /** How a session paces: the backend's options (frame size: the painter's). */
 export interface BuiltinSessionOptions {
@@ -32,10 +31,6 @@ export interface BuiltinSessionOptions {
   /** The wall clock (epoch ms) of the RTP output's speech events. */
   wallNow: () => number;
 }
-
-const MAX_MARKS = 256;
-/** Tags whose audio's start is remembered (caption cues by offset). */
-const MAX_TAGS = 16;
 
 /** A render session of the built-in renderer, from `open` to `stop`. */
 export class BuiltinSession implements RenderSession {
@@ -61,24 +56,13 @@ export class BuiltinSession implements RenderSession {
   #runSpeech: { pos: number; event: SpeechEvent }[] = [];
   #retiring = new Set<Promise<unknown>>();
   #last: Uint8Array | null = null;
-  #frame: Frame;
-  #queue = new AudioQueue();
+  #pictures: Pictures;
+  #audio: AgentAudio;
   #speech = new SpeechTimeline();
-  #resampler = new Resampler(STREAM_RATE);
   #face: FaceDriver;
-  #pushed = 0;
-  #marks: Array<{ idx: number; at: number }> = [];
-  /** Caption texts by where their audio starts (pushed-sample index), in order. */
-  #cues: Array<{ idx: number; text: string }> = [];
-  /** Where each recent tag's audio started (pushed-sample index). */
-  #tagStart = new Map<string, number>();
   #segments = 0;
   #latency: number[] = [];
   #skipped = 0;
-  /** The coded picture's height: twice the painter's for stacked alpha. */
-  #codedHeight: number;
-  /** The alpha plane of a transparent session (null: opaque). */
-  #alpha: Uint8Array | null;
 
   constructor(
     private readonly painter: Painter,
@@ -94,17 +78,12 @@ export class BuiltinSession implements RenderSession {
      */
     alpha = false,
   ) {
-    this.#alpha = alpha ? new Uint8Array(painter.width * painter.height) : null;
-    this.#codedHeight = alpha ? painter.height * 2 : painter.height;
+    this.#pictures = new Pictures(painter, alpha, opts.clockStamp);
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
-    this.#frame = {
-      width: painter.width,
-      height: painter.height,
-      data: new Uint8Array(0),
-    };
     // Each session moves on its own seeded rhythm (gaze, blinks, idle motion).
     this.#face = new FaceDriver(Math.floor(Math.random() * 2 ** 32), opts.fps);
+    this.#audio = new AgentAudio(() => opts.clock.now());
     this.#t0 = opts.clock.now();
     if (warm) this.#startRun();
     this.#tick();
@@ -122,8 +101,8 @@ export class BuiltinSession implements RenderSession {
   stats(): RenderStats {
     return {
       audioLatencyMs: [...this.#latency],
-      droppedAudioSamples: this.#queue.refused,
-      queuedAudioSamples: this.#queue.length,
+      droppedAudioSamples: this.#audio.queue.refused,
+      queuedAudioSamples: this.#audio.queue.length,
       skippedDraws: this.#skipped,
     };
   }
@@ -161,7 +140,7 @@ export class BuiltinSession implements RenderSession {
         this.ffmpeg,
         {
           width: this.painter.width,
-          height: this.#codedHeight,
+          height: this.#pictures.codedHeight,
           fps: this.opts.fps,
           sampleRate: STREAM_RATE,
         },
@@ -225,7 +204,7 @@ export class BuiltinSession implements RenderSession {
       } catch (err) {
         this.log.error("render rtp sink failed", { err });
       }
-      if (toRun !== null && this.#runSpeech.length < MAX_MARKS) {
+      if (toRun !== null && this.#runSpeech.length < MAX_AUDIO_MARKS) {
         this.#runSpeech.push({ pos: pos + toRun, event });
       }
     }
@@ -237,7 +216,7 @@ export class BuiltinSession implements RenderSession {
       this.#run = new EncoderStream({
         ffmpeg: this.ffmpeg,
         width: this.painter.width,
-        height: this.#codedHeight,
+        height: this.#pictures.codedHeight,
         fps: this.opts.fps,
         sampleRate: STREAM_RATE,
         log: this.log,
@@ -291,19 +270,9 @@ export class BuiltinSession implements RenderSession {
 
   pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): boolean {
     if (this.#closed || pcm.length === 0) return true;
-    const samples = this.#resampler.process(pcm, sampleRate);
-    if (!this.#queue.push(samples)) return false;
-    if (this.#marks.length < MAX_MARKS) {
-      this.#marks.push({ idx: this.#pushed, at: this.opts.clock.now() });
-    }
-    if (tag !== undefined && !this.#tagStart.has(tag)) {
-      this.#tagStart.set(tag, this.#pushed);
-      if (this.#tagStart.size > MAX_TAGS) {
-        this.#tagStart.delete(this.#tagStart.keys().next().value!);
-      }
-    }
-    this.#pushed += samples.length;
-    this.#speech.pushed(tag, samples.length);
+    const n = this.#audio.push(pcm, sampleRate, tag);
+    if (n === null) return false;
+    this.#speech.pushed(tag, n);
     return true;
   }
 
@@ -318,13 +287,7 @@ export class BuiltinSession implements RenderSession {
       ? undefined
       : Math.round(offsetMs * STREAM_RATE / 1000);
     this.#speech.mark(tag, id, offset);
-    if (text === undefined || this.#cues.length >= MAX_MARKS) return;
-    const idx = offset === undefined
-      ? this.#pushed
-      : (this.#tagStart.get(tag) ?? this.#pushed) + offset;
-    let k = this.#cues.length;
-    while (k > 0 && this.#cues[k - 1].idx > idx) k--;
-    this.#cues.splice(k, 0, { idx, text });
+    if (text !== undefined) this.#audio.cue(tag, offset, text);
   }
 
   listen(speaking: boolean): void {
@@ -332,10 +295,11 @@ export class BuiltinSession implements RenderSession {
   }
 
   interrupt(options: { tag?: string; all?: boolean } = {}): SpeechCut | null {
-    const before = this.#queue.length;
-    const cut = this.#speech.cut(this.#queue, options, this.#streamPos());
+    const queue = this.#audio.queue;
+    const before = queue.length;
+    const cut = this.#speech.cut(queue, options, this.#streamPos());
     // Latency marks and cues index the queue: any removal invalidates them.
-    if (this.#queue.length !== before) this.#marks = [], this.#cues = [];
+    if (queue.length !== before) this.#audio.cut();
     if (cut?.wasSpeaking || options.all || options.tag === undefined) {
       this.#face.closeMouth();
     }
@@ -365,7 +329,7 @@ export class BuiltinSession implements RenderSession {
     const clean = (r?.clean ?? true) && (rr?.clean ?? true);
     this.#run = null;
     await Promise.all([...this.#retiring]);
-    this.#queue.clear();
+    this.#audio.queue.clear();
     this.onStopped();
     return { clean };
   }
@@ -395,40 +359,24 @@ export class BuiltinSession implements RenderSession {
   };
 
   #produce(draw: boolean): void {
-    const head = this.#pushed - this.#queue.length;
-    const { samples, real } = this.#queue.take(this.#samplesPerFrame);
+    const take = this.#audio.take(this.#samplesPerFrame);
+    const { samples, real } = take;
     // Caption texts whose audio starts in this frame cue the head.
-    while (this.#cues.length > 0 && this.#cues[0].idx < head + real) {
-      this.#face.text(this.#cues.shift()!.text);
-    }
+    for (const text of take.texts) this.#face.text(text);
     const face = this.#face.next(samples);
     this.#produced++;
     // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.
     const run = this.#run?.watched ? this.#run : null;
     this.#speech.took(samples, real, this.#streamPos());
     // Marks of audio taken now move to the run (or are dropped with no viewer).
-    while (this.#marks.length > 0 && this.#marks[0].idx < head + real) {
-      const m = this.#marks.shift()!;
-      if (m.idx >= head && run) run.mark(run.samples + (m.idx - head), m.at);
+    if (run) {
+      for (const m of take.marks) run.mark(run.samples + m.offset, m.at);
     }
     const rtp = this.#rtp;
     if (!run && !rtp) return;
     const toRun = run && rtp ? run.samples - rtp.out.samples : null;
     if (draw || this.#last === null) {
-      this.#frame.data = new Uint8Array(
-        this.painter.width * this.painter.height * 3 / 2,
-      );
-      this.painter.paint(this.#frame, face, this.#face.weights);
-      if (this.#alpha) {
-        this.painter.paintAlpha!(this.#alpha);
-        this.#last = stackAlpha(this.#frame, this.#alpha);
-      } else this.#last = this.#frame.data;
-      if (this.opts.clockStamp) {
-        stampClock(
-          { ...this.#frame, height: this.#codedHeight, data: this.#last },
-          Date.now(),
-        );
-      }
+      this.#last = this.#pictures.paint(face, this.#face.weights);
     } else {
       this.#skipped++;
     }
