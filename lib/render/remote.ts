@@ -15,8 +15,15 @@ import {
   RenderStartError,
   type RenderStats,
   type SpeechCut,
-  type SpeechEvent,
 } from "./port.ts";
+import {
+  audioRequest,
+  controlRequest,
+  type Outgoing,
+  speechCut,
+  speechEvent,
+  type WorkerRequest,
+} from "./remote_wire.ts";
 import { MAX_MARKS } from "./speech_runs.ts";
 import { MAX_AGENT_AUDIO_AHEAD_MS } from "./voice.ts";
 
@@ -26,47 +33,6 @@ export interface RemoteOptions {
   token: string;
   /** Bound on the open call. */
   startTimeoutMs?: number;
-}
-
-type Outgoing =
-  | { kind: "audio"; pcm: Int16Array; rate: number; tag?: string }
-  | {
-    kind: "interrupt";
-    tag?: string;
-    all: boolean;
-    done: (cut: SpeechCut | null) => void;
-  }
-  | { kind: "end"; tag: string; done: (ended: boolean) => void }
-  | { kind: "mark"; tag: string; id: number; offsetMs?: number; text?: string }
-  | { kind: "listen"; speaking: boolean };
-
-/** A worker's `speech` message as a `SpeechEvent`, or null when malformed. */
-function speechEvent(msg: Record<string, unknown>): SpeechEvent | null {
-  const { speaking, tag, media_time_ms: at, cut } = msg;
-  if (typeof speaking !== "boolean" || typeof at !== "number" || at < 0) {
-    return null;
-  }
-  if (tag !== undefined && typeof tag !== "string") return null;
-  const event: SpeechEvent = { speaking, tag, mediaTimeMs: at };
-  if (msg.ended === true) event.ended = true;
-  if (msg.mark !== undefined) {
-    if (!Number.isSafeInteger(msg.mark)) return null;
-    event.mark = msg.mark as number;
-  }
-  if (cut && typeof cut === "object") {
-    const played = (cut as Record<string, unknown>).played_ms;
-    if (typeof played !== "number" || played < 0) return null;
-    event.cut = { playedMs: played };
-  }
-  return event;
-}
-
-/** A worker's answer to an interrupt as a `SpeechCut`, or null. */
-function speechCut(body: Record<string, unknown>): SpeechCut | null {
-  const { tag, played_ms: played, was_speaking: speaking } = body;
-  if (typeof played !== "number" || typeof speaking !== "boolean") return null;
-  if (tag !== undefined && typeof tag !== "string") return null;
-  return { tag, playedMs: played, wasSpeaking: speaking };
 }
 
 const MAX_QUEUED_SECONDS = MAX_AGENT_AUDIO_AHEAD_MS / 1000;
@@ -301,23 +267,8 @@ class RemoteSession implements RenderSession {
   async #drain(): Promise<void> {
     while (this.#queue.length > 0) {
       const head = this.#queue.shift()!;
-      let path: string;
-      let body: Uint8Array<ArrayBuffer> | string | undefined;
-      if (head.kind === "interrupt") {
-        path = "/interrupt";
-        body = JSON.stringify({ tag: head.tag, all: head.all });
-      } else if (head.kind === "end") {
-        path = `/end?tag=${encodeURIComponent(head.tag)}`;
-      } else if (head.kind === "mark") {
-        this.#marks--;
-        path = `/mark?tag=${encodeURIComponent(head.tag)}&id=${head.id}` +
-          (head.offsetMs === undefined
-            ? ""
-            : `&offset_ms=${Math.max(0, Math.round(head.offsetMs))}`);
-        if (head.text !== undefined) body = JSON.stringify({ text: head.text });
-      } else if (head.kind === "listen") {
-        path = `/listen?speaking=${head.speaking}`;
-      } else {
+      let request: WorkerRequest;
+      if (head.kind === "audio") {
         // Coalesce consecutive chunks of one turn at one rate into one request.
         const parts = [head.pcm];
         while (
@@ -326,16 +277,16 @@ class RemoteSession implements RenderSession {
         ) {
           parts.push((this.#queue.shift() as { pcm: Int16Array }).pcm);
         }
-        let n = 0;
-        for (const p of parts) n += p.length;
-        this.#queuedSeconds = Math.max(0, this.#queuedSeconds - n / head.rate);
-        const pcm = new Int16Array(n);
-        let at = 0;
-        for (const p of parts) (pcm.set(p, at), at += p.length);
-        body = new Uint8Array(pcm.buffer);
-        path = `/audio?sample_rate=${head.rate}` +
-          (head.tag ? `&tag=${encodeURIComponent(head.tag)}` : "");
+        request = audioRequest(parts, head.rate, head.tag);
+        this.#queuedSeconds = Math.max(
+          0,
+          this.#queuedSeconds - request.samples / head.rate,
+        );
+      } else {
+        if (head.kind === "mark") this.#marks--;
+        request = controlRequest(head);
       }
+      const { path, body } = request;
       try {
         const res = await fetch(`${this.base}${path}`, {
           method: "POST",
