@@ -127,6 +127,24 @@ export function inside(
 }
 
 /**
+ * How much of the lip's own colour a pixel has: its chroma projected on the lip's
+ * (1 a lip, near 0 a grey or white: a shaded tooth, the dark corner of a smile). A lip
+ * with little colour of its own tells nothing by chroma: 1.
+ */
+export function lipColour(
+  c: readonly [number, number, number],
+  lip: readonly [number, number, number],
+): number {
+  const lu = lip[1] - 128, lv = lip[2] - 128;
+  const m = lu * lu + lv * lv;
+  if (m < MIN_LIP_CHROMA ** 2) return 1;
+  return ((c[1] - 128) * lu + (c[2] - 128) * lv) / m;
+}
+
+/** Chroma a lip needs (distance from grey, 8-bit U/V) for `lipColour` to judge by. */
+const MIN_LIP_CHROMA = 8;
+
+/**
  * Sets the inner lip contours of `lm` (in place) on the edges the photo shows: each
  * point moves along its column to where the lip ends and the teeth or the dark mouth
  * begin (the mesh puts a smile's upper one inside the lip). Only where the lips are

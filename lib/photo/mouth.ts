@@ -17,11 +17,13 @@ import {
   LIP_OUTER_UPPER,
 } from "../render/photo/landmarks.ts";
 import type { TeethLayer } from "../render/photo/types.ts";
+import { inpaint } from "./inpaint.ts";
 import { Warper } from "../render/photo/warp.ts";
 import {
   CLOSED_SHARE,
   contour,
   inside,
+  lipColour,
   type MouthReading,
   type Pixels,
   readMouth,
@@ -30,6 +32,7 @@ import {
   tonesOf,
   xOf,
   yOf,
+  yuvAt,
 } from "./lips.ts";
 
 export type { MouthReading };
@@ -42,6 +45,12 @@ export type { MouthReading };
 export const MAX_OPEN_SHARE = 0.095;
 export const MAX_JAW_OPEN_SHARE = 0.06;
 export const DARK_MOUTH = 0.35;
+/** Below this share of the lip's colour (`lipColour`), a pixel by the seam is no lip. */
+const GREY_LIP = 0.45;
+/** ...nor below this share of the lip's luma. */
+const SHADED_LIP = 0.8;
+/** Half the height (px) of the dark line where closed lips meet. */
+const SEAM_LINE = 1.2;
 
 /** Whether a mouth read as `r` is too open to close at rest. */
 export function tooOpen(r: MouthReading): boolean {
@@ -256,8 +265,8 @@ function closeLips(
 
 /**
  * What still shows of the mouth's inside near the line the lips now meet on (teeth or
- * dark pixels the mesh counted as lip, the dark corners of a smile), filled down each
- * column from the lip above to the lip below, luma and chroma.
+ * dark pixels the mesh counted as lip, the dark corners of a smile), filled from the
+ * lips around it (./inpaint.ts), luma and chroma.
  */
 function cleanSeam(
   out: Uint8Array,
@@ -273,8 +282,8 @@ function cleanSeam(
   const ou = contour(lm, LIP_OUTER_UPPER), ol = contour(lm, LIP_OUTER_LOWER);
   const x0 = Math.ceil(ou.x[0] - 1), x1 = ou.x[ou.x.length - 1] + 1;
   const cx = (x0 + x1) / 2, hw = (x1 - x0) / 2;
-  const n = w * h, cw = w >> 1;
-  const bad = new Uint8Array(h);
+  // The window of each column first, then what is bad in it, then one fill.
+  const cols: Array<{ X: number; yc: number; r0: number; r1: number }> = [];
   for (let X = x0; X < x1; X++) {
     const yc = polylineY(iu.x, iu.y, X);
     // Near the seam; towards the corners, the lips whole (their outer contours).
@@ -284,37 +293,54 @@ function cleanSeam(
       (1 - c) * Math.max(0, yc - Math.max(3, 0.5 * tU) - yo);
     const bottom = yb + c -
       (1 - c) * Math.max(0, yb - yc - Math.max(3, 0.5 * tL));
-    const r0 = Math.ceil(top), r1 = Math.floor(bottom);
-    if (r1 - r0 < 2) continue;
+    const r0 = Math.max(1, Math.ceil(top)),
+      r1 = Math.min(h - 2, Math.floor(bottom));
+    if (r1 - r0 >= 2) cols.push({ X, yc, r0, r1 });
+  }
+  if (cols.length === 0) return;
+  const by = Math.min(...cols.map((c) => c.r0)) & ~1;
+  const box = {
+    x: x0 & ~1,
+    y: by,
+    w: ((Math.ceil(x1) + 2) & ~1) - (x0 & ~1),
+    h: ((Math.max(...cols.map((c) => c.r1)) + 2) & ~1) - by,
+  };
+  const mask = new Uint8Array(box.w * box.h);
+  for (const { X, yc, r0, r1 } of cols) {
     // Brighter than the lip at both ends (a tooth's edge blended into the lip) or
     // much darker (the dark corner of a smile).
     const la = out[r0 * w + X], lb = out[r1 * w + X];
     const lit = Math.max(la, lb) + 6, shade = Math.min(la, lb) - 25;
-    for (let r = r0; r <= r1; r++) {
-      const l = out[r * w + X];
-      bad[r] = l > lit || l < shade || inside(p, X, r, t, r < yc) ? 1 : 0;
-    }
     for (let r = r0 + 1; r < r1; r++) {
-      if (!bad[r]) continue;
-      let e = r;
-      while (e < r1 && bad[e]) e++;
-      const a = (r - 1) * w + X, b = e * w + X;
-      for (let k = r; k < e; k++) {
-        const f = (k - r + 1) / (e - r + 1);
-        out[k * w + X] = out[a] + (out[b] - out[a]) * f;
-        if ((X & 1) === 0 && (k & 1) === 0) {
-          // Chroma of the 2×2 block, from the blocks above and below the run.
-          const ca = ((r - 1) >> 1) * cw + (X >> 1);
-          const cb = Math.min((h >> 1) - 1, (e + 1) >> 1) * cw + (X >> 1);
-          const c = (k >> 1) * cw + (X >> 1);
-          for (const off of [n, n + n / 4]) {
-            out[off + c] = out[off + ca] + (out[off + cb] - out[off + ca]) * f;
-          }
-        }
-      }
-      r = e;
+      const l = out[r * w + X];
+      const upper = r + 0.5 < yc;
+      const lip = upper ? t.upper : t.lip;
+      // Or near the seam and without the lip's colour or light: grey (a shaded
+      // tooth) or shadow (a smile's dark corner, which the closing warp stretches
+      // into streaks); only a line as thin as the lips' own meeting stays dark.
+      const off = Math.abs(r + 0.5 - yc);
+      const near = off > SEAM_LINE &&
+        off < Math.max(3, 0.5 * (upper ? tU : tL));
+      if (
+        l > lit || l < shade || inside(p, X, r, t, upper) ||
+        (near &&
+          (l < SHADED_LIP * lip[0] ||
+            lipColour(yuvAt(p, X, r), lip) < GREY_LIP))
+      ) mask[(r - box.y) * box.w + (X - box.x)] = 1;
     }
   }
+  // Chroma: a 2×2 block is filled when any of its pixels is.
+  const half = { x: box.x >> 1, y: box.y >> 1, w: box.w >> 1, h: box.h >> 1 };
+  const mask2 = new Uint8Array(half.w * half.h);
+  for (let r = 0; r < box.h; r++) {
+    for (let c = 0; c < box.w; c++) {
+      if (mask[r * box.w + c]) mask2[(r >> 1) * half.w + (c >> 1)] = 1;
+    }
+  }
+  const n = w * h;
+  inpaint(out, 0, w, h, box, mask);
+  inpaint(out, n, w >> 1, h >> 1, half, mask2);
+  inpaint(out, n * 5 / 4, w >> 1, h >> 1, half, mask2);
 }
 
 /** A faint shadow along the line where the closed lips meet, fading at the corners. */
