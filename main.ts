@@ -46,7 +46,7 @@ try {
   // Before the last-resort handlers could swallow it: a service that cannot listen
   // must not live on serving nothing.
   console.error(
-    `cannot listen on port ${config.port}: ${
+    `cannot listen on ${config.host} port ${config.port}: ${
       err instanceof Error ? err.message : String(err)
     }`,
   );
@@ -55,15 +55,32 @@ try {
   Deno.exit(1);
 }
 
+/** The address of this host that reaches a server listening on `hostname`. */
+function localHost(hostname: string): string {
+  return hostname === "0.0.0.0"
+    ? "127.0.0.1"
+    : hostname === "::"
+    ? "::1"
+    : hostname;
+}
+
+/** An address as a URL's host: an IPv6 literal in brackets. */
+function urlHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
+
 function serve(): Deno.HttpServer {
   return Deno.serve({
+    hostname: config.host,
     port: config.port,
     signal: serverAbort.signal,
     onListen: ({ hostname, port }) => {
       // Peers on this machine reach it here unless INSTANCE_URL says otherwise.
-      app.deps.instanceUrl ??= `http://127.0.0.1:${port}`;
+      app.deps.instanceUrl ??= `http://${urlHost(localHost(hostname))}:${port}`;
       void announceInstance(app.deps);
-      const host = hostname === "0.0.0.0" ? "localhost" : hostname;
+      const host = hostname === "0.0.0.0" || hostname === "::"
+        ? "localhost"
+        : urlHost(hostname);
       const base = `http://${host}:${port}`;
       console.log(`avatar session service listening on ${base}`);
       console.log(`  REST API:       ${base}/v1/   (reference: ${base}/docs)`);

@@ -11,6 +11,8 @@ const ICE_URL = /^(stuns?|turns?):[^\s]+$/;
 
 export interface Config extends NodeConfig {
   port: number;
+  /** Listen address (`HOST`): every interface by default. */
+  host: string;
   /**
    * A path, `:memory:`, a KV Connect URL, or undefined for `Deno.openKv()`'s default
    * (only on Deno Deploy, where that is the managed store).
@@ -237,6 +239,29 @@ function iceConfig(env: Record<string, string | undefined>): Config["ice"] {
 }
 
 /** An `ADMIN_API_KEY` shorter than this refuses the start (DECISIONS 1). */
+/**
+ * `HOST`: an IPv4 or IPv6 address, or a host name (`localhost`); `0.0.0.0`, every
+ * IPv4 interface, by default.
+ */
+export function listenHost(raw: string | undefined): string {
+  const host = raw?.trim() ?? "";
+  if (host === "") return "0.0.0.0";
+  const ipv4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
+  if (ipv4) {
+    if (ipv4.slice(1).every((p) => Number(p) <= 255)) return host;
+  } else if (host.includes(":")) {
+    if (/^[0-9a-fA-F:.]+$/.test(host) && URL.canParse(`http://[${host}]/`)) {
+      return host;
+    }
+  } else if (
+    /^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/
+      .test(host)
+  ) return host;
+  throw new ConfigError(
+    "HOST must be an IPv4 or IPv6 address or a host name (e.g. 127.0.0.1, ::, localhost)",
+  );
+}
+
 export const ADMIN_API_KEY_MIN_LENGTH = 32;
 
 function adminApiKey(raw: string | undefined): string | undefined {
@@ -292,6 +317,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return {
     ...nodeConfig(env),
     port: int(env, "PORT", 8000),
+    host: listenHost(env.HOST),
     kvPath: env.KV_PATH || defaultKvPath(env),
     adminApiKey: adminApiKey(env.ADMIN_API_KEY),
     tokenSecret,

@@ -193,6 +193,51 @@ Deno.test("the start banner says where doc_url points, and an https PUBLIC_URL m
   );
 });
 
+/** This machine's first IPv4 address that is not loopback, if it has one. */
+const otherAddress = Deno.networkInterfaces().find((i) =>
+  i.family === "IPv4" && !i.address.startsWith("127.")
+)?.address;
+
+Deno.test({
+  name:
+    "HOST=127.0.0.1 listens on loopback only; by default every interface answers",
+  ignore: otherAddress === undefined,
+  async fn(t) {
+    await ensureIslandsBuilt();
+    const reach = async (host: string, port: string) => {
+      try {
+        const conn = await Deno.connect({ hostname: host, port: Number(port) });
+        conn.close();
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await t.step("HOST=127.0.0.1", async () => {
+      const svc = await start(ROOT.pathname, ["run", "-A", "main.ts"], {
+        HOST: "127.0.0.1",
+      });
+      try {
+        const port = new URL(svc.base).port;
+        assert.equal(svc.base, `http://127.0.0.1:${port}`);
+        assert.equal((await fetch(`${svc.base}/healthz`)).status, 200);
+        assert.equal(await reach(otherAddress!, port), false);
+      } finally {
+        await svc.stop();
+      }
+    });
+    await t.step("no HOST", async () => {
+      const svc = await start(ROOT.pathname, ["run", "-A", "main.ts"]);
+      try {
+        const port = new URL(svc.base).port;
+        assert.equal(await reach(otherAddress!, port), true);
+      } finally {
+        await svc.stop();
+      }
+    });
+  },
+});
+
 Deno.test("main.ts logs an unhandled rejection and an uncaught throw through the redacting logger, and lives on", async () => {
   const secret =
     "avk_01JLEAKLEAKLEAKLEAKLEAKLEA_leakedsecretvalue0123456789abcdefgh";

@@ -13,6 +13,16 @@ Deno.test("loadConfig() puts KV in a local file by default, and in the managed s
   assert.equal(loadConfig({ KV_PATH: ":memory:" }).kvPath, ":memory:");
 });
 
+Deno.test("loadConfig() reads HOST, the listen address: every IPv4 interface by default", () => {
+  assert.equal(loadConfig({}).host, "0.0.0.0");
+  assert.equal(loadConfig({ HOST: "" }).host, "0.0.0.0");
+  for (
+    const host of ["127.0.0.1", "::", "::1", "localhost", "node-1.internal"]
+  ) {
+    assert.equal(loadConfig({ HOST: host }).host, host);
+  }
+});
+
 Deno.test("loadConfig() reads TOKEN_SECRET: generated when unset, unusable when short", () => {
   const generated = loadConfig({});
   assert.equal(generated.tokenSecretGenerated, true);
@@ -76,6 +86,9 @@ Deno.test("loadConfig() reads the hosting role: one process by default; control 
 Deno.test("loadConfig() refuses malformed values with a ConfigError naming the variable", async (t) => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ PORT: "eighty" }, /PORT/],
+    [{ HOST: "256.0.0.1" }, /HOST/],
+    [{ HOST: "example.com/x" }, /HOST/],
+    [{ HOST: "fe80::1%eth0 x" }, /HOST/],
     [{ RATE_LIMIT_PER_MINUTE: "0" }, /RATE_LIMIT_PER_MINUTE/],
     [
       { ALLOW_PRIVATE_NETWORK_TARGETS: "maybe" },
