@@ -123,6 +123,8 @@ export function inside(
   // Brighter than halfway from the lip to the teeth: teeth, whatever their tint
   // (a dark lip's edge is told by light alone).
   if (t.teeth[0] > lip[0] + 30 && c[0] > (lip[0] + t.teeth[0]) / 2) return true;
+  // Without the lip's colour: a tooth in shade (a pale lip is as light as one).
+  if (lipColour(c, lip) < 0.45 && lipColour(t.teeth, lip) < 0.45) return true;
   return dist(c, t.teeth) < dist(c, lip);
 }
 

@@ -39,11 +39,15 @@ export type { MouthReading };
 
 /**
  * Widest gap between the inner lips that is closed, as a share of the face's height:
- * lips parted over the teeth (a smile), and a dropped jaw (a dark mouth, more than
- * `DARK_MOUTH` of the gap), which closing stretches the lower lip and chin over.
+ * lips parted over a row of teeth (a broad smile: the teeth are at least
+ * `SMILE_TEETH` of what shows between them), other parted lips (a laugh, a mouth
+ * that shows more of its inside than teeth), and a dropped jaw (a dark mouth, more
+ * than `DARK_MOUTH` of the gap), which closing stretches the lower lip and chin over.
  */
+export const MAX_SMILE_OPEN_SHARE = 0.13;
 export const MAX_OPEN_SHARE = 0.095;
 export const MAX_JAW_OPEN_SHARE = 0.06;
+export const SMILE_TEETH = 0.5;
 export const DARK_MOUTH = 0.35;
 /** Below this share of the lip's colour (`lipColour`), a pixel by the seam is no lip. */
 const GREY_LIP = 0.45;
@@ -54,7 +58,9 @@ const SEAM_LINE = 1.2;
 
 /** Whether a mouth read as `r` is too open to close at rest. */
 export function tooOpen(r: MouthReading): boolean {
-  return r.open > (r.dark > DARK_MOUTH ? MAX_JAW_OPEN_SHARE : MAX_OPEN_SHARE);
+  if (r.dark > DARK_MOUTH) return r.open > MAX_JAW_OPEN_SHARE;
+  return r.open >
+    (r.teeth >= SMILE_TEETH ? MAX_SMILE_OPEN_SHARE : MAX_OPEN_SHARE);
 }
 /** The rest face: the mouth closed, its landmarks, and what the lips covered. */
 export interface RestMouth {

@@ -220,5 +220,8 @@ Deno.test("restMouth() reads a dropped jaw's dark mouth; tooOpen() refuses it pa
   assert.ok(tooOpen(mouth.reading), "refused as too wide to close");
   // The same gap over teeth (a smile) is closed.
   assert.ok(!tooOpen({ ...mouth.reading, dark: 0.05 }), "a smile closes");
-  assert.ok(tooOpen({ open: 0.1, teeth: 0.8, dark: 0.05 }), "up to 0.095");
+  // Over a row of teeth (a broad smile) up to 0.13; over less (a laugh) up to 0.095.
+  assert.ok(!tooOpen({ open: 0.12, teeth: 0.8, dark: 0.05 }), "a broad smile");
+  assert.ok(tooOpen({ open: 0.14, teeth: 0.8, dark: 0.05 }), "up to 0.13");
+  assert.ok(tooOpen({ open: 0.1, teeth: 0.3, dark: 0.05 }), "up to 0.095");
 });
