@@ -21,6 +21,30 @@ export interface PhotoTeeth extends Tone {
   edge: Float32Array;
 }
 
+/** Narrowest notch in the row's biting edge that is the photo's, in columns. */
+const NOTCH = 8;
+
+/**
+ * A row of teeth has no notch narrower than about a tooth: a shorter drop in the
+ * teeth's height (a shaded line across a tooth, a reflection that stopped the column's
+ * scan; a median over five columns misses a drop six wide) is raised to the lower of
+ * the heights on either side within `NOTCH` columns. Where the row ends (no teeth on
+ * one side) nothing is raised.
+ */
+export function closeNotches(top: Float32Array, edge: Float32Array): void {
+  const n = edge.length;
+  const hgt = Float32Array.from(edge, (e, c) => e - top[c]);
+  for (let c = 0; c < n; c++) {
+    let left = 0, right = 0;
+    for (let d = 1; d <= NOTCH; d++) {
+      if (c - d >= 0) left = Math.max(left, hgt[c - d]);
+      if (c + d < n) right = Math.max(right, hgt[c + d]);
+    }
+    const floor = Math.min(left, right);
+    if (floor > hgt[c]) edge[c] = top[c] + floor;
+  }
+}
+
 /** Longest visible upper tooth, as a share of the face's height (~11 mm). */
 const MAX_TOOTH = 0.06;
 
@@ -84,6 +108,7 @@ export function photoTeeth(
     v.sort((a, b) => a - b);
     edge[c] = Math.max(top[c], v[2]);
   }
+  closeNotches(top, edge);
   const q = w * h / 4;
   return {
     y: sy / n,
