@@ -199,12 +199,21 @@ export const drawMouth: DrawInterior = (
       // middle teeth show, in shade, not a smile's full row.
       const rounded = Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth));
       let upperA = 0;
+      // The photo's teeth where it shows them; where its lips hid part of the row
+      // (a column of the mouth without them), drawn ones in their tone, not a gap.
+      let ownHere = false;
       if (own) {
         const c = Math.round(hx) - own.x0;
-        if (c >= 0 && c < own.edge.length && own.edge[c] > own.top[c]) {
+        const inRow = c >= 0 && c < own.edge.length;
+        ownHere = inRow && own.edge[c] > own.top[c];
+        if (ownHere) {
           upperA = (1 - smoothstep(0.75, 1, au)) *
             (1 - m.round * smoothstep(0.15, 0.5, au)) *
             smoothstep(own.edge[c] + 0.6, own.edge[c] - 0.6, hy);
+        } else if (inRow) {
+          // As tall as the photo's row, hanging from the photo's lip.
+          const e = own.top[c] + own.height;
+          upperA = front * rounded * smoothstep(e + 0.6, e - 0.6, hy);
         }
       } else {
         upperA = front * rounded * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
@@ -217,7 +226,7 @@ export const drawMouth: DrawInterior = (
           (0.85 - 0.3 * smoothstep(edgeL, edgeL + 0.8 * showL, hy));
         teeth(tk, lowerA);
       }
-      if (upperA > 0 && own) {
+      if (upperA > 0 && own && ownHere) {
         // The photo's own teeth where they hang, in the lip's shade and the
         // opening's light.
         const L = own.layer, lx = hx - L.x - 0.5, ly = hy - L.y - 0.5;

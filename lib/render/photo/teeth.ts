@@ -19,6 +19,8 @@ export interface PhotoTeeth extends Tone {
   /** Per column: the photo's upper inner lip, and the upper teeth's biting edge (y). */
   top: Float32Array;
   edge: Float32Array;
+  /** The row's usual height (px): the median over the columns that show teeth. */
+  height: number;
 }
 
 /** Narrowest notch in the row's biting edge that is the photo's, in columns. */
@@ -109,8 +111,14 @@ export function photoTeeth(
     edge[c] = Math.max(top[c], v[2]);
   }
   closeNotches(top, edge);
+  const heights: number[] = [];
+  for (let c = 0; c < cols; c++) {
+    if (edge[c] > top[c]) heights.push(edge[c] - top[c]);
+  }
+  heights.sort((a, b) => a - b);
   const q = w * h / 4;
   return {
+    height: heights[heights.length >> 1] ?? 0,
     y: sy / n,
     u: su / n,
     v: sv / n,

@@ -1,7 +1,9 @@
 /**
  * The photo's teeth row (lib/render/photo/teeth.ts): its biting edge has no notch
  * narrower than a tooth. A shaded line that stopped six columns' scan a few pixels
- * under the lip drew, on every open vowel, a dark gap as if a tooth were missing.
+ * under the lip drew, on every open vowel, a dark gap as if a tooth were missing; and
+ * where the photo's lips hid part of the row, the opened mouth showed its dark inside
+ * there, half a row of teeth missing.
  */
 import assert from "node:assert/strict";
 import {
@@ -9,6 +11,10 @@ import {
   photoTeeth,
 } from "../../../../lib/render/photo/teeth.ts";
 import type { TeethLayer } from "../../../../lib/render/photo/types.ts";
+import { buildRig } from "../../../../lib/render/photo/rig.ts";
+import { createPhotoPainter } from "../../../../lib/render/photo/mod.ts";
+import { visemeIndex } from "../../../../lib/render/visemes.ts";
+import { faceWith, paintOnce, smileAvatar } from "./_avatar.ts";
 
 /** A 60×20 teeth layer: lip above row 4, teeth rows 4–15, mouth below. */
 function layer(shadeCols: [number, number] | null): TeethLayer {
@@ -52,4 +58,42 @@ Deno.test("closeNotches() raises drops narrower than a tooth, not the row's ends
   closeNotches(top, edge);
   for (let c = 5; c <= 24; c++) assert.equal(edge[c], 12, `column ${c}`);
   for (const c of [0, 4, 25, 29]) assert.equal(edge[c], 0, `column ${c}`);
+});
+
+Deno.test("where the photo's lips hid part of its teeth row, the opened mouth shows teeth there too, not a dark gap", async () => {
+  const smile = await smileAvatar();
+  const L = smile.teeth!;
+  // The same smile with its teeth hidden on the left third of the row (lip-toned).
+  const i420 = L.i420.slice();
+  const xs: number[] = [];
+  for (let k = 0; k < L.upper.length; k += 2) xs.push(L.upper[k]);
+  const mid = xs[0] + (xs[xs.length - 1] - xs[0]) / 3;
+  for (let r = 0; r < L.h; r++) {
+    for (let c = 0; c < L.w; c++) {
+      if (L.x + c < mid) i420[r * L.w + c] = Math.min(i420[r * L.w + c], 110);
+    }
+  }
+  const half = { ...smile, teeth: { ...L, i420 } };
+  const own = buildRig(half).photoTeeth!;
+  assert.ok(own, "the rest of the row still shows teeth");
+  const p = createPhotoPainter(half, { bg: null, seed: 1 });
+  const { state, weights } = faceWith({ [visemeIndex("aa")]: 1 });
+  const f = paintOnce(p, state, weights).data;
+  // Just under the upper lip, in the hidden third (half way in).
+  const x = Math.round((xs[0] + mid) / 2);
+  const c = x - own.x0;
+  let sum = 0, n = 0;
+  for (
+    let y = own.top[c] + 0.4 * own.height;
+    y < own.top[c] + own.height;
+    y++
+  ) {
+    for (let dx = -3; dx <= 3; dx++) {
+      sum += f[Math.round(y) * smile.width + x + dx];
+      n++;
+    }
+  }
+  const mean = sum / n;
+  // Teeth in the opening's shade (about 95), where the mouth's dark inside was (30).
+  assert.ok(mean > 70, `the hidden third's teeth: luma ${mean.toFixed(0)}`);
 });
