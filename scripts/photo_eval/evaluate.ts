@@ -58,6 +58,17 @@ function bothIris(f: RgbFrame, eyeMesh: Float32Array, skin: Float32Array) {
     irisPercent(f, eyeMesh, skin, LEFT_EYE)) / 2;
 }
 
+/** A photo avatar id of its own for the portrait `name` (ph_ + 26 of [0-9A-Z]). */
+export function evalAvatarId(name: string): string {
+  let h = 0x811c9dc5, out = "";
+  for (const ch of name) h = Math.imul(h ^ ch.codePointAt(0)!, 0x01000193);
+  for (let i = 0; i < 22; i++) {
+    h = Math.imul(h ^ i, 0x01000193);
+    out += "0123456789ABCDEFGHIJKLMNOPQRSTUV"[(h >>> 0) % 32];
+  }
+  return `ph_EVAL${out}`;
+}
+
 /** Evaluates the portrait at `path`; writes `<name>.mp4` and `<name>.png` into `out`. */
 export async function evaluate(
   path: string,
@@ -69,7 +80,8 @@ export async function evaluate(
   let avatar: PhotoAvatar;
   try {
     avatar = await preparePhoto(await Deno.readFile(path), {
-      avatarId: "ph_EVAL0000000000000000000000",
+      // Each portrait its own id: the painter keeps a rig per avatar.
+      avatarId: evalAvatarId(name),
       tenantId: "eval",
       name: name.slice(0, 80) || "eval",
       createdAt: 0,

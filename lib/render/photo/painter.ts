@@ -32,16 +32,28 @@ export interface PhotoPainterOptions {
 const STILL = 0.02;
 
 /**
- * The rigs, one per avatar (its id with its tenant and creation time: a photo never
- * changes under them), the most recently used last.
+ * The rigs, one per avatar (its id with its tenant and creation time, and a digest of
+ * its landmarks: a stored photo never changes under its id, but two pictures given one
+ * id, as an evaluation run or a test may, must not share a rig), the most recently
+ * used last.
  */
 const rigs = new Map<string, Rig>();
 const RIG_CACHE_MAX = 64;
 
+/** FNV-1a over the landmarks' bits. */
+function landmarkDigest(lm: Float32Array): number {
+  const bits = new Uint32Array(lm.buffer, lm.byteOffset, lm.length);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < bits.length; i++) h = Math.imul(h ^ bits[i], 0x01000193);
+  return h >>> 0;
+}
+
 /** The rig of `avatar`, built once and kept. */
 export function rigOf(avatar: PhotoAvatar): Rig {
   const key =
-    `${avatar.tenantId}\u0000${avatar.avatarId}\u0000${avatar.createdAt}`;
+    `${avatar.tenantId}\u0000${avatar.avatarId}\u0000${avatar.createdAt}\u0000${
+      landmarkDigest(avatar.landmarks)
+    }`;
   const hit = rigs.get(key);
   if (hit) {
     rigs.delete(key);

@@ -18,6 +18,7 @@ import {
   teethPercent,
 } from "../../../scripts/photo_eval/measure.ts";
 import { expectedOpening } from "../../../scripts/photo_eval/speech.ts";
+import { evalAvatarId } from "../../../scripts/photo_eval/evaluate.ts";
 
 const W = 200, H = 240;
 type Rgb = [number, number, number];
@@ -208,4 +209,15 @@ Deno.test("expectedOpening() is shut on p, b, m and silence, open on vowels", ()
   assert.equal(expectedOpening("PP"), 0);
   assert.equal(expectedOpening("sil"), 0);
   assert.ok(expectedOpening("aa") > 0.5);
+});
+
+Deno.test("evalAvatarId() gives each portrait an id of its own, in the photo avatar id form", () => {
+  const names = [
+    "wh-obama-2012-official-smile-teeth",
+    "cg-021735-bald-smile-teeth",
+  ];
+  const ids = names.map(evalAvatarId);
+  for (const id of ids) assert.match(id, /^ph_[0-9A-Z]{26}$/);
+  assert.notEqual(ids[0], ids[1]);
+  assert.equal(evalAvatarId(names[0]), ids[0]);
 });

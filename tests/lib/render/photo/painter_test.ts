@@ -392,6 +392,16 @@ Deno.test("rigOf() builds a rig once per avatar, not per id alone", async () => 
     "another tenant's avatar, same id",
   );
   assert.notEqual(rigOf(twin).photoTeeth, null);
+  // Two pictures given one id, tenant and time (an evaluation run gave every portrait
+  // the same): each its own rig, not the first one's mesh on the second's pixels.
+  const same = {
+    ...smile,
+    avatarId: avatar.avatarId,
+    tenantId: avatar.tenantId,
+    createdAt: avatar.createdAt,
+  };
+  assert.notEqual(rigOf(same), rigOf(avatar), "another picture, same key");
+  assert.notEqual(rigOf(same).photoTeeth, null);
 });
 
 Deno.test("photoPainters()", async (t) => {
