@@ -154,6 +154,19 @@ export class MediaHub implements SessionRuntime {
       ws.send(
         JSON.stringify({ type: "error", code: "invalid_session", fatal: true }),
       );
+      // An ended session: how it ended, as its own socket was told (a page that
+      // redialled as it ended would otherwise never learn why).
+      if (isTerminal(session.status)) {
+        ws.send(JSON.stringify(
+          session.end_reason
+            ? {
+              type: "session.ended",
+              status: session.status,
+              reason: session.end_reason,
+            }
+            : { type: "session.ended", status: session.status },
+        ));
+      }
       ws.close(CLOSE_INVALID_SESSION, "invalid session");
       return;
     }

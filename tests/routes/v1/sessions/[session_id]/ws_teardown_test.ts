@@ -139,7 +139,7 @@ Deno.test("a fatal engine error ends an active session with a warning", async ()
   });
 });
 
-Deno.test("an ended session's socket opens, gets the fatal invalid_session and closes", async () => {
+Deno.test("an ended session's socket opens, gets the fatal invalid_session and how it ended, and closes", async () => {
   await live(async (s) => {
     const c = await createSession(s);
     const b = await connectActive(s, c.session_id, c.client_token, 2);
@@ -147,6 +147,14 @@ Deno.test("an ended session's socket opens, gets the fatal invalid_session and c
     await b.closed();
     const late = Browser.connect(s, c.session_id, c.client_token);
     await refusedInvalidSession(late);
+    // ...and how it ended, as the session's own socket was told: a page that
+    // redialled just as it ended learns why (sfu_lost_test's page, now and then).
+    const told = b.json.find((m) => m.type === "session.ended");
+    const ended = await late.message(
+      (m) => m.type === "session.ended",
+      "session.ended",
+    );
+    assert.deepEqual(ended, told);
     assert.equal(await late.closed(), 4001);
   });
 });
