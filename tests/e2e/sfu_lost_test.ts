@@ -18,6 +18,7 @@ import { requireChromium, WAIT } from "./_browser.ts";
 type Win = {
   avatarPlayer: AvatarPlayer;
   ended: unknown;
+  seen: string[];
 };
 
 Deno.test("webrtc_sfu: Janus killed under a playing session: it ends render_failed (session.ended, webhook) after SFU_RECOVERY_MS, not left active and frozen", async () => {
@@ -47,6 +48,10 @@ Deno.test("webrtc_sfu: Janus killed under a playing session: it ends render_fail
       const w = globalThis as unknown as Win;
       w.ended = null;
       w.avatarPlayer.on("ended", (e) => w.ended = e);
+      // What the page went through, for a failure's report.
+      w.seen = [];
+      w.avatarPlayer.on("error", (e) => w.seen.push(`error ${e.code}`));
+      w.avatarPlayer.on("state", (e) => w.seen.push(`state ${e.state}`));
     });
 
     const killedAt = Date.now();
@@ -59,10 +64,12 @@ Deno.test("webrtc_sfu: Janus killed under a playing session: it ends render_fail
     ).then((h) => h.jsonValue());
     // Not before the bound: the SFU was given SFU_RECOVERY_MS to come back.
     assert.ok(Date.now() - killedAt >= SFU_RECOVERY_MS);
-    assert.deepEqual(ended, {
-      status: "ended_with_warnings",
-      reason: "render_failed",
-    });
+    const seen = await page.evaluate(() => (globalThis as unknown as Win).seen);
+    assert.deepEqual(
+      ended,
+      { status: "ended_with_warnings", reason: "render_failed" },
+      `the page saw: ${seen.join(", ")}`,
+    );
     const s = await client.getSession(id);
     assert.equal(s.status, "ended_with_warnings");
     assert.equal(s.end_reason, "render_failed");
