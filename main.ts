@@ -46,9 +46,9 @@ try {
   // Before the last-resort handlers could swallow it: a service that cannot listen
   // must not live on serving nothing.
   console.error(
-    `cannot listen on ${config.host} port ${config.port}: ${
-      err instanceof Error ? err.message : String(err)
-    }`,
+    `cannot listen on port ${config.port}${
+      config.host === "0.0.0.0" ? "" : ` of ${config.host}`
+    }: ${err instanceof Error ? err.message : String(err)}`,
   );
   await app.close();
   sink.flush();
