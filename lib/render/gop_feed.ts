@@ -148,13 +148,14 @@ export class GopFeed {
     const audioId = init.audioTrack?.id;
     const audio = tracks.find((t) => t.trackId === audioId);
     const starts = new Map(tracks.map((t) => [t.trackId, t.baseDecodeTime]));
-    if (audioId !== undefined && !audio) starts.set(audioId, this.#audioNext);
-    if (audio) this.#audioNext = audio.baseDecodeTime + audio.duration;
+    const audioEnd = audio ? audio.baseDecodeTime + audio.duration : 0;
+    if (audio) this.#audioNext = audioEnd;
+    else if (audioId !== undefined) starts.set(audioId, this.#audioNext);
     const fragment: Fragment = {
       bytes,
       key: video?.firstSampleSync ?? false,
       starts,
-      audioEnd: audio ? audio.baseDecodeTime + audio.duration : 0,
+      audioEnd,
     };
     this.#keep(fragment);
     if (this.#viewer) this.#deliver(this.#viewer, fragment);

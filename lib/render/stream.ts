@@ -8,9 +8,10 @@
  *   shows a picture without waiting for the next keyframe;
  * - then the live fragments.
  *
- * What a viewer is sent, and how its timeline is rebased, is ./gop_feed.ts. With no viewer the caller stops feeding frames: ffmpeg
- * times raw input by count, so the encoder's timeline simply pauses, and resumes
- * without a hole when the next viewer comes.
+ * What a viewer is sent, and how its timeline is rebased, is ./gop_feed.ts. With no
+ * viewer the caller stops feeding frames: ffmpeg times raw input by count, so the
+ * encoder's timeline simply pauses, and resumes without a hole when the next viewer
+ * comes.
  */
 import { Encoder } from "./encoder.ts";
 import { GopFeed, type GopFeedOptions } from "./gop_feed.ts";

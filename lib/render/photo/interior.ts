@@ -199,6 +199,9 @@ export const drawMouth: DrawInterior = (
       // middle teeth show, in shade, not a smile's full row.
       const rounded = Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth));
       let upperA = 0;
+      // Drawn upper teeth down to a biting edge at `e`.
+      const drawn = (e: number) =>
+        front * rounded * smoothstep(e + 0.6, e - 0.6, hy);
       // The photo's teeth where it shows them; where its lips hid part of the row
       // (a column of the mouth without them), drawn ones in their tone, not a gap.
       let ownHere = false;
@@ -212,11 +215,10 @@ export const drawMouth: DrawInterior = (
             smoothstep(own.edge[c] + 0.6, own.edge[c] - 0.6, hy);
         } else if (inRow) {
           // As tall as the photo's row, hanging from the photo's lip.
-          const e = own.top[c] + own.height;
-          upperA = front * rounded * smoothstep(e + 0.6, e - 0.6, hy);
+          upperA = drawn(own.top[c] + own.height);
         }
       } else {
-        upperA = front * rounded * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+        upperA = drawn(edgeU);
       }
       // The lower teeth first (behind the upper ones where the rows meet, no dark
       // rule between them): lit along their biting edge, shaded under the lip.
