@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { AvatarPlayer, PlayerStats } from "../../client/browser.ts";
+import { replyFor } from "../../scripts/example_engine.ts";
 import { WAIT } from "./_browser.ts";
 import { checkTransparent } from "./_transparent.ts";
 import { startOnPage, startPlayerStack } from "./_player.ts";
@@ -154,16 +155,36 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
     await t.step(
       "the service's captions fire when the audio clock reaches them",
       async () => {
+        // Chromium's fake microphone beeps and the example engine takes the beeps
+        // for speech: a beep over the typed turn's reply cuts it (barge-in), and its
+        // caption rightly goes out unheard. Muted, and quiet for a second, first.
         await page.evaluate(() => {
+          const w = globalThis as unknown as Win & { quietSince: number };
+          w.avatarPlayer.mute();
+          w.quietSince = Date.now();
+          w.avatarPlayer.on("speaking", () => w.quietSince = Date.now());
+        });
+        await page.waitForFunction(
+          () => {
+            const w = globalThis as unknown as Win & { quietSince: number };
+            return !w.avatarPlayer.speaking &&
+              Date.now() - w.quietSince >= 1000;
+          },
+          undefined,
+          WAIT,
+        );
+        await page.evaluate((reply) => {
           const w = globalThis as unknown as Win & { heard: unknown[] };
           w.heard = [];
-          w.avatarPlayer.on("caption", (d) =>
+          w.avatarPlayer.on("caption", (d) => {
+            if (d.role === "avatar" && d.text !== reply) return;
             w.heard.push({
               ...d,
               clock: w.avatarPlayer.stats.webcodecs.clockMs,
-            }));
+            });
+          });
           w.avatarPlayer.sendText("hello avatar");
-        });
+        }, replyFor("hello avatar"));
         const heard = await page.waitForFunction(
           () => {
             const w = globalThis as unknown as {
