@@ -3,6 +3,7 @@
  * a temporary KV file, its admin REST calls, and the example engine instrumented to
  * report when each response's first agent-audio frame is sent.
  */
+import { ensureIslandsBuilt } from "../lib/console/bundle.ts";
 import { sleep } from "./_media_lib.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -77,6 +78,8 @@ export async function startService(
   kvPath: string,
   extraEnv: Record<string, string> = {},
 ): Promise<Service> {
+  // The service refuses to start without its console bundle (a fresh clone has none).
+  await ensureIslandsBuilt();
   const port = freePort();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "main.ts"],
