@@ -10,8 +10,14 @@ import type { RgbImage } from "./decode.ts";
 
 /** Points of a found face: MediaPipe's 468 and 10 iris points, as Human orders them. */
 const MESH_POINTS = 478;
+/**
+ * The face mesh model's input side (`models/facemesh.json`: 192×192). Its depths are
+ * in that input's pixels, and Human scales only x and y to the picture: a depth times
+ * the face box's side over this is in the picture's pixels, like x and y.
+ */
+export const MESH_INPUT = 192;
 export interface FoundFace {
-  /** `MESH_POINTS` × (x, y, z) in the input image's pixels. */
+  /** `MESH_POINTS` × (x, y, z) in the input image's pixels (depth too). */
   mesh: Float32Array;
   /** Head rotation from the mesh, radians. */
   yaw: number;
@@ -44,6 +50,10 @@ interface Tensor {
 interface HumanFace {
   mesh: number[][];
   score: number;
+  /** The face box the mesh model was given, before it was made square (pixels). */
+  size?: [number, number];
+  /** `[x, y, width, height]`: that box, squared, centred on the mesh, clamped. */
+  box: [number, number, number, number];
   rotation?: { angle: { yaw: number; pitch: number; roll: number } } | null;
 }
 interface HumanInstance {
@@ -135,6 +145,20 @@ function toTensor(human: HumanInstance, image: RgbImage): Tensor {
   );
 }
 
+/**
+ * What turns Human's mesh depths into picture pixels: the side of the square the mesh
+ * model saw (Human's `size` is that box before squaring; its clamped `box` when absent)
+ * over the model's input side.
+ */
+export function meshDepthScale(
+  f: { size?: [number, number]; box: [number, number, number, number] },
+): number {
+  const side = f.size
+    ? Math.max(f.size[0], f.size[1])
+    : Math.max(f.box[2], f.box[3]);
+  return side > 0 ? side / MESH_INPUT : 1;
+}
+
 /** The process's models (in the preparation worker), loaded on first use. */
 export const photoModels: PhotoModels = {
   async faces(image) {
@@ -148,8 +172,12 @@ export const photoModels: PhotoModels = {
       return result.face.filter((f) => f.mesh.length >= MESH_POINTS).map(
         (f) => {
           const mesh = new Float32Array(MESH_POINTS * 3);
+          const zScale = meshDepthScale(f);
           for (let i = 0; i < MESH_POINTS; i++) {
-            mesh.set(f.mesh[i].slice(0, 3), i * 3);
+            const p = f.mesh[i];
+            mesh[i * 3] = p[0];
+            mesh[i * 3 + 1] = p[1];
+            mesh[i * 3 + 2] = (p[2] ?? 0) * zScale;
           }
           const angle = f.rotation?.angle ?? { yaw: 0, pitch: 0, roll: 0 };
           return {

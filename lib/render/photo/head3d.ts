@@ -60,6 +60,27 @@ export function faceAxes(
   pz: ArrayLike<number>,
   origin: [number, number, number],
 ): FaceAxes {
+  const found = measuredAxes(px, py, pz, origin);
+  const a = axesAngles(found);
+  headRotation(
+    beyond(a.yaw, YAW_FLOOR),
+    0,
+    beyond(a.roll, ROLL_FLOOR),
+    found.m,
+  );
+  return found;
+}
+
+/**
+ * The face's axes as the landmarks have them (no floor, its pitch kept): with depths in
+ * the picture's pixels, `axesAngles` of them is the head's turn in true degrees.
+ */
+export function measuredAxes(
+  px: ArrayLike<number>,
+  py: ArrayLike<number>,
+  pz: ArrayLike<number>,
+  origin: [number, number, number] = [0, 0, 0],
+): FaceAxes {
   let ax = [0, 0, 0], ay = [0, 0, 0];
   for (const [l, r] of PAIRS) {
     ax = [ax[0] + px[r] - px[l], ax[1] + py[r] - py[l], ax[2] + pz[r] - pz[l]];
@@ -75,18 +96,10 @@ export function faceAxes(
     x[2] * y[0] - x[0] * y[2],
     x[0] * y[1] - x[1] * y[0],
   ];
-  const found = {
+  return {
     m: Float64Array.of(x[0], y[0], z[0], x[1], y[1], z[1], x[2], y[2], z[2]),
     o: Float64Array.from(origin),
   };
-  const a = axesAngles(found);
-  headRotation(
-    beyond(a.yaw, YAW_FLOOR),
-    0,
-    beyond(a.roll, ROLL_FLOOR),
-    found.m,
-  );
-  return found;
 }
 
 /**

@@ -246,3 +246,37 @@ Deno.test("preparePhoto() takes the astronaut PNG once her face is 200 px wide (
   );
   assert.ok(avatar.alpha[5 * PHOTO_SIZE + 5] < 30);
 });
+
+Deno.test("preparePhoto() keeps the mesh's depth in the crop's pixels, whatever the photo's size", async () => {
+  // Human scales the face mesh's x and y to the picture but leaves its depth in the
+  // model's 192-px input: a face twice as large in the photo came out half as deep,
+  // and a turned head's parallax with it.
+  const a = fixture("grace_hopper.jpg");
+  const whole = { x: 0, y: 0, w: a.width, h: a.height };
+  const twice = {
+    width: a.width * 2,
+    height: a.height * 2,
+    data: resample(
+      a.data,
+      a.width,
+      a.height,
+      3,
+      whole,
+      a.width * 2,
+      a.height * 2,
+    ),
+  };
+  const depthShare = (l: Float32Array) => {
+    const w = point(l, 454).x - point(l, 234).x;
+    return ((point(l, 234).z + point(l, 454).z) / 2 - point(l, 1).z) / w;
+  };
+  const one = depthShare(
+    (await preparePhoto(fixtureBytes("grace_hopper.jpg"), meta)).landmarks,
+  );
+  const two = depthShare((await preparePhoto(png(twice), meta)).landmarks);
+  // A head's nose tip stands about 0.7 face widths before the face's sides.
+  for (const d of [one, two]) {
+    assert.ok(d > 0.55 && d < 0.9, `depth ${one}, ${two}`);
+  }
+  assert.ok(Math.abs(one - two) < 0.08, `depth ${one} at 1×, ${two} at 2×`);
+});
