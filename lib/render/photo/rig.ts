@@ -312,6 +312,14 @@ export function buildRig(a: PhotoAvatar): Rig {
     insidePolygon(polyP.x, polyP.y, x, y) &&
     (y < polylineY(iuP.x, iuP.y, x) - 0.5 ||
       y > polylineY(ilP.x, ilP.y, x) + 0.5);
+  const lipTone = sampleTone(
+    a,
+    sx[61],
+    Math.min(...ouP.y),
+    sx[291],
+    Math.max(...olP.y),
+    inLips,
+  );
   return {
     avatarId: a.avatarId,
     width: W,
@@ -344,16 +352,9 @@ export function buildRig(a: PhotoAvatar): Rig {
     headFit: affineSolver(FIT.map((i) => sx[i]), FIT.map((i) => sy[i])),
     eyes,
     skin: { y: (ca.y + cb.y) / 2, u: (ca.u + cb.u) / 2, v: (ca.v + cb.v) / 2 },
-    lipTone: sampleTone(
-      a,
-      sx[61],
-      Math.min(...ouP.y),
-      sx[291],
-      Math.max(...olP.y),
-      inLips,
-    ),
+    lipTone,
     light: Math.max(-1, Math.min(1, (cb.y - ca.y) / 40)),
-    photoTeeth: photoTeeth(a.teeth, faceH, (ca.y + cb.y) / 2),
+    photoTeeth: photoTeeth(a.teeth, faceH, (ca.y + cb.y) / 2, lipTone),
   };
 }
 

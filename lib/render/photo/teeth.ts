@@ -50,15 +50,33 @@ export function closeNotches(top: Float32Array, edge: Float32Array): void {
 /** Longest visible upper tooth, as a share of the face's height (~11 mm). */
 const MAX_TOOTH = 0.06;
 
+/** Chroma a lip needs (distance from grey, 8-bit U/V) to tell a tooth from it by colour. */
+const MIN_LIP_CHROMA = 8;
+
 /**
- * The upper teeth of `layer`, or null when it shows none (a dark open mouth): per
- * column, from the upper inner lip down while the pixels stay bright (within 30 % of
- * the brightest there), at most `MAX_TOOTH` of `faceH`, never past the lower lip.
+ * Whether a pixel of chroma (`u`, `v`) has at least half the lip's own colour (its
+ * chroma projected on the lip's): a lip, not a tooth, however light. A lip with little
+ * colour of its own tells nothing: false.
+ */
+function lipColoured(u: number, v: number, lip: Tone | undefined): boolean {
+  if (!lip) return false;
+  const lu = lip.u - 128, lv = lip.v - 128, m = lu * lu + lv * lv;
+  if (m < MIN_LIP_CHROMA ** 2) return false;
+  return ((u - 128) * lu + (v - 128) * lv) / m >= 0.8;
+}
+
+/**
+ * The upper teeth of `layer`, or null when it shows none (a dark open mouth, or lips
+ * apart over no teeth): per column, from the upper inner lip down while the pixels
+ * stay bright (within 30 % of the brightest there) and not of the `lip`'s colour (a
+ * light lip is as bright as a tooth beside dark skin), at most `MAX_TOOTH` of `faceH`,
+ * never past the lower lip.
  */
 export function photoTeeth(
   layer: TeethLayer | null | undefined,
   faceH: number,
   skinY: number,
+  lip?: Tone,
 ): PhotoTeeth | null {
   if (!layer) return null;
   const { x, y, w, h, i420 } = layer;
@@ -88,12 +106,18 @@ export function photoTeeth(
     let peak = 0, Y = Math.ceil(yu);
     for (; Y < end; Y++) {
       const l = lum(X, Y);
+      const r = Math.min(h - 1, Math.max(0, Y - y)) >> 1;
+      const cc = r * (w >> 1) + (Math.min(w - 1, Math.max(0, X - x)) >> 1);
+      const u = i420[w * h + cc], v = i420[w * h * 5 / 4 + cc];
+      const lipHere = lipColoured(u, v, lip);
+      // The lip's own edge above the row is passed over; under the row, it ends it.
+      if (lipHere) {
+        if (peak > bright) break;
+        continue;
+      }
       peak = Math.max(peak, l);
       if (peak > bright && l < 0.7 * peak) break;
-      if (l > bright) {
-        const cc = ((Y - y) >> 1) * (w >> 1) + ((X - x) >> 1);
-        sy += l, su += i420[w * h + cc], sv += i420[w * h * 5 / 4 + cc], n++;
-      }
+      if (l > bright) sy += l, su += u, sv += v, n++;
     }
     edge[c] = peak > bright ? Y : yu;
     if (peak > bright) cols0++;

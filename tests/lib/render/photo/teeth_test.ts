@@ -16,10 +16,22 @@ import { createPhotoPainter } from "../../../../lib/render/photo/mod.ts";
 import { visemeIndex } from "../../../../lib/render/visemes.ts";
 import { faceWith, paintOnce, smileAvatar } from "./_avatar.ts";
 
-/** A 60×20 teeth layer: lip above row 4, teeth rows 4–15, mouth below. */
-function layer(shadeCols: [number, number] | null): TeethLayer {
+/**
+ * A 60×20 teeth layer: lip above row 4, teeth rows 4–15, mouth below; `pink`: rows
+ * 4–15 have the lip's colour (a light lip over no teeth) instead of the teeth's grey.
+ */
+function layer(shadeCols: [number, number] | null, pink = false): TeethLayer {
   const w = 60, h = 20;
   const i420 = new Uint8Array(w * h * 3 / 2).fill(128);
+  if (pink) {
+    const q = w * h / 4;
+    for (let c = 0; c < q; c++) {
+      const row = Math.floor(c / (w / 2)) * 2;
+      if (row >= 4 && row < 16) {
+        i420[w * h + c] = LIP.u, i420[w * h + q + c] = LIP.v;
+      }
+    }
+  }
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       let l = y < 4 ? 120 : y < 16 ? 220 : 40;
@@ -47,6 +59,16 @@ Deno.test("photoTeeth(): a shaded line across six columns of teeth leaves no not
     t.edge[x - t.x0] - t.top[x - t.x0];
   assert.ok(height(whole, 28) >= 10, `row ${height(whole, 28)} px tall`);
   assert.equal(height(shaded, 28), height(whole, 28));
+});
+
+/** A pink lip's tone (8-bit Y, U, V). */
+const LIP = { y: 150, u: 118, v: 160 };
+
+Deno.test("photoTeeth(): a light lip between parted lips is no row of teeth (beside dark skin)", () => {
+  // Skin at Y 110: the lip at Y 220 is as bright as a tooth; only its colour tells.
+  assert.equal(photoTeeth(layer(null, true), 200, 110, LIP), null);
+  const grey = photoTeeth(layer(null), 200, 110, LIP);
+  assert.ok(grey && grey.edge[20] - grey.top[20] >= 10);
 });
 
 Deno.test("closeNotches() raises drops narrower than a tooth, not the row's ends", () => {
