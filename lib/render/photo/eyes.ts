@@ -80,16 +80,65 @@ function drawEye(
   for (let k = 1; k < last; k++) {
     top.y[k] -= 0.35 * e.gap * Math.sin(Math.PI * k / last);
   }
-  fillLens(out, w, h, top, lo, (X, Y, px) => {
-    unhead(pose, rig, X, Y, p);
-    const yt = polylineY(top.x, top.y, X), yl = polylineY(lo.x, lo.y, X);
-    const t = Math.min(1, Math.max(0, (Y - yt) / Math.max(0.5, yl - yt)));
-    const lx = p[0];
-    // The lid's skin above the photo's lid line, stretched down to the lashes.
-    const ly = polylineY(rUp.x, rUp.y, lx) - e.gap * (0.75 - 0.45 * t);
-    const lash = 1 - 0.35 * Math.exp(-(((yl - Y) / 1.2) ** 2));
-    px.y = 16 + (bilinear(src.y, w, h, lx - 0.5, ly - 0.5) - 16) * lash;
-    px.u = bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
-    px.v = bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
-  }, () => cover);
+  // And a little under the mesh's lower lid line, which may lie on the white of the
+  // eye (a narrowed or wrinkled eye): no sliver of it under the lashes.
+  const bottom = { x: lo.x, y: Float64Array.from(lo.y) };
+  for (let k = 1; k < last; k++) {
+    bottom.y[k] += (0.08 * e.gap + 0.6) * Math.sin(Math.PI * k / last);
+  }
+  // The lid's skin is never much lighter than the lid's usual (its median over the
+  // band above the lid line) or the cheek's: a glint on glasses or a lit brow above
+  // the lid is not stretched over the eye as a streak.
+  const band: number[] = [];
+  for (let k = 1; k < 10; k++) {
+    const bx = x0 + (x1 - x0) * k / 10;
+    const by = polylineY(rUp.x, rUp.y, bx) - 0.5 * e.gap;
+    band.push(bilinear(src.y, w, h, bx - 0.5, by - 0.5));
+  }
+  band.sort((a, b) => a - b);
+  const brightest = Math.min(rig.skin.y + 14, band[4] + 12);
+  const across = (Y: number, X: number) => {
+    const yt = polylineY(top.x, top.y, X),
+      yl = polylineY(bottom.x, bottom.y, X);
+    return Math.min(1, Math.max(0, (Y - yt) / Math.max(0.5, yl - yt)));
+  };
+  fillLens(
+    out,
+    w,
+    h,
+    top,
+    lo,
+    (X, Y, px) => {
+      unhead(pose, rig, X, Y, p);
+      const yl = polylineY(lo.x, lo.y, X), t = across(Y, X);
+      const lx = p[0], lidLine = polylineY(rUp.x, rUp.y, lx);
+      // The lid's skin above the photo's lid line, stretched down to the lashes, a
+      // little darker as it curves down over the eyeball.
+      const ly = lidLine - e.gap * (0.75 - 0.45 * t);
+      const skinY = Math.min(
+        brightest,
+        bilinear(src.y, w, h, lx - 0.5, ly - 0.5),
+      );
+      let y = 16 + (skinY - 16) * (1 - 0.1 * t);
+      let u = bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
+      let v = bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
+      // Along its lower edge the photo's own lashes (read just under its lid line),
+      // brought down to where the lids meet.
+      const lash = 0.9 * Math.exp(-(((yl - Y) / 1.4) ** 2));
+      if (lash > 0.01) {
+        const ay = lidLine + 0.6;
+        const lashY = Math.min(y, bilinear(src.y, w, h, lx - 0.5, ay - 0.5));
+        y += (lashY - y) * lash;
+        u += (bilinear(src.u, cw, ch, lx / 2 - 0.5, ay / 2 - 0.5) - u) * lash;
+        v += (bilinear(src.v, cw, ch, lx / 2 - 0.5, ay / 2 - 0.5) - v) * lash;
+      }
+      px.y = y, px.u = u, px.v = v;
+    },
+    () => cover,
+    (X, Y) => {
+      // Feathered into the lid's skin above the moving lid line; whole over the eye.
+      const yu = polylineY(up.x, up.y, X), yt = polylineY(top.x, top.y, X);
+      return Y >= yu ? 1 : smoothstep(yt, yu, Y);
+    },
+  );
 }

@@ -63,7 +63,8 @@ export interface Px {
 /**
  * Fills the region between the frame polylines `up` and `lo` (sharing their corners):
  * `shade(x, y, px)` colours the point (x, y); edges are blended by vertical coverage,
- * and each column by `reveal(x, gap)` (0 keeps what is there).
+ * each column by `reveal(x, gap)` (0 keeps what is there) and each point by
+ * `alpha(x, y)`.
  * Luma at every pixel, chroma at each 2×2 block's centre.
  */
 export function fillLens(
@@ -74,6 +75,7 @@ export function fillLens(
   lo: Line,
   shade: (x: number, y: number, px: Px) => void,
   reveal: (x: number, gap: number) => number = () => 1,
+  alpha?: (x: number, y: number) => number,
 ): void {
   const px: Px = { y: 0, u: 0, v: 0 };
   const x0 = Math.max(0, Math.floor(Math.min(up.x[0], lo.x[0])));
@@ -98,7 +100,8 @@ export function fillLens(
         // of them the opening covers.
         const top = yc >= yu ? 1 : Math.max(0, 0.5 - (yu - yc) / scale);
         const bottom = yc < yl ? 1 : Math.max(0, 0.5 - (yc - yl) / scale);
-        const cov = top * bottom * Math.min(1, (yl - yu) / scale) * k;
+        const cov = top * bottom * Math.min(1, (yl - yu) / scale) * k *
+          (alpha ? alpha(xc, yc) : 1);
         if (cov <= 0) continue;
         shade(xc, yc, px);
         if (scale === 1) {
