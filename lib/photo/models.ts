@@ -6,6 +6,7 @@
  * addon), so a control plane prepares photos with `--allow-read` alone. One instance in
  * the preparation worker (lib/photo/worker.ts), loaded on first use.
  */
+import { axesAngles, measuredAxes } from "../render/photo/head3d.ts";
 import type { RgbImage } from "./decode.ts";
 
 /** Points of a found face: MediaPipe's 468 and 10 iris points, as Human orders them. */
@@ -19,7 +20,10 @@ export const MESH_INPUT = 192;
 export interface FoundFace {
   /** `MESH_POINTS` × (x, y, z) in the input image's pixels (depth too). */
   mesh: Float32Array;
-  /** Head rotation from the mesh, radians. */
+  /**
+   * Head rotation from the mesh's axes, radians: true angles, its depth being in
+   * pixels (Human's own `rotation.angle` reads a turn about 2/3 as large).
+   */
   yaw: number;
   pitch: number;
   roll: number;
@@ -54,7 +58,6 @@ interface HumanFace {
   size?: [number, number];
   /** `[x, y, width, height]`: that box, squared, centred on the mesh, clamped. */
   box: [number, number, number, number];
-  rotation?: { angle: { yaw: number; pitch: number; roll: number } } | null;
 }
 interface HumanInstance {
   tf: { tensor4d(data: Float32Array, shape: number[], dtype: string): Tensor };
@@ -159,6 +162,20 @@ export function meshDepthScale(
   return side > 0 ? side / MESH_INPUT : 1;
 }
 
+/** Yaw, pitch and roll (radians) of a mesh whose depths are in its x and y's pixels. */
+export function meshAngles(
+  mesh: Float32Array,
+): { yaw: number; pitch: number; roll: number } {
+  const n = mesh.length / 3;
+  const px = new Float64Array(n),
+    py = new Float64Array(n),
+    pz = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    px[i] = mesh[i * 3], py[i] = mesh[i * 3 + 1], pz[i] = mesh[i * 3 + 2];
+  }
+  return axesAngles(measuredAxes(px, py, pz));
+}
+
 /** The process's models (in the preparation worker), loaded on first use. */
 export const photoModels: PhotoModels = {
   async faces(image) {
@@ -179,14 +196,7 @@ export const photoModels: PhotoModels = {
             mesh[i * 3 + 1] = p[1];
             mesh[i * 3 + 2] = (p[2] ?? 0) * zScale;
           }
-          const angle = f.rotation?.angle ?? { yaw: 0, pitch: 0, roll: 0 };
-          return {
-            mesh,
-            yaw: angle.yaw,
-            pitch: angle.pitch,
-            roll: angle.roll,
-            score: f.score,
-          };
+          return { mesh, ...meshAngles(mesh), score: f.score };
         },
       );
     } finally {

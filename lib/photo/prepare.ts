@@ -19,8 +19,11 @@ import { type Rect, resample } from "./resample.ts";
 
 /** Narrowest accepted face, in the original photo's pixels. */
 export const MIN_FACE_WIDTH = 160;
-/** Head rotation accepted as "roughly frontal", degrees. */
-export const MAX_YAW_DEG = 25;
+/**
+ * Head rotation accepted, true degrees (from the mesh's depth): turned (yaw) or
+ * raised and lowered (pitch), and tilted (roll). Past these a portrait is refused.
+ */
+export const MAX_YAW_DEG = 30;
 export const MAX_PITCH_DEG = 25;
 export const MAX_ROLL_DEG = 20;
 /** Longest side the models see; larger photos are shrunk for them (the crop is not). */
@@ -145,18 +148,18 @@ function meshBox(mesh: Float32Array) {
   return { minX, maxX, minY, maxY };
 }
 
-/** Refuses a face narrower than `MIN_FACE_WIDTH` in the original, or turned too far. */
+/** Refuses a face narrower than `MIN_FACE_WIDTH` in the original, or turned or tilted too far. */
 export function checkFace(face: FoundFace, toOriginal: number): void {
   const box = meshBox(face.mesh);
   if ((box.maxX - box.minX) * toOriginal < MIN_FACE_WIDTH) {
     throw new PhotoRefusal("face too small");
   }
   const deg = (r: number) => Math.abs(r) * 180 / Math.PI;
-  if (
-    deg(face.yaw) > MAX_YAW_DEG || deg(face.pitch) > MAX_PITCH_DEG ||
-    deg(face.roll) > MAX_ROLL_DEG
-  ) {
-    throw new PhotoRefusal("face not frontal");
+  if (deg(face.yaw) > MAX_YAW_DEG || deg(face.pitch) > MAX_PITCH_DEG) {
+    throw new PhotoRefusal("head turned too far");
+  }
+  if (deg(face.roll) > MAX_ROLL_DEG) {
+    throw new PhotoRefusal("head tilted too far");
   }
 }
 

@@ -5,7 +5,6 @@
  * decoded frame, and the table's measures (./row.ts) taken from those frames. Writes
  * the clip and a contact sheet (./contact.ts) to the output folder.
  */
-import { axesAngles, measuredAxes } from "../../lib/render/photo/head3d.ts";
 import { PhotoRefusal, preparePhoto } from "../../lib/photo/mod.ts";
 import { photoModels } from "../../lib/photo/models.ts";
 import { createPhotoPainter } from "../../lib/render/photo/mod.ts";
@@ -52,22 +51,6 @@ const r3 = (x: number) =>
   Number.isFinite(x) ? Math.round(x * 1000) / 1000 : null;
 const deg = (r: number) => r * 180 / Math.PI;
 const meshOf = async (f: RgbFrame) => (await photoModels.faces(f))[0] ?? null;
-
-/**
- * The head's turn, tilt and roll (radians) from a frame's mesh, its depths in pixels
- * like its x and y: true angles. Human's own (`FoundFace.yaw` …) mix the face box's
- * units with the mesh model's input pixels and read a turn about 2/3 as large.
- */
-function headAngles(mesh: Float32Array) {
-  const n = mesh.length / 3;
-  const px = new Float64Array(n),
-    py = new Float64Array(n),
-    pz = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    px[i] = mesh[i * 3], py[i] = mesh[i * 3 + 1], pz[i] = mesh[i * 3 + 2];
-  }
-  return axesAngles(measuredAxes(px, py, pz));
-}
 
 /** Iris-dark pixels (%) of both eyes, their outline from `eyeMesh`. */
 function bothIris(f: RgbFrame, eyeMesh: Float32Array, skin: Float32Array) {
@@ -231,7 +214,7 @@ function summarize(
   const ppSeen = talking.filter((s) => speech.labels[s.u] === "PP");
   const openIdle = idle.filter((s) => !s.blink);
   const angles = (k: "yaw" | "pitch" | "roll", xs: Seen[]) =>
-    r1(spread(xs.map((s) => deg(headAngles(s.face!.mesh)[k]))));
+    r1(spread(xs.map((s) => deg(s.face![k]))));
   const noses = idle.map((s) => pt(s.face!.mesh, 1));
   const move = Math.max(
     spread(noses.map((p) => p[0])),
