@@ -18,6 +18,7 @@ import {
 } from "../render/photo/landmarks.ts";
 import type { TeethLayer } from "../render/photo/types.ts";
 import { inpaint } from "./inpaint.ts";
+import { clearSpikes } from "./seam.ts";
 import { Warper } from "../render/photo/warp.ts";
 import {
   CLOSED_SHARE,
@@ -265,6 +266,7 @@ function closeLips(
     landmarks[i * 3 + 1] = rig.sy[i] + dy[i];
   }
   cleanSeam(out, p.width, p.height, landmarks, tones, tU, tL);
+  clearSpikes(out, p.width, p.height, landmarks, tU);
   lipLine(out, p.width, landmarks);
   return { i420: out, landmarks };
 }

@@ -1,0 +1,106 @@
+/**
+ * Thin dark spikes over the closed upper lip: where a smile's teeth reached up to a
+ * thin upper lip, the tops of the dark gaps between them ride along with the lip's edge,
+ * and the closing warp stretches them up into the lip and the skin above it as narrow
+ * dark streaks. Found as pixels much darker than their row's neighbours, where those
+ * are even (skin or lip, not a moustache's hair), in runs no wider than a tooth gap, in
+ * a band from a little above the lip down to the seam, and filled from around them
+ * (./inpaint.ts).
+ */
+import { polylineY } from "../render/photo/geometry.ts";
+import { LIP_INNER_UPPER, LIP_OUTER_UPPER } from "../render/photo/landmarks.ts";
+import { type Box, inpaint } from "./inpaint.ts";
+import { contour } from "./lips.ts";
+
+/** Widest run of dark pixels that is a spike, not a fold or the lips' own shade. */
+const SPIKE_WIDTH = 6;
+/** How much darker than its row's neighbours (8-bit luma) a spike's pixel is. */
+const SPIKE_DEPTH = 14;
+/** Neighbours each side a pixel is compared with. */
+const REACH = 6;
+/** Spread of those neighbours' luma (middle half) on a smooth surface, not hair. */
+const SMOOTH = 10;
+
+/**
+ * Clears the spikes above the seam of the closed lips `lm` (in place, I420 of
+ * `w`×`h`); `tU`: the upper lip's thickness (px) at its middle.
+ */
+export function clearSpikes(
+  out: Uint8Array,
+  w: number,
+  h: number,
+  lm: Float32Array,
+  tU: number,
+): void {
+  const iu = contour(lm, LIP_INNER_UPPER), ou = contour(lm, LIP_OUTER_UPPER);
+  const x0 = Math.max(REACH, Math.ceil(ou.x[0]));
+  const x1 = Math.min(w - REACH - 1, Math.floor(ou.x[ou.x.length - 1]));
+  if (x1 - x0 < 2 * REACH) return;
+  const above = Math.max(7, 2 * tU);
+  let y0 = h, y1 = 0;
+  for (let X = x0; X <= x1; X++) {
+    y0 = Math.min(y0, Math.floor(polylineY(ou.x, ou.y, X) - above));
+    y1 = Math.max(y1, Math.ceil(polylineY(iu.x, iu.y, X)));
+  }
+  y0 = Math.max(1, y0 & ~1), y1 = Math.min(h - 2, y1);
+  const box: Box = {
+    x: x0 & ~1,
+    y: y0,
+    w: ((x1 + 2) & ~1) - (x0 & ~1),
+    h: ((y1 + 2) & ~1) - y0,
+  };
+  const mask = new Uint8Array(box.w * box.h);
+  const dark = new Uint8Array(x1 - x0 + 1);
+  const near: number[] = [];
+  let found = 0;
+  for (let Y = y0; Y < y1; Y++) {
+    const row = Y * w;
+    for (let X = x0; X <= x1; X++) {
+      const top = polylineY(ou.x, ou.y, X) - above;
+      const seam = polylineY(iu.x, iu.y, X);
+      dark[X - x0] = 0;
+      if (Y < top || Y + 0.5 > seam - 0.5) continue;
+      near.length = 0;
+      for (let d = -REACH; d <= REACH; d++) if (d) near.push(out[row + X + d]);
+      near.sort((a, b) => a - b);
+      // Among even neighbours only (skin, a lip): in hair every pixel is a streak.
+      const q = near.length >> 2;
+      const even = near[near.length - 1 - q] - near[q] <= SMOOTH;
+      if (even && out[row + X] < near[near.length >> 1] - SPIKE_DEPTH) {
+        dark[X - x0] = 1;
+      }
+    }
+    // Only narrow runs: a spike, not a fold crossing the row or the lips' corner shade.
+    for (let c = 0; c < dark.length;) {
+      if (!dark[c]) {
+        c++;
+        continue;
+      }
+      let e = c;
+      while (e < dark.length && dark[e]) e++;
+      if (e - c <= SPIKE_WIDTH) {
+        for (
+          let k = Math.max(0, c - 1);
+          k < Math.min(dark.length, e + 1);
+          k++
+        ) {
+          mask[(Y - box.y) * box.w + (x0 + k - box.x)] = 1;
+        }
+        found++;
+      }
+      c = e;
+    }
+  }
+  if (found === 0) return;
+  const half = { x: box.x >> 1, y: box.y >> 1, w: box.w >> 1, h: box.h >> 1 };
+  const mask2 = new Uint8Array(half.w * half.h);
+  for (let r = 0; r < box.h; r++) {
+    for (let c = 0; c < box.w; c++) {
+      if (mask[r * box.w + c]) mask2[(r >> 1) * half.w + (c >> 1)] = 1;
+    }
+  }
+  const n = w * h;
+  inpaint(out, 0, w, h, box, mask);
+  inpaint(out, n, w >> 1, h >> 1, half, mask2);
+  inpaint(out, n * 5 / 4, w >> 1, h >> 1, half, mask2);
+}
