@@ -19,6 +19,9 @@ import { startXvfb } from "./_desktop.ts";
 
 export const FIREFOX = "/usr/bin/firefox-esr";
 export const WEBKIT_DRIVER = "/usr/bin/WebKitWebDriver";
+/** Where each WebKit run's driver and browser output goes. */
+const WEBKIT_LOGS =
+  new URL("../../test-output/webkit/", import.meta.url).pathname;
 export const MINIBROWSER =
   "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser";
 
@@ -125,11 +128,21 @@ export async function openWebKit(
     env: { DISPLAY: x.display, PULSE_SERVER: pulseServer },
     stdin: "null",
     stdout: "null",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+  // What WebKitWebDriver, MiniBrowser and its web process print (a web process that
+  // crashes says why here): kept per run for a failure's diagnosis.
+  await Deno.mkdir(WEBKIT_LOGS, { recursive: true });
+  const log = await Deno.open(`${WEBKIT_LOGS}driver-${port}.log`, {
+    write: true,
+    create: true,
+    truncate: true,
+  });
+  const logged = driverProc.stderr.pipeTo(log.writable).catch(() => {});
   const stopAll = async () => {
     driverProc.kill();
     await driverProc.status;
+    await logged;
     await x.stop();
   };
   let wd: WebDriver;
