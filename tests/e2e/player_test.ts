@@ -264,6 +264,33 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
           (await sent()).some((m) => m.type === "interrupt"),
           "interrupt sent",
         );
+        // A long caption stays a subtitle: two lines at most, its newest words shown,
+        // over the avatar's lower edge (not its face).
+        const caption = await page.evaluate(() => {
+          const c = document.getElementById("caption")!;
+          c.textContent = `You typed: ${
+            "tell me a very long story about the sea ".repeat(4)
+          }the end.`;
+          const r = c.getBoundingClientRect();
+          const v = document.querySelector("video")!.getBoundingClientRect();
+          const last = document.createRange();
+          last.setStart(c.firstChild!, c.textContent.length - 4);
+          last.setEnd(c.firstChild!, c.textContent.length);
+          const end = last.getBoundingClientRect();
+          return {
+            height: r.height,
+            line: parseFloat(getComputedStyle(c).lineHeight),
+            top: r.top,
+            videoMid: (v.top + v.bottom) / 2,
+            endShown: end.top >= r.top && end.bottom <= r.bottom + 1,
+          };
+        });
+        assert.ok(
+          caption.height <= 2 * caption.line + 6,
+          JSON.stringify(caption),
+        );
+        assert.ok(caption.top > caption.videoMid, JSON.stringify(caption));
+        assert.ok(caption.endShown, JSON.stringify(caption));
         await page.screenshot({ path: new URL("player.png", SHOTS).pathname });
       },
     );
