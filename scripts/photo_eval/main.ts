@@ -17,6 +17,20 @@ import { makeSpeech } from "./speech.ts";
 const USAGE =
   "usage: deno task photo:eval DIR [--out OUT] [--only NAME] [--seconds N]";
 
+/**
+ * The JPEG and PNG files of `dir` by name, sorted; a link to one counts (a set picked
+ * out of a larger one).
+ */
+export async function portraitsIn(dir: string): Promise<string[]> {
+  const files: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if ((e.isFile || e.isSymlink) && /\.(jpe?g|png)$/i.test(e.name)) {
+      files.push(e.name);
+    }
+  }
+  return files.sort();
+}
+
 async function main(args: string[]): Promise<number> {
   const { positional, flags } = parseArgs(args, ["out", "only", "seconds"]);
   if (positional.length !== 1) throw new UsageError(USAGE);
@@ -27,11 +41,7 @@ async function main(args: string[]): Promise<number> {
     throw new UsageError("--seconds must be 2 to 60");
   }
   const only = flags.get("only");
-  const files: string[] = [];
-  for await (const e of Deno.readDir(dir)) {
-    if (e.isFile && /\.(jpe?g|png)$/i.test(e.name)) files.push(e.name);
-  }
-  files.sort();
+  const files = await portraitsIn(dir);
   const chosen = files.filter((f) =>
     only === undefined || f === only || f.replace(/\.[^.]+$/, "") === only
   );
