@@ -124,7 +124,7 @@ function drawEye(
       let v = bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
       // Along its lower edge the photo's own lashes (read just under its lid line),
       // brought down to where the lids meet.
-      const lash = 0.9 * Math.exp(-(((yl - Y) / 1.4) ** 2));
+      const lash = 0.85 * Math.exp(-(((yl - Y) / 1.0) ** 2));
       if (lash > 0.01) {
         const ay = lidLine + 0.6;
         const lashY = Math.min(y, bilinear(src.y, w, h, lx - 0.5, ay - 0.5));
