@@ -53,7 +53,11 @@ export interface MatrixOptions {
 async function session(
   page: PageDriver,
   pageBase: string,
-  ctx: { pulse: Pulse; mic: { loud: number }; client: AvatarClient },
+  ctx: {
+    pulse: Pulse;
+    mic: { loud: number; frames: number };
+    client: AvatarClient;
+  },
   transport: "auto" | "websocket_fmp4",
   plays: "rtc" | "mse",
 ): Promise<{ firstPlayMs: number; peakRms: number }> {
@@ -107,6 +111,7 @@ async function session(
       .some((li) => li.textContent.includes(${
       JSON.stringify(replyFor("hello avatar"))
     }))`,
+    ctx.mic,
   );
 
   // The end's status and reason reach the page.
@@ -193,7 +198,7 @@ async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
 async function shippedSession(
   page: PageDriver,
   pageBase: string,
-  ctx: { pulse: Pulse },
+  ctx: { pulse: Pulse; mic: { frames: number } },
   decoder: "webcodecs" | "mse",
 ): Promise<void> {
   await page.goto(pageBase);
@@ -217,6 +222,7 @@ async function shippedSession(
     `document.getElementById("caption").textContent.includes(${
       JSON.stringify(replyFor("hello avatar"))
     })`,
+    ctx.mic,
   );
   await page.eval(`(document.getElementById("end").click(), true)`);
   assert.equal(await until(page, ENDED, "the end"), "ended requested");

@@ -29,6 +29,9 @@ export async function until<T>(
 }
 
 /** Polls `check` until it holds. */
+/** No microphone frame at the engine for this long: the muted microphone drained. */
+const MIC_DRAINED_MS = 800;
+
 export async function waitFor(
   check: () => boolean,
   what: string,
@@ -85,15 +88,24 @@ export const PLAYS = `(() => {
 })()`;
 
 /**
- * Mutes the microphone, types "hello avatar", waits until `shown` (the answer on the
- * page) and until the answer is audible on the browser's sink; the peak RMS heard.
+ * Mutes the microphone, waits until the engine got its last frames (`mic`: what the
+ * engine heard), types "hello avatar", waits until `shown` (the answer on the page) and
+ * until the answer is audible on the browser's sink; the peak RMS heard. Frames still
+ * on their way when the text went out could start a speech onset at the engine after
+ * the answer began: a barge-in that cut it, and no sound came.
  */
 export async function hearAnswer(
   page: PageDriver,
   pulse: Pulse,
   shown: string,
+  mic: { frames: number },
 ): Promise<number> {
   await page.eval(`(document.getElementById("mute").click(), true)`);
+  let last = mic.frames, since = Date.now();
+  await waitFor(() => {
+    if (mic.frames !== last) (last = mic.frames, since = Date.now());
+    return Date.now() - since >= MIC_DRAINED_MS;
+  }, "the muted microphone's last frames at the engine");
   const rec = pulse.record();
   try {
     await page.eval(`(() => {
