@@ -109,14 +109,20 @@ export async function createApp(
     if (req.method === "HEAD" && res.body) {
       res = new Response(null, { status: res.status, headers: res.headers });
     }
+    const ms = performance.now() - state.startedAt;
+    deps.metrics.request(
+      state.route ?? "(unmatched)",
+      req.method,
+      res.status,
+      ms / 1000,
+    );
     deps.log.request({
       request_id: state.requestId,
       method: req.method,
       route: state.route,
       path: pathname, // redacted by the logger, as every string field
       status: res.status,
-      duration_ms: Math.round((performance.now() - state.startedAt) * 100) /
-        100,
+      duration_ms: Math.round(ms * 100) / 100,
       tenant: state.principal?.tenantId,
     });
     return res;

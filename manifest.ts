@@ -3,6 +3,7 @@
 import * as $_middleware from "./routes/_middleware.ts";
 import * as $healthz from "./routes/healthz.ts";
 import * as $readyz from "./routes/readyz.ts";
+import * as $metrics from "./routes/metrics.ts";
 import * as $openapi_json from "./routes/openapi.json.ts";
 import * as $docs_index from "./routes/docs/index.tsx";
 import * as $docs_errors_code from "./routes/docs/errors/[code].tsx";
@@ -41,6 +42,7 @@ const manifest: Manifest = {
   routes: {
     "./routes/_middleware.ts": $_middleware,
     "./routes/healthz.ts": $healthz,
+    "./routes/metrics.ts": $metrics,
     "./routes/readyz.ts": $readyz,
     "./routes/openapi.json.ts": $openapi_json,
     "./routes/docs/index.tsx": $docs_index,

@@ -19,6 +19,11 @@ export interface Config extends NodeConfig {
    */
   kvPath: string | undefined;
   adminApiKey: string | undefined;
+  /**
+   * Bearer token `/metrics` answers to (`METRICS_TOKEN`, DECISIONS 10); without it the
+   * path is not served.
+   */
+  metricsToken: string | undefined;
   /** HMAC key bytes for tokens, or null when `TOKEN_SECRET` is set but unusable. */
   tokenSecret: Uint8Array | null;
   /** True when no `TOKEN_SECRET` was set and a per-process one was generated. */
@@ -274,6 +279,19 @@ function adminApiKey(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** Shortest `METRICS_TOKEN` accepted: a scraper's bearer token is a secret too. */
+export const METRICS_TOKEN_MIN_LENGTH = 24;
+
+function metricsToken(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (raw.length < METRICS_TOKEN_MIN_LENGTH) {
+    throw new ConfigError(
+      `METRICS_TOKEN must be at least ${METRICS_TOKEN_MIN_LENGTH} characters: use a long random value`,
+    );
+  }
+  return raw;
+}
+
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const rawSecret = env.TOKEN_SECRET;
   let tokenSecret: Uint8Array | null;
@@ -320,6 +338,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host: listenHost(env.HOST),
     kvPath: env.KV_PATH || defaultKvPath(env),
     adminApiKey: adminApiKey(env.ADMIN_API_KEY),
+    metricsToken: metricsToken(env.METRICS_TOKEN),
     tokenSecret,
     tokenSecretGenerated,
     rateLimitPerMinute: int(env, "RATE_LIMIT_PER_MINUTE", 600, 1),

@@ -10,6 +10,7 @@ import type { SessionRuntime } from "./runtime.ts";
 import type { CredentialVault } from "./vault.ts";
 import type { RenderSlots } from "./render/slots.ts";
 import type { SfuPort } from "./sfu/port.ts";
+import type { AppMetrics } from "./metrics/registry.ts";
 
 /**
  * Extension points of a session move (lib/sessions.ts calls them): `inCommit` hooks add
@@ -50,6 +51,8 @@ export interface AppDeps {
   runtime: SessionRuntime;
   /** Per-session provider credentials, in memory only (lib/vault.ts). */
   vault: CredentialVault;
+  /** This instance's Prometheus metrics (lib/metrics/registry.ts, `/metrics`). */
+  metrics: AppMetrics;
   /** This instance's render slots (lib/render/slots.ts). */
   renderSlots: RenderSlots;
   /**

@@ -4,6 +4,7 @@
  * sessions start), so the modules that use them name only their ports. `app.ts` and the scripts call it;
  * tests build the same graph on `:memory:` KV with their own clock.
  */
+import { AppMetrics } from "./metrics/registry.ts";
 import type { AppDeps, DepsOptions } from "./deps.ts";
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./log.ts";
@@ -22,12 +23,26 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
   const readKv = options.kv ? kv : await openReadKv(config.kvPath, kv);
   const now = options.now ?? Date.now;
   const log = options.log ?? createLogger(undefined, now);
+  const renderSlots = new RenderSlots(config.renderMaxSessions, {
+    reservationMs: config.renderReservationS * 1000,
+    now,
+  });
+  const metrics = new AppMetrics();
+  metrics.sample(() => {
+    const used = renderSlots.inUse;
+    metrics.renderSlots.set({ state: "used" }, used);
+    metrics.renderSlots.set(
+      { state: "free" },
+      Math.max(0, renderSlots.max - used),
+    );
+  });
   return {
     config,
     kv,
     readKv,
     now,
     log,
+    metrics,
     // The photo preparation worker keeps a process alive: it ends with the app.
     onClose: [closePhotoWorker],
     instanceId: crypto.randomUUID(),
@@ -36,10 +51,7 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
     runtime: idleRuntime,
     vault: new CredentialVault(),
     draining: false,
-    renderSlots: new RenderSlots(config.renderMaxSessions, {
-      reservationMs: config.renderReservationS * 1000,
-      now,
-    }),
+    renderSlots,
     // A control plane drives no SFU: its media nodes do (lib/nodes/).
     sfu: options.sfu !== undefined
       ? options.sfu

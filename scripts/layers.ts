@@ -78,6 +78,7 @@ export const FLOORS: readonly { name: string; rooms: readonly string[] }[] = [
     name: "infrastructure",
     rooms: [
       "lib/kv",
+      "lib/metrics",
       "lib/config.ts",
       "lib/config_error.ts",
       "lib/nodes/config.ts",

@@ -50,6 +50,12 @@ export class MediaHub implements SessionRuntime {
   }
 
   start(): void {
+    this.deps.metrics.sample(() => {
+      let sockets = 0;
+      for (const l of this.live.values()) if (l.socket) sockets++;
+      this.deps.metrics.liveSessions.set(this.live.size);
+      this.deps.metrics.mediaSockets.set(sockets);
+    });
     this.deps.sessionHooks.afterCommit.push((_before, after) => {
       const rec = after as SessionRecord;
       if (isTerminal(rec.status)) {

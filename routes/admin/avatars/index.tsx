@@ -118,6 +118,7 @@ export const handler = {
           ? signedInAs(requireSession(ctx).record)
           : null,
       });
+      ctx.deps.metrics.photoPreparations.inc({ result: "ok" });
       const created = {
         avatar_id: avatar.avatarId,
         name: avatar.name,
@@ -132,6 +133,7 @@ export const handler = {
         return show(ctx, await load(ctx, tenant, { upload, uploadError }), 403);
       }
       if (!(err instanceof PhotoRefusal)) throw err;
+      ctx.deps.metrics.photoPreparations.inc({ result: err.reason });
       const data = await load(ctx, tenant, {
         upload,
         uploadError: `The photo was not added: ${err.message}.`,

@@ -1,0 +1,119 @@
+/**
+ * This instance's Prometheus metrics (DECISIONS 10), served at `/metrics`
+ * (routes/metrics.ts). One registry per app: every instance, control plane and media
+ * node alike, exposes its own. Built on `prom-client` (npm), the client library most
+ * Node services use: its text format, label handling and histogram buckets are well
+ * tested, and it needs nothing from the runtime beyond what Deno's Node compatibility
+ * gives. Label sets are bounded: a route's template (never its path), a method, a
+ * status, a result; no session id, key id, token, URL or address.
+ */
+import client from "prom-client";
+
+/** Something that sets gauges from live state just before they are read. */
+export type Sampler = () => void;
+
+/** The instruments of one app instance. */
+export class AppMetrics {
+  readonly registry = new client.Registry();
+  readonly #samplers: Sampler[] = [];
+
+  /** Every HTTP request answered, by route template, method and status. */
+  readonly httpRequests = new client.Counter({
+    name: "avatar_http_requests_total",
+    help: "HTTP requests answered, by route template, method and status.",
+    labelNames: ["route", "method", "status"] as const,
+    registers: [this.registry],
+  });
+  /** How long answering took, by route template and method (seconds). */
+  readonly httpDuration = new client.Histogram({
+    name: "avatar_http_request_duration_seconds",
+    help: "Time to answer an HTTP request, by route template and method.",
+    labelNames: ["route", "method"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  /** Sessions this instance holds live (their media side is here). */
+  readonly liveSessions = new client.Gauge({
+    name: "avatar_live_sessions",
+    help:
+      "Sessions whose live side (engine, renderer, sockets) this instance holds.",
+    registers: [this.registry],
+  });
+  /** Media sockets open on the sessions held here. */
+  readonly mediaSockets = new client.Gauge({
+    name: "avatar_media_sockets",
+    help: "Browser media sockets open on the sessions this instance holds.",
+    registers: [this.registry],
+  });
+  /** Render slots (RENDER_MAX_SESSIONS), used and free. */
+  readonly renderSlots = new client.Gauge({
+    name: "avatar_render_slots",
+    help:
+      "Render slots of this instance, by state (used: leased or rendering).",
+    labelNames: ["state"] as const,
+    registers: [this.registry],
+  });
+  /** Photo avatar preparations, by result (`ok` or the refusal's cause). */
+  readonly photoPreparations = new client.Counter({
+    name: "avatar_photo_preparations_total",
+    help:
+      "Portraits prepared into photo avatars, by result: ok or the refusal's cause.",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
+  /** The process's resident memory and V8 heap (bytes). */
+  readonly memory = new client.Gauge({
+    name: "avatar_process_memory_bytes",
+    help:
+      "This process's memory, by kind: rss, heap_used, heap_total, external.",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    this.sample(() => {
+      const m = Deno.memoryUsage();
+      this.memory.set({ kind: "rss" }, m.rss);
+      this.memory.set({ kind: "heap_used" }, m.heapUsed);
+      this.memory.set({ kind: "heap_total" }, m.heapTotal);
+      this.memory.set({ kind: "external" }, m.external);
+    });
+  }
+
+  /** Adds a sampler run before each exposition (the owner of some live state). */
+  sample(fn: Sampler): void {
+    this.#samplers.push(fn);
+  }
+
+  /** An answered request, counted and timed. */
+  request(
+    route: string,
+    method: string,
+    status: number,
+    seconds: number,
+  ): void {
+    const m = METHODS.has(method) ? method : "OTHER";
+    this.httpRequests.inc({ route, method: m, status: String(status) });
+    this.httpDuration.observe({ route, method: m }, seconds);
+  }
+
+  /** The exposition (text format 0.0.4) and its content type. */
+  async expose(): Promise<{ body: string; contentType: string }> {
+    for (const fn of this.#samplers) fn();
+    return {
+      body: await this.registry.metrics(),
+      contentType: this.registry.contentType,
+    };
+  }
+}
+
+/** Methods counted by name; anything else is `OTHER` (a client may send any token). */
+const METHODS = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+]);
