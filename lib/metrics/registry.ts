@@ -85,7 +85,11 @@ export class AppMetrics {
     this.#samplers.push(fn);
   }
 
-  /** An answered request, counted and timed. */
+  /**
+   * An answered request, counted and timed. On the REST hot path: each label set's
+   * children are looked up once, then reached by one map read (prom-client hashes the
+   * labels on every call otherwise, a tenth of a status read's cost).
+   */
   request(
     route: string,
     method: string,
@@ -93,9 +97,26 @@ export class AppMetrics {
     seconds: number,
   ): void {
     const m = METHODS.has(method) ? method : "OTHER";
-    this.httpRequests.inc({ route, method: m, status: String(status) });
-    this.httpDuration.observe({ route, method: m }, seconds);
+    const key = `${status} ${m} ${route}`;
+    let c = this.#requestChildren.get(key);
+    if (!c) {
+      c = {
+        count: this.httpRequests.labels(route, m, String(status)),
+        time: this.httpDuration.labels(route, m),
+      };
+      this.#requestChildren.set(key, c);
+    }
+    c.count.inc();
+    c.time.observe(seconds);
   }
+
+  readonly #requestChildren = new Map<
+    string,
+    {
+      count: client.Counter.Internal;
+      time: client.Histogram.Internal<"route" | "method">;
+    }
+  >();
 
   /** The exposition (text format 0.0.4) and its content type. */
   async expose(): Promise<{ body: string; contentType: string }> {
