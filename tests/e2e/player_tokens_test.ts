@@ -90,6 +90,9 @@ Deno.test("browser client: token faults and a dead socket: refresh first, one re
       // 4. Back from sleep with a socket that no longer answers: the wake-up
       //    ping gets no pong, so the player takes the session over again.
       const d = await attempt("bogus", undefined, fresh);
+      // d took the session over from b: b must know before the wake-up below, which
+      // every player of the page hears (else b, still open, takes it back).
+      await until(() => b.player.state === "closed");
       const ws = d.player._ws!;
       const deliver = ws.onmessage!;
       ws.onmessage = function (e: MessageEvent) {
