@@ -107,21 +107,22 @@ function drawEye(
     w,
     h,
     top,
-    lo,
+    bottom,
     (X, Y, px) => {
       unhead(pose, rig, X, Y, p);
-      const yl = polylineY(lo.x, lo.y, X), t = across(Y, X);
+      const yl = polylineY(bottom.x, bottom.y, X), t = across(Y, X);
       const lx = p[0], lidLine = polylineY(rUp.x, rUp.y, lx);
       // The lid's skin above the photo's lid line, stretched down to the lashes, a
       // little darker as it curves down over the eyeball.
       const ly = lidLine - e.gap * (0.75 - 0.45 * t);
-      const skinY = Math.min(
-        brightest,
-        bilinear(src.y, w, h, lx - 0.5, ly - 0.5),
-      );
-      let y = 16 + (skinY - 16) * (1 - 0.1 * t);
+      const seen = bilinear(src.y, w, h, lx - 0.5, ly - 0.5);
+      let y = 16 + (Math.min(brightest, seen) - 16) * (1 - 0.1 * t);
       let u = bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
       let v = bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
+      // A glint's colour goes with its light: the skin's instead.
+      const glint = smoothstep(brightest, brightest + 20, seen);
+      u += (rig.skin.u - u) * glint;
+      v += (rig.skin.v - v) * glint;
       // Along its lower edge the photo's own lashes (read just under its lid line),
       // brought down to where the lids meet.
       const lash = 0.85 * Math.exp(-(((yl - Y) / 1.0) ** 2));
