@@ -36,6 +36,8 @@ export interface JanusOptions {
   onLog?: (line: string) => void;
   /** Bound on start-up; default 15 s. */
   startTimeoutMs?: number;
+  /** How a free port is found for `httpPort`/`adminPort` left 0 (tests replace it). */
+  pickPort?: (hostname: string) => number;
 }
 
 export interface RunningJanus {
@@ -78,11 +80,24 @@ const LIB_DIRS = [
 
 /** Thrown when Janus is missing or does not come up; the message says what to do. */
 export class JanusLaunchError extends Error {
-  constructor(message: string) {
+  /** Janus could not bind one of its ports (another process holds it). */
+  readonly portTaken: boolean;
+
+  constructor(message: string, portTaken = false) {
     super(message);
     this.name = "JanusLaunchError";
+    this.portTaken = portTaken;
   }
 }
+
+/** Janus's words when a transport cannot bind its port. */
+const PORT_TAKEN = /Couldn't start .*webserver on port/;
+/**
+ * Starts when the ports are ours to pick: a port probed free can be taken by another
+ * process before Janus binds it (the test suite's parallel workers do), and Janus then
+ * exits at start; it is started again on other ports.
+ */
+const PORT_ATTEMPTS = 3;
 
 /** A random URL-safe secret of `bytes` random bytes. */
 export function randomSecret(bytes = 24): string {
@@ -179,9 +194,36 @@ export async function adminCall(
   return await res.json();
 }
 
-/** Starts Janus and waits until its APIs answer and the service's token is added. */
+/**
+ * Starts Janus and waits until its APIs answer and the service's token is added; on
+ * ports it picked itself, again on other ports when one was taken meanwhile.
+ */
 export async function startJanus(
   options: JanusOptions = {},
+): Promise<RunningJanus> {
+  const bindIp = options.bindIp ?? "127.0.0.1";
+  const pick = options.pickPort ?? freePort;
+  for (let attempt = 1;; attempt++) {
+    const ports = {
+      http: options.httpPort || pick(bindIp),
+      admin: options.adminPort || pick(bindIp),
+    };
+    try {
+      return await launch(options, ports);
+    } catch (err) {
+      const ours = !options.httpPort || !options.adminPort;
+      if (
+        !ours || attempt >= PORT_ATTEMPTS ||
+        !(err instanceof JanusLaunchError && err.portTaken)
+      ) throw err;
+    }
+  }
+}
+
+/** One start of Janus on `ports`. */
+async function launch(
+  options: JanusOptions,
+  ports: { http: number; admin: number },
 ): Promise<RunningJanus> {
   const bin = options.bin ?? "/usr/bin/janus";
   if (!await exists(bin)) {
@@ -191,8 +233,7 @@ export async function startJanus(
   }
   const libDir = await findLibDir(options.libDir);
   const bindIp = options.bindIp ?? "127.0.0.1";
-  const httpPort = options.httpPort || freePort(bindIp);
-  const adminPort = options.adminPort || freePort(bindIp);
+  const httpPort = ports.http, adminPort = ports.admin;
   const adminSecret = randomSecret();
   const apiSecret = randomSecret();
   const apiKey = randomSecret();
@@ -290,6 +331,7 @@ export async function startJanus(
       if (dead) {
         throw new JanusLaunchError(
           `Janus exited at start:\n${lines.slice(-20).join("\n")}`,
+          lines.some((l) => PORT_TAKEN.test(l)),
         );
       }
       try {

@@ -60,6 +60,50 @@ Deno.test("startJanus() runs Janus from the repository's config: token auth, API
   assert.equal(await j.exited, 0);
 });
 
+Deno.test("startJanus() starts again on other ports when one it picked was taken before Janus bound it", async () => {
+  // The port handed out first is held by another listener, as when a parallel test's
+  // process takes a port between the probe and Janus's bind.
+  const held = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const heldPort = (held.addr as Deno.NetAddr).port;
+  const handed: number[] = [];
+  const pickPort = (hostname: string) => {
+    if (handed.length === 1) return handed.push(heldPort), heldPort;
+    const l = Deno.listen({ hostname, port: 0 });
+    const port = (l.addr as Deno.NetAddr).port;
+    l.close();
+    handed.push(port);
+    return port;
+  };
+  try {
+    const j = await startTestJanus({ pickPort });
+    try {
+      // The first start's admin port was the held one; the second start's were free.
+      assert.equal(handed[1], heldPort);
+      assert.equal(handed.length, 4);
+      assert.ok(!j.adminUrl.includes(`:${heldPort}/`), j.adminUrl);
+      assert.ok(j.url.includes(`:${handed[2]}/`), j.url);
+      assert.ok(j.adminUrl.includes(`:${handed[3]}/`), j.adminUrl);
+    } finally {
+      await j.stop();
+    }
+  } finally {
+    held.close();
+  }
+});
+
+Deno.test("startJanus() does not move a port the caller chose", async () => {
+  const held = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const heldPort = (held.addr as Deno.NetAddr).port;
+  try {
+    await assert.rejects(
+      startTestJanus({ adminPort: heldPort }),
+      (err: Error & { portTaken?: boolean }) => err.portTaken === true,
+    );
+  } finally {
+    held.close();
+  }
+});
+
 Deno.test("startJanus() fails with how to install Janus when the binary is missing", async () => {
   await assert.rejects(
     startJanus({ bin: "/nonexistent/janus" }),
