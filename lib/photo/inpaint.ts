@@ -75,3 +75,27 @@ export function inpaint(
     plane[at(x, y)] = Math.round(v[(y - box.y) * box.w + (x - box.x)]);
   }
 }
+
+/**
+ * Fills the pixels `mask` (`box.w`×`box.h`, 1 = fill) marks in an I420 picture of
+ * `w`×`h` (`box` even-aligned): luma as marked, chroma where any pixel of a 2×2 block is.
+ */
+export function inpaintI420(
+  img: Uint8Array,
+  w: number,
+  h: number,
+  box: Box,
+  mask: Uint8Array,
+): void {
+  const half = { x: box.x >> 1, y: box.y >> 1, w: box.w >> 1, h: box.h >> 1 };
+  const mask2 = new Uint8Array(half.w * half.h);
+  for (let r = 0; r < box.h; r++) {
+    for (let c = 0; c < box.w; c++) {
+      if (mask[r * box.w + c]) mask2[(r >> 1) * half.w + (c >> 1)] = 1;
+    }
+  }
+  const n = w * h;
+  inpaint(img, 0, w, h, box, mask);
+  inpaint(img, n, w >> 1, h >> 1, half, mask2);
+  inpaint(img, n * 5 / 4, w >> 1, h >> 1, half, mask2);
+}

@@ -17,7 +17,7 @@ import {
   LIP_OUTER_UPPER,
 } from "../render/photo/landmarks.ts";
 import type { TeethLayer } from "../render/photo/types.ts";
-import { inpaint } from "./inpaint.ts";
+import { inpaintI420 } from "./inpaint.ts";
 import { clearSpikes } from "./seam.ts";
 import { Warper } from "../render/photo/warp.ts";
 import {
@@ -337,18 +337,7 @@ function cleanSeam(
       ) mask[(r - box.y) * box.w + (X - box.x)] = 1;
     }
   }
-  // Chroma: a 2×2 block is filled when any of its pixels is.
-  const half = { x: box.x >> 1, y: box.y >> 1, w: box.w >> 1, h: box.h >> 1 };
-  const mask2 = new Uint8Array(half.w * half.h);
-  for (let r = 0; r < box.h; r++) {
-    for (let c = 0; c < box.w; c++) {
-      if (mask[r * box.w + c]) mask2[(r >> 1) * half.w + (c >> 1)] = 1;
-    }
-  }
-  const n = w * h;
-  inpaint(out, 0, w, h, box, mask);
-  inpaint(out, n, w >> 1, h >> 1, half, mask2);
-  inpaint(out, n * 5 / 4, w >> 1, h >> 1, half, mask2);
+  inpaintI420(out, w, h, box, mask);
 }
 
 /** A faint shadow along the line where the closed lips meet, fading at the corners. */

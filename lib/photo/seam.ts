@@ -9,7 +9,7 @@
  */
 import { polylineY } from "../render/photo/geometry.ts";
 import { LIP_INNER_UPPER, LIP_OUTER_UPPER } from "../render/photo/landmarks.ts";
-import { type Box, inpaint } from "./inpaint.ts";
+import { type Box, inpaintI420 } from "./inpaint.ts";
 import { contour } from "./lips.ts";
 
 /** Widest run of dark pixels that is a spike, not a fold or the lips' own shade. */
@@ -92,15 +92,5 @@ export function clearSpikes(
     }
   }
   if (found === 0) return;
-  const half = { x: box.x >> 1, y: box.y >> 1, w: box.w >> 1, h: box.h >> 1 };
-  const mask2 = new Uint8Array(half.w * half.h);
-  for (let r = 0; r < box.h; r++) {
-    for (let c = 0; c < box.w; c++) {
-      if (mask[r * box.w + c]) mask2[(r >> 1) * half.w + (c >> 1)] = 1;
-    }
-  }
-  const n = w * h;
-  inpaint(out, 0, w, h, box, mask);
-  inpaint(out, n, w >> 1, h >> 1, half, mask2);
-  inpaint(out, n * 5 / 4, w >> 1, h >> 1, half, mask2);
+  inpaintI420(out, w, h, box, mask);
 }
