@@ -23,6 +23,17 @@ const meta = {
   createdAt: 1,
 };
 
+/** `a` resampled to twice its width and height. */
+function doubled(a: ReturnType<typeof fixture>) {
+  const whole = { x: 0, y: 0, w: a.width, h: a.height };
+  const [width, height] = [a.width * 2, a.height * 2];
+  return {
+    width,
+    height,
+    data: resample(a.data, a.width, a.height, 3, whole, width, height),
+  };
+}
+
 function point(l: Float32Array, i: number) {
   return { x: l[i * 3], y: l[i * 3 + 1], z: l[i * 3 + 2] };
 }
@@ -223,20 +234,7 @@ Deno.test("checkFace() takes the face's width in original pixels and bounds yaw,
 
 Deno.test("preparePhoto() takes the astronaut PNG once her face is 200 px wide (×2)", async () => {
   const a = fixture("astronaut.png");
-  const whole = { x: 0, y: 0, w: a.width, h: a.height };
-  const twice = {
-    width: a.width * 2,
-    height: a.height * 2,
-    data: resample(
-      a.data,
-      a.width,
-      a.height,
-      3,
-      whole,
-      a.width * 2,
-      a.height * 2,
-    ),
-  };
+  const twice = doubled(a);
   const avatar = await preparePhoto(png(twice), meta);
   const l = avatar.landmarks;
   const nose = point(l, 1);
@@ -253,20 +251,7 @@ Deno.test("preparePhoto() keeps the mesh's depth in the crop's pixels, whatever 
   // model's 192-px input: a face twice as large in the photo came out half as deep,
   // and a turned head's parallax with it.
   const a = fixture("grace_hopper.jpg");
-  const whole = { x: 0, y: 0, w: a.width, h: a.height };
-  const twice = {
-    width: a.width * 2,
-    height: a.height * 2,
-    data: resample(
-      a.data,
-      a.width,
-      a.height,
-      3,
-      whole,
-      a.width * 2,
-      a.height * 2,
-    ),
-  };
+  const twice = doubled(a);
   const depthShare = (l: Float32Array) => {
     const w = point(l, 454).x - point(l, 234).x;
     return ((point(l, 234).z + point(l, 454).z) / 2 - point(l, 1).z) / w;
