@@ -86,51 +86,73 @@ export function lumaAt(f: RgbFrame, i: number): number {
   return 0.299 * d[3 * i] + 0.587 * d[3 * i + 1] + 0.114 * d[3 * i + 2];
 }
 
+/** The skin's tone on a frame: its luma and its redness ((R − G) / max), medians. */
+export interface SkinTone {
+  luma: number;
+  redness: number;
+}
+
+/** (R − G) / max(R, G, B): high on lips, lower on skin, near 0 on teeth and grey. */
+function redness(r: number, g: number, b: number): number {
+  const max = Math.max(r, g, b);
+  return max > 0 ? (r - g) / max : 0;
+}
+
 /**
- * The skin's luma: the median over two cheek patches (around points 205 and 425, a
+ * The skin's tone: medians over two cheek patches (around points 205 and 425, a
  * tenth of the face's width across), where neither lips, eyes nor beard usually are.
  */
-export function skinLuma(f: RgbFrame, mesh: ArrayLike<number>): number {
+export function skinTone(f: RgbFrame, mesh: ArrayLike<number>): SkinTone {
   const faceW = Math.hypot(
     pt(mesh, 454)[0] - pt(mesh, 234)[0],
     pt(mesh, 454)[1] - pt(mesh, 234)[1],
   );
   const r = Math.max(2, Math.round(faceW * 0.05));
-  const vals: number[] = [];
+  const lumas: number[] = [], reds: number[] = [];
+  const d = f.data;
   for (const i of [205, 425]) {
     const [cx, cy] = pt(mesh, i);
     for (let y = Math.round(cy) - r; y <= Math.round(cy) + r; y++) {
       for (let x = Math.round(cx) - r; x <= Math.round(cx) + r; x++) {
         if (x < 0 || y < 0 || x >= f.width || y >= f.height) continue;
-        vals.push(lumaAt(f, y * f.width + x));
+        const k = y * f.width + x;
+        lumas.push(lumaAt(f, k));
+        reds.push(redness(d[3 * k], d[3 * k + 1], d[3 * k + 2]));
       }
     }
   }
-  return quantile(vals, 0.5);
+  return { luma: quantile(lumas, 0.5), redness: quantile(reds, 0.5) };
 }
+
+/** Below this skin redness a picture is taken for black and white (sepia included). */
+const GREY_REDNESS = 0.04;
 
 /**
  * Whether a pixel looks like a tooth: bright (luma at least 0.9 of the skin's and at
- * least 100: lips are darker than the skin around them) and of low saturation (HSV
- * saturation ≤ 0.35: lips are red, teeth white to ivory).
+ * least 100: lips are darker than the skin around them), of low saturation (HSV
+ * saturation ≤ 0.35: lips are red, teeth white to ivory) and, in a colour picture,
+ * less than half as red as the skin — pale lips (an older face, pink lips on dark
+ * skin) are as bright and as unsaturated as teeth, but redder than the skin.
  */
 export function teethLike(
   r: number,
   g: number,
   b: number,
-  skin: number,
+  skin: SkinTone,
 ): boolean {
   const max = Math.max(r, g, b), min = Math.min(r, g, b);
   const y = 0.299 * r + 0.587 * g + 0.114 * b;
-  return y >= Math.max(100, 0.9 * skin) && max > 0 &&
-    (max - min) / max <= 0.35;
+  if (y < Math.max(100, 0.9 * skin.luma) || max === 0) return false;
+  if ((max - min) / max > 0.35) return false;
+  return skin.redness < GREY_REDNESS ||
+    redness(r, g, b) <= 0.5 * skin.redness;
 }
 
 /** Share (%) of the pixels inside the outer lip contour that look like teeth. */
 export function teethPercent(f: RgbFrame, mesh: ArrayLike<number>): number {
   const px = insidePolygon(polygon(mesh, LIPS_OUTER), f.width, f.height);
   if (px.length === 0) return 0;
-  const skin = skinLuma(f, mesh);
+  const skin = skinTone(f, mesh);
   let n = 0;
   for (const i of px) {
     const d = f.data;
@@ -153,7 +175,7 @@ export function irisPercent(
 ): number {
   const px = insidePolygon(polygon(eyeMesh, eye, 0.15), f.width, f.height);
   if (px.length === 0) return 0;
-  const dark = 0.55 * skinLuma(f, skinMesh);
+  const dark = 0.55 * skinTone(f, skinMesh).luma;
   let n = 0;
   for (const i of px) if (lumaAt(f, i) < dark) n++;
   return 100 * n / px.length;

@@ -103,6 +103,19 @@ Deno.test("teethPercent() counts teeth between the lips, not lips or skin", asyn
       teeth: [225, 215, 195],
     },
     {
+      // Pale lips are as bright and unsaturated as teeth, but redder than the skin.
+      name: "pale lips on light skin",
+      skin: [215, 170, 145],
+      lips: [225, 170, 160],
+      teeth: [235, 230, 215],
+    },
+    {
+      name: "pink lips on dark skin",
+      skin: [105, 70, 50],
+      lips: [200, 140, 140],
+      teeth: [225, 215, 195],
+    },
+    {
       name: "black and white",
       skin: [150, 150, 150],
       lips: [110, 110, 110],
