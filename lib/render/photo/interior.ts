@@ -194,31 +194,27 @@ export const drawMouth: DrawInterior = (
       // Each tooth's biting edge a little higher at its sides: a scalloped row.
       const edgeU = teethU - 0.12 * showU * up.lift;
       const edgeL = teethL + 0.12 * showL * low.lift;
-      // Rounded lips stand forward of the teeth: they show little, in shade.
       // Rounded lips stand forward of the teeth and gather at the corners: the
       // middle teeth show, in shade, not a smile's full row.
       const rounded = Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth));
-      let upperA = 0;
-      // Drawn upper teeth down to a biting edge at `e`.
-      const drawn = (e: number) =>
-        front * rounded * smoothstep(e + 0.6, e - 0.6, hy);
-      // The photo's teeth where it shows them; where its lips hid part of the row
-      // (a column of the mouth without them), drawn ones in their tone, not a gap.
-      let ownHere = false;
+      let upperA = 0, ownK = 0, ownC = -1, biteU = edgeU;
       if (own) {
+        // The photo's teeth where it shows them; where its lips hid part of the row
+        // (a column of the mouth without them), drawn ones in their tone and the
+        // row's height, taking over from the photo's over a few columns, not a gap
+        // and not a hard edge.
         const c = Math.round(hx) - own.x0;
-        const inRow = c >= 0 && c < own.edge.length;
-        ownHere = inRow && own.edge[c] > own.top[c];
-        if (ownHere) {
+        if (c >= 0 && c < own.edge.length) {
+          ownK = own.presence[c], ownC = own.nearest[c];
+          const tall = ownC >= 0 ? own.edge[ownC] - own.top[ownC] : own.height;
+          biteU = own.top[c] + own.height + (tall - own.height) * ownK;
           upperA = (1 - smoothstep(0.75, 1, au)) *
             (1 - m.round * smoothstep(0.15, 0.5, au)) *
-            smoothstep(own.edge[c] + 0.6, own.edge[c] - 0.6, hy);
-        } else if (inRow) {
-          // As tall as the photo's row, hanging from the photo's lip.
-          upperA = drawn(own.top[c] + own.height);
+            (ownK + (1 - ownK) * front) *
+            smoothstep(biteU + 0.6, biteU - 0.6, hy);
         }
       } else {
-        upperA = drawn(edgeU);
+        upperA = front * rounded * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
       }
       // The lower teeth first (behind the upper ones where the rows meet, no dark
       // rule between them): lit along their biting edge, shaded under the lip.
@@ -228,19 +224,24 @@ export const drawMouth: DrawInterior = (
           (0.85 - 0.3 * smoothstep(edgeL, edgeL + 0.8 * showL, hy));
         teeth(tk, lowerA);
       }
-      if (upperA > 0 && own && ownHere) {
-        // The photo's own teeth where they hang, in the lip's shade and the
-        // opening's light.
-        const L = own.layer, lx = hx - L.x - 0.5, ly = hy - L.y - 0.5;
+      if (upperA > 0 && ownK < 1) {
+        const edge = 1 - 0.15 * smoothstep(biteU - 2.5, biteU, hy);
+        teeth(side * lipShadow * edge * up.k, upperA);
+      }
+      if (upperA > 0 && own && ownK > 0 && ownC >= 0) {
+        // The photo's own teeth (past the row's end, its last column's), in the
+        // lip's shade and the opening's light.
+        const c = Math.round(hx) - own.x0;
+        const L = own.layer, sx = own.x0 + ownC + (hx - Math.round(hx));
+        const lx = sx - L.x - 0.5,
+          ly = hy - own.top[c] + own.top[ownC] - L.y - 0.5;
         const cx = (lx + 0.5) / 2 - 0.5, cyy = (ly + 0.5) / 2 - 0.5;
         const k = (0.5 + 0.5 * lipShadow) * (0.88 + 0.12 * dim);
+        const a = upperA * ownK;
         const ty = bilinear(L.i420, L.w, L.h, lx, ly);
-        cy += (16 + (ty - 16) * k - cy) * upperA;
-        cu += (bilinear(own.u420, L.w >> 1, L.h >> 1, cx, cyy) - cu) * upperA;
-        cv += (bilinear(own.v420, L.w >> 1, L.h >> 1, cx, cyy) - cv) * upperA;
-      } else if (upperA > 0) {
-        const edge = 1 - 0.15 * smoothstep(edgeU - 2.5, edgeU, hy);
-        teeth(side * lipShadow * edge * up.k, upperA);
+        cy += (16 + (ty - 16) * k - cy) * a;
+        cu += (bilinear(own.u420, L.w >> 1, L.h >> 1, cx, cyy) - cu) * a;
+        cv += (bilinear(own.v420, L.w >> 1, L.h >> 1, cx, cyy) - cv) * a;
       }
       px.y = cy, px.u = cu, px.v = cv;
     }, (x, g) => smoothstep(0.3, 2.5, g - restGap(x)));

@@ -21,6 +21,39 @@ export interface PhotoTeeth extends Tone {
   edge: Float32Array;
   /** The row's usual height (px): the median over the columns that show teeth. */
   height: number;
+  /**
+   * Per column: how much of the photo's row is there (1 well inside it, 0 well past
+   * its ends, in between over `BLEND` columns each side of an end), and the nearest
+   * column that shows the photo's teeth (−1: none). Where the row ends, the drawn
+   * teeth take over from the photo's gradually, in the photo's nearest texture.
+   */
+  presence: Float32Array;
+  nearest: Int32Array;
+}
+
+/** Columns each side of the photo's row's end over which drawn teeth take over. */
+export const BLEND = 4;
+
+/** The smoothed presence of the row, and each column's nearest column of it. */
+function rowPresence(
+  top: Float32Array,
+  edge: Float32Array,
+): { presence: Float32Array; nearest: Int32Array } {
+  const n = edge.length;
+  // A column shows teeth when they are at least a pixel tall there (an edge a
+  // fraction below the lip is where the scan stopped at once).
+  const has = Uint8Array.from(edge, (e, c) => e - top[c] >= 1 ? 1 : 0);
+  const presence = new Float32Array(n), nearest = new Int32Array(n).fill(-1);
+  for (let c = 0; c < n; c++) {
+    let k = 0;
+    for (let d = -BLEND; d <= BLEND; d++) k += has[c + d] ?? 0;
+    presence[c] = k / (2 * BLEND + 1);
+    for (let d = 0; d < n && nearest[c] < 0; d++) {
+      if (has[c - d]) nearest[c] = c - d;
+      else if (has[c + d]) nearest[c] = c + d;
+    }
+  }
+  return { presence, nearest };
 }
 
 /** Narrowest notch in the row's biting edge that is the photo's, in columns. */
@@ -152,5 +185,6 @@ export function photoTeeth(
     x0,
     top,
     edge,
+    ...rowPresence(top, edge),
   };
 }

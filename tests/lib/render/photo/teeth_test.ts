@@ -3,7 +3,7 @@
  * narrower than a tooth. A shaded line that stopped six columns' scan a few pixels
  * under the lip drew, on every open vowel, a dark gap as if a tooth were missing; and
  * where the photo's lips hid part of the row, the opened mouth showed its dark inside
- * there, half a row of teeth missing.
+ * there, half a row of teeth missing; where the row ended, a hard edge and a dark block.
  */
 import assert from "node:assert/strict";
 import {
@@ -95,7 +95,12 @@ Deno.test("where the photo's lips hid part of its teeth row, the opened mouth sh
       if (L.x + c < mid) i420[r * L.w + c] = Math.min(i420[r * L.w + c], 110);
     }
   }
-  const half = { ...smile, teeth: { ...L, i420 } };
+  // Its own id: painters keep rigs by avatar.
+  const half = {
+    ...smile,
+    avatarId: "ph_SMILEHIDDEN000000000000000",
+    teeth: { ...L, i420 },
+  };
   const own = buildRig(half).photoTeeth!;
   assert.ok(own, "the rest of the row still shows teeth");
   const p = createPhotoPainter(half, { bg: null, seed: 1 });
@@ -118,4 +123,60 @@ Deno.test("where the photo's lips hid part of its teeth row, the opened mouth sh
   const mean = sum / n;
   // Teeth in the opening's shade (about 95), where the mouth's dark inside was (30).
   assert.ok(mean > 70, `the hidden third's teeth: luma ${mean.toFixed(0)}`);
+});
+
+Deno.test("where the photo's teeth row ends, drawn teeth take over gradually: no hard edge, no dark block", async () => {
+  const smile = await smileAvatar();
+  const L = smile.teeth!;
+  // The same smile whose row ends two thirds of the way: a dark mouth beyond.
+  const i420 = L.i420.slice();
+  const xs: number[] = [];
+  for (let k = 0; k < L.upper.length; k += 2) xs.push(L.upper[k]);
+  const end = Math.round(xs[0] + (xs[xs.length - 1] - xs[0]) * 2 / 3);
+  for (let r = 0; r < L.h; r++) {
+    for (let c = 0; c < L.w; c++) {
+      if (L.x + c >= end) i420[r * L.w + c] = Math.min(i420[r * L.w + c], 40);
+    }
+  }
+  // Its own id: painters keep rigs by avatar.
+  const cut = {
+    ...smile,
+    avatarId: "ph_SMILEROWEND000000000000000",
+    teeth: { ...L, i420 },
+  };
+  const own = buildRig(cut).photoTeeth!;
+  const p = createPhotoPainter(cut, { bg: null, seed: 1 });
+  const { state, weights } = faceWith({ [visemeIndex("aa")]: 1 });
+  const f = paintOnce(p, state, weights).data;
+  // Each column's mean luma over the row's middle half, around the end.
+  const col = (x: number) => {
+    const c = x - own.x0;
+    let sum = 0, n = 0;
+    for (
+      let y = own.top[c] + 0.25 * own.height;
+      y < own.top[c] + 0.75 * own.height;
+      y++
+    ) sum += f[Math.round(y) * smile.width + x], n++;
+    return sum / n;
+  };
+  const steps: number[] = [];
+  for (let x = end - 8; x < end + 8; x++) {
+    steps.push(Math.abs(col(x + 1) - col(x)));
+  }
+  const inside: number[] = [];
+  for (let x = end - 30; x < end - 10; x++) {
+    inside.push(Math.abs(col(x + 1) - col(x)));
+  }
+  // No step between columns larger than twice the photo's own row shows (its gaps
+  // between teeth), and no dark column: teeth go on, shaded, towards the corner.
+  assert.ok(
+    Math.max(...steps) <= 2 * Math.max(...inside),
+    `steps ${steps.map((s) => s.toFixed(0))} beside ${
+      inside.map((s) => s.toFixed(0))
+    } inside the row`,
+  );
+  const lit = col(end - 20);
+  for (let x = end - 8; x <= end + 8; x++) {
+    assert.ok(col(x) > 0.5 * lit, `column ${x - end} from the end: ${col(x)}`);
+  }
 });
