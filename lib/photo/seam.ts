@@ -12,14 +12,36 @@ import { LIP_INNER_UPPER, LIP_OUTER_UPPER } from "../render/photo/landmarks.ts";
 import { type Box, inpaintI420 } from "./inpaint.ts";
 import { contour } from "./lips.ts";
 
-/** Widest run of dark pixels that is a spike, not a fold or the lips' own shade. */
-const SPIKE_WIDTH = 6;
+/**
+ * Widest run of dark pixels that is a spike, not a fold or the lips' own shade (a
+ * smile's dark corner, carried up as a wedge, reaches 8 px at the seam).
+ */
+const SPIKE_WIDTH = 9;
 /** How much darker than its row's neighbours (8-bit luma) a spike's pixel is. */
 const SPIKE_DEPTH = 14;
-/** Neighbours each side a pixel is compared with. */
-const REACH = 6;
-/** Spread of those neighbours' luma (middle half) on a smooth surface, not hair. */
-const SMOOTH = 10;
+/** Neighbours each side a pixel is compared with: more than a spike is wide. */
+const REACH = 10;
+/**
+ * Spread of the brighter half of those neighbours' luma on a smooth surface (skin or
+ * lip), not hair. The brighter half: a spike's own pixels, fewer than half of the
+ * neighbours, are darker than it.
+ */
+const SMOOTH = 14;
+
+/**
+ * Whether the run [`c`, `e`) of a row (from `at`) is a valley: lighter on both sides
+ * (three pixels each) than within by `SPIKE_DEPTH`; the edge of a broader shade is
+ * dark on one side only.
+ */
+function valley(out: Uint8Array, at: number, c: number, e: number): boolean {
+  let run = 0, left = 0, right = 0;
+  for (let k = c; k < e; k++) run += out[at + k];
+  for (let k = 1; k <= 3; k++) {
+    left += out[at + c - k], right += out[at + e - 1 + k];
+  }
+  run /= e - c;
+  return Math.min(left, right) / 3 - run >= SPIKE_DEPTH;
+}
 
 /**
  * Clears the spikes above the seam of the closed lips `lm` (in place, I420 of
@@ -64,9 +86,10 @@ export function clearSpikes(
       for (let d = -REACH; d <= REACH; d++) if (d) near.push(out[row + X + d]);
       near.sort((a, b) => a - b);
       // Among even neighbours only (skin, a lip): in hair every pixel is a streak.
-      const q = near.length >> 2;
-      const even = near[near.length - 1 - q] - near[q] <= SMOOTH;
-      if (even && out[row + X] < near[near.length >> 1] - SPIKE_DEPTH) {
+      // The brighter half (its two brightest left out) is the surface around.
+      const n = near.length, half = n >> 1;
+      const even = near[n - 3] - near[half] <= SMOOTH;
+      if (even && out[row + X] < near[(3 * n) >> 2] - SPIKE_DEPTH) {
         dark[X - x0] = 1;
       }
     }
@@ -78,7 +101,7 @@ export function clearSpikes(
       }
       let e = c;
       while (e < dark.length && dark[e]) e++;
-      if (e - c <= SPIKE_WIDTH) {
+      if (e - c <= SPIKE_WIDTH && valley(out, row + x0, c, e)) {
         for (
           let k = Math.max(0, c - 1);
           k < Math.min(dark.length, e + 1);

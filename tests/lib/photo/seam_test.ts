@@ -52,6 +52,37 @@ Deno.test("clearSpikes() fills narrow dark streaks standing over the closed uppe
   }
 });
 
+Deno.test("clearSpikes() fills a wedge of a smile's dark corner up to 9 px wide", () => {
+  // The dark between the end of a smile's teeth row and its corner, carried up with
+  // the lip: 3 px wide at its tip, 8 px at the seam (Biden's 2013 portrait).
+  const img = skin();
+  for (let y = 44; y < 56; y++) {
+    const half = 1.5 + 2.5 * (y - 44) / 11;
+    for (let x = Math.round(70 - half); x < Math.round(70 + half); x++) {
+      img[y * W + x] = 115;
+    }
+  }
+  clearSpikes(img, W, H, lips(), 4);
+  for (let y = 44; y < 56; y++) {
+    for (let x = 64; x < 76; x++) {
+      assert.ok(img[y * W + x] > 150, `(${x}, ${y}) at ${img[y * W + x]}`);
+    }
+  }
+});
+
+Deno.test("clearSpikes() leaves a shade wider than a spike, and its edges", () => {
+  const img = skin();
+  // A fold's shade 16 px wide over the lip.
+  for (let y = 44; y < 56; y++) {
+    for (let x = 60; x < 76; x++) img[y * W + x] = 120;
+  }
+  const before = img.slice();
+  clearSpikes(img, W, H, lips(), 4);
+  let changed = 0;
+  for (let i = 0; i < W * H; i++) if (img[i] !== before[i]) changed++;
+  assert.equal(changed, 0);
+});
+
 Deno.test("clearSpikes() leaves a moustache's hair over the lip", () => {
   const img = skin();
   // Hair: light and dark strands, every pixel of the band different.
