@@ -69,7 +69,7 @@ export function cueOf(text: string): Cue {
 }
 
 /** Speaking: yaw, pitch and roll of the slow noise (radians), the quick's share. */
-const SPEAK = { yaw: 0.075, pitch: 0.04, roll: 0.05, quick: 0.3 };
+const SPEAK = { yaw: 0.1, pitch: 0.04, roll: 0.05, quick: 0.3 };
 /** Between turns: the head rests in a pose of at most these, moving to the next now and then. */
 const REST = { yaw: 0.014, pitch: 0.009, roll: 0.01 };
 

@@ -264,7 +264,7 @@ export function posePoints(
 }
 
 /** Largest yaw and pitch the painter turns a photographed head by (radians). */
-export const MAX_YAW = 0.14, MAX_PITCH = 0.1, MAX_ROLL = 0.09;
+export const MAX_YAW = 0.16, MAX_PITCH = 0.1, MAX_ROLL = 0.09;
 
 /**
  * The head's motion of this frame into `out`: its rotation (yaw and pitch from the
