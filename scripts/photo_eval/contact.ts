@@ -1,7 +1,8 @@
 /**
  * A portrait's contact sheet: the prepared portrait and the viseme sheet on top, then
  * 20 frames of the decoded clip: the p/b/m frames with the most teeth showing, the
- * deepest frame of each blink, and frames spread over the rest of the clip.
+ * deepest frame of each blink, and frames spread over the rest of the clip (labelled
+ * with their phoneme, or `listen` while the user speaks, or `idle`).
  */
 import type { RgbFrame } from "./measure.ts";
 import { Sheet, type Square, tile } from "./picture.ts";
@@ -22,6 +23,7 @@ export async function contactSheet(
   seen: Seen[],
   speech: Speech,
   row: Row,
+  listenS: number,
 ): Promise<void> {
   const sheet = new Sheet(COLS * TILE, 4 * TILE + 28);
   const whole = { x: 0, y: 0, side: Math.min(photo.width, photo.height) };
@@ -31,7 +33,11 @@ export async function contactSheet(
     sheet.put(x, y, TILE, tile(t.rgb, sq, TILE), t.label);
   });
   const label = (s: Seen) =>
-    s.u >= 0 && s.u < speech.labels.length ? speech.labels[s.u] : "idle";
+    s.u >= 0 && s.u < speech.labels.length
+      ? speech.labels[s.u]
+      : s.pts < listenS
+      ? "listen"
+      : "idle";
   const pick = new Set<Seen>();
   const pp = seen.filter((s) => s.face && label(s) === "PP")
     .sort((a, b) => b.teeth - a.teeth);
@@ -47,7 +53,9 @@ export async function contactSheet(
       run = [];
     }
   }
-  for (let k = 0; pick.size < 2 * COLS && k < seen.length; k += 7) {
+  // The rest spread evenly over the whole clip.
+  const step = Math.max(1, Math.floor(seen.length / (2 * COLS - pick.size)));
+  for (let k = 0; pick.size < 2 * COLS && k < seen.length; k += step) {
     pick.add(seen[k]);
   }
   [...pick].sort((a, b) => a.pts - b.pts).slice(0, 2 * COLS).forEach(
@@ -64,6 +72,7 @@ export async function contactSheet(
     `idle teeth ${row.idle_teeth_p50_pct}pct`,
     `blink iris ${row.sheet_blink_iris_pct}pct (open ${row.sheet_open_iris_pct}pct)`,
     `talk yaw/pitch/roll ${row.talk_yaw_deg}/${row.talk_pitch_deg}/${row.talk_roll_deg} deg`,
+    `listen move ${row.listen_move_px}px`,
   ].join("   ");
   await sheet.write(file, caption);
 }

@@ -58,6 +58,11 @@ function bothIris(f: RgbFrame, eyeMesh: Float32Array, skin: Float32Array) {
     irisPercent(f, eyeMesh, skin, LEFT_EYE)) / 2;
 }
 
+/** Frames of a clip of `frames` in which the user speaks first (the avatar listens). */
+export function listenFramesOf(frames: number): number {
+  return Math.min(75, Math.floor(frames / 4));
+}
+
 /** A photo avatar id of its own for the portrait `name` (ph_ + 26 of [0-9A-Z]). */
 export function evalAvatarId(name: string): string {
   let h = 0x811c9dc5, out = "";
@@ -99,19 +104,23 @@ export async function evaluate(
   const rest = sheet.find((t) => t.label === "rest")!;
   if (!rest.face) return emptyRow(name, "no face found on the painted rest");
 
-  // The clip: an idle lead (the user speaking), the turn, an idle tail.
+  // The clip: the user speaking (the avatar listens), a quiet lead, the turn, an
+  // idle tail.
   const frames = Math.round(seconds * FPS);
-  const lead = Math.min(30, Math.floor(frames / 5));
+  const listen = listenFramesOf(frames);
+  const lead = listen + Math.min(50, Math.floor(frames / 6));
   const room = Math.max(0, frames - lead - 15);
   const pcm = speech.pcm.subarray(
     0,
     Math.min(speech.pcm.length, room * SAMPLES_PER_FRAME),
   );
-  const clip = await renderClip(avatar, pcm, lead, frames);
+  const clip = await renderClip(avatar, pcm, lead, frames, listen);
   const file = `${out}/${name}.mp4`;
   await Deno.writeFile(file, clip.mp4);
   const { seen, onsets, t0 } = await readClip(file, avatar, rest, pcm);
   const row = summarize(name, avatar, sheet, seen, speech, {
+    lead,
+    listen,
     spoken: pcm.length / SAMPLES_PER_FRAME,
     onsets,
     t0,
@@ -119,7 +128,16 @@ export async function evaluate(
   });
   const photo = i420ToRgb(avatar.i420, avatar.width, avatar.height);
   const sq = faceSquare(avatar.landmarks, avatar.width, avatar.height);
-  await contactSheet(`${out}/${name}.png`, photo, sq, sheet, seen, speech, row);
+  await contactSheet(
+    `${out}/${name}.png`,
+    photo,
+    sq,
+    sheet,
+    seen,
+    speech,
+    row,
+    listen / FPS,
+  );
   return row;
 }
 
@@ -187,7 +205,14 @@ function summarize(
   sheet: SheetTile[],
   seen: Seen[],
   speech: Speech,
-  clip: { spoken: number; onsets: number[]; t0: number; paintMs: number[] },
+  clip: {
+    lead: number;
+    listen: number;
+    spoken: number;
+    onsets: number[];
+    t0: number;
+    paintMs: number[];
+  },
 ): Row {
   const tileOf = (label: string) => sheet.find((t) => t.label === label)!;
   const rest = tileOf("rest"), pp = tileOf("PP"), blink = tileOf("blink");
@@ -196,8 +221,14 @@ function summarize(
   const photo = i420ToRgb(avatar.i420, avatar.width, avatar.height);
   const withFace = seen.filter((s) => s.face);
   const talking = withFace.filter((s) => s.u >= 0 && s.u < clip.spoken);
+  // Idle: the quiet lead and the tail, each from a little after its start; listening:
+  // while the user speaks, from a little after it begins.
   const idle = withFace.filter((s) =>
-    (s.u < 0 && s.pts * FPS >= IDLE_AFTER) || s.u >= clip.spoken + IDLE_AFTER
+    (s.u < 0 && s.pts * FPS >= clip.listen + IDLE_AFTER) ||
+    s.u >= clip.spoken + IDLE_AFTER
+  );
+  const listening = withFace.filter((s) =>
+    s.pts * FPS >= IDLE_AFTER && s.pts * FPS < clip.listen
   );
   const openIris = quantile(idle.map((s) => s.iris), 0.5);
   for (const s of withFace) {
@@ -215,11 +246,13 @@ function summarize(
   const openIdle = idle.filter((s) => !s.blink);
   const angles = (k: "yaw" | "pitch" | "roll", xs: Seen[]) =>
     r1(spread(xs.map((s) => deg(s.face![k]))));
-  const noses = idle.map((s) => pt(s.face!.mesh, 1));
-  const move = Math.max(
-    spread(noses.map((p) => p[0])),
-    spread(noses.map((p) => p[1])),
-  );
+  const moveOf = (xs: Seen[]) => {
+    const noses = xs.map((s) => pt(s.face!.mesh, 1));
+    return Math.max(
+      spread(noses.map((p) => p[0])),
+      spread(noses.map((p) => p[1])),
+    );
+  };
   // A/V: each onset of the decoded audio against the first frame after it where
   // the lips part (open, after a frame that was not): the tail of the word before a
   // short pause is not taken for the next word's opening.
@@ -247,7 +280,9 @@ function summarize(
     talk_yaw_deg: angles("yaw", talking),
     talk_pitch_deg: angles("pitch", talking),
     talk_roll_deg: angles("roll", talking),
-    idle_move_px: r1(move),
+    idle_move_px: r1(moveOf(idle)),
+    listen_move_px: r1(moveOf(listening)),
+    listen_pitch_deg: angles("pitch", listening),
     idle_roll_deg: angles("roll", idle),
     open_corr: r3(
       correlation(

@@ -36,7 +36,7 @@ async function main(args: string[]): Promise<number> {
   if (positional.length !== 1) throw new UsageError(USAGE);
   const dir = positional[0];
   const out = flags.get("out") ?? "test-output/photo-eval";
-  const seconds = Number(flags.get("seconds") ?? "9");
+  const seconds = Number(flags.get("seconds") ?? "13");
   if (!(seconds >= 2 && seconds <= 60)) {
     throw new UsageError("--seconds must be 2 to 60");
   }

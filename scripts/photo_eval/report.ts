@@ -20,6 +20,8 @@ const HEADS: Record<keyof Row, string> = {
   talk_pitch_deg: "talk pitch °",
   talk_roll_deg: "talk roll °",
   idle_move_px: "idle move px",
+  listen_move_px: "listen move px",
+  listen_pitch_deg: "listen pitch °",
   idle_roll_deg: "idle roll °",
   open_corr: "opening r",
   av_p95_ms: "A/V offset p95 ms",

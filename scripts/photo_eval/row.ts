@@ -44,6 +44,8 @@ export interface Row {
   talk_roll_deg: number | null;
   idle_move_px: number | null;
   idle_roll_deg: number | null;
+  listen_move_px: number | null;
+  listen_pitch_deg: number | null;
   open_corr: number | null;
   av_p95_ms: number | null;
   av_onsets: string | null;
@@ -72,6 +74,8 @@ export const ROW_KEYS: Array<keyof Row> = [
   "talk_roll_deg",
   "idle_move_px",
   "idle_roll_deg",
+  "listen_move_px",
+  "listen_pitch_deg",
   "open_corr",
   "av_p95_ms",
   "av_onsets",

@@ -91,14 +91,16 @@ export interface Clip {
 }
 
 /**
- * Renders `frames` frames of `avatar`: idle for `leadFrames`, then `pcm` (48 kHz) pushed
- * as the agent's turn, then idle again to the end.
+ * Renders `frames` frames of `avatar`: the user speaking for `listenFrames` (the
+ * avatar listens), quiet up to `leadFrames`, then `pcm` (48 kHz) pushed as the
+ * agent's turn, then idle again to the end.
  */
 export async function renderClip(
   avatar: PhotoAvatar,
   pcm: Int16Array,
   leadFrames: number,
   frames: number,
+  listenFrames = 0,
 ): Promise<Clip> {
   const paintMs: number[] = [];
   const source = photoPainters((tenant, id) =>
@@ -128,6 +130,8 @@ export async function renderClip(
   try {
     session.attach(sink);
     for (let k = 0; k < frames; k++) {
+      if (k === 0 && listenFrames > 0) session.listen(true);
+      if (k === listenFrames && listenFrames > 0) session.listen(false);
       if (k === leadFrames && pcm.length > 0) {
         if (!session.pushAudio(pcm, STREAM_RATE, "turn")) {
           throw new Error("the session refused the turn's audio");
