@@ -166,8 +166,12 @@ export const drawMouth: DrawInterior = (
       const kc = (0.04 + 0.2 * t * t + 0.3 * (1 - ef) ** 2) * side * lipShadow +
         0.5 * corner;
       cy = 16 + (lip.y - 16) * kc;
-      cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner);
-      cv = 128 + (lip.v - 128) * (0.55 + 0.3 * corner) + 2;
+      // A surface in shade keeps its hue, not its chroma: chroma falls with the
+      // light as luma does (a little redder than the lip: the wet inside), or the
+      // dark mouth reads as saturated maroon.
+      const ck = Math.min(1, 0.1 + 1.5 * kc);
+      cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner) * ck;
+      cv = 128 + ((lip.v - 128) * (0.55 + 0.3 * corner) + 2) * ck;
       // Tongue: behind the lower teeth, its far side darker, its edge soft.
       const tongueA = smoothstep(
         tongueTop - Math.max(2, 0.08 * gh),
