@@ -24,6 +24,11 @@ export interface Config extends NodeConfig {
    * path is not served.
    */
   metricsToken: string | undefined;
+  /**
+   * Whether session metrics carry a `tenant` label (`METRICS_TENANT_LABEL`, DECISIONS
+   * 10): the operator chooses that cardinality; off by default.
+   */
+  metricsTenantLabel: boolean;
   /** HMAC key bytes for tokens, or null when `TOKEN_SECRET` is set but unusable. */
   tokenSecret: Uint8Array | null;
   /** True when no `TOKEN_SECRET` was set and a per-process one was generated. */
@@ -339,6 +344,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     kvPath: env.KV_PATH || defaultKvPath(env),
     adminApiKey: adminApiKey(env.ADMIN_API_KEY),
     metricsToken: metricsToken(env.METRICS_TOKEN),
+    metricsTenantLabel: bool(env, "METRICS_TENANT_LABEL"),
     tokenSecret,
     tokenSecretGenerated,
     rateLimitPerMinute: int(env, "RATE_LIMIT_PER_MINUTE", 600, 1),

@@ -5,7 +5,7 @@
  * tests build the same graph on `:memory:` KV with their own clock.
  */
 import { AppMetrics } from "./metrics/registry.ts";
-import type { AppDeps, DepsOptions } from "./deps.ts";
+import type { AppDeps, DepsOptions, SessionHooks } from "./deps.ts";
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./log.ts";
 import { idleRuntime } from "./runtime.ts";
@@ -15,6 +15,7 @@ import { RenderSlots } from "./render/slots.ts";
 import { createJanusSfu, sfuIdentity } from "./sfu/mod.ts";
 import { handOffCreate } from "./nodes/handoff.ts";
 import { closePhotoWorker } from "./photo/worker.ts";
+import { countSessions } from "./sessions/metrics.ts";
 
 /** Builds the shared dependencies; the caller owns `closeDeps()`. */
 export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
@@ -36,6 +37,8 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
       Math.max(0, renderSlots.max - used),
     );
   });
+  const sessionHooks: SessionHooks = { inCommit: [], afterCommit: [] };
+  countSessions({ metrics, sessionHooks, config });
   return {
     config,
     kv,
@@ -47,7 +50,7 @@ export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
     onClose: [closePhotoWorker],
     instanceId: crypto.randomUUID(),
     instanceUrl: config.instanceUrl,
-    sessionHooks: { inCommit: [], afterCommit: [] },
+    sessionHooks,
     runtime: idleRuntime,
     vault: new CredentialVault(),
     draining: false,

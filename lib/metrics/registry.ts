@@ -61,6 +61,39 @@ export class AppMetrics {
     labelNames: ["result"] as const,
     registers: [this.registry],
   });
+  /**
+   * Sessions created and ended (their record committed by this instance), by transport,
+   * avatar kind and provider; ends by their reason too. `tenant` is a label only when
+   * the operator asked for it (`METRICS_TENANT_LABEL`); otherwise it is "".
+   */
+  readonly sessionsCreated = new client.Counter({
+    name: "avatar_sessions_created_total",
+    help:
+      'Sessions created, by transport, avatar kind (builtin or photo), provider type and tenant ("" unless METRICS_TENANT_LABEL).',
+    labelNames: ["transport", "avatar_kind", "provider", "tenant"] as const,
+    registers: [this.registry],
+  });
+  readonly sessionsEnded = new client.Counter({
+    name: "avatar_sessions_ended_total",
+    help:
+      'Sessions ended, by end reason, final status, transport, avatar kind and tenant ("" unless METRICS_TENANT_LABEL).',
+    labelNames: [
+      "reason",
+      "status",
+      "transport",
+      "avatar_kind",
+      "tenant",
+    ] as const,
+    registers: [this.registry],
+  });
+  /** Seconds sessions were active, by transport and avatar kind. */
+  readonly sessionDuration = new client.Histogram({
+    name: "avatar_session_duration_seconds",
+    help: "Seconds an ended session was active, by transport and avatar kind.",
+    labelNames: ["transport", "avatar_kind"] as const,
+    buckets: [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600],
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

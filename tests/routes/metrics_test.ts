@@ -11,6 +11,8 @@ import {
   TEST_ADMIN_KEY,
   testApp,
 } from "../_helpers.ts";
+import { driveTo } from "./v1/sessions/_helpers.ts";
+import { readSession } from "../../lib/sessions.ts";
 
 const TOKEN = "metrics-token-0123456789abcdefghij";
 
@@ -101,4 +103,73 @@ Deno.test("METRICS_TOKEN shorter than 24 characters is a configuration error", (
     /METRICS_TOKEN must be at least 24 characters/,
   );
   assert.equal(loadConfig({ METRICS_TOKEN: "" }).metricsToken, undefined);
+});
+
+Deno.test("/metrics counts sessions created and ended by transport, avatar kind, provider and reason; a tenant only when asked", async (t) => {
+  for (const tenantLabel of [false, true]) {
+    await t.step(`METRICS_TENANT_LABEL=${tenantLabel}`, async () => {
+      const app = await testApp({
+        METRICS_TOKEN: TOKEN,
+        RENDER_MAX_SESSIONS: "8",
+        MAX_CONCURRENT_SESSIONS: "8",
+        ...(tenantLabel ? { METRICS_TENANT_LABEL: "true" } : {}),
+      });
+      try {
+        const deps = app.app.deps;
+        const ids: string[] = [];
+        for (let k = 0; k < 3; k++) {
+          const created = await app.request("/v1/sessions", {
+            method: "POST",
+            headers: authJson(TEST_ADMIN_KEY),
+            body: JSON.stringify(engineCreateBody()),
+          });
+          assert.equal(created.status, 200);
+          ids.push((await created.json()).session_id);
+        }
+        // Two end, one after being active, one failing to start; one is live.
+        await driveTo(deps, ids[0], "ended");
+        await driveTo(deps, ids[1], "failed");
+        await driveTo(deps, ids[2], "active");
+        const tenant = tenantLabel
+          ? (await readSession(deps, ids[0]))!.tenant_id
+          : "";
+        const text = await (await app.request("/metrics", {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        })).text();
+        const line = (name: string, labels: string) =>
+          text.split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
+        assert.equal(
+          line(
+            "avatar_sessions_created_total",
+            `transport="websocket_fmp4",avatar_kind="builtin",provider="external_engine",tenant="${tenant}"`,
+          ),
+          `avatar_sessions_created_total{transport="websocket_fmp4",avatar_kind="builtin",provider="external_engine",tenant="${tenant}"} 3`,
+          text,
+        );
+        for (
+          const [reason, status] of [["requested", "ended"], [
+            "start_failed",
+            "failed",
+          ]]
+        ) {
+          assert.match(
+            line(
+              "avatar_sessions_ended_total",
+              `reason="${reason}",status="${status}",transport="websocket_fmp4",avatar_kind="builtin",tenant="${tenant}"`,
+            ) ?? "",
+            / 1$/,
+            text,
+          );
+        }
+        assert.match(
+          text,
+          /avatar_session_duration_seconds_count\{transport="websocket_fmp4",avatar_kind="builtin"\} 1/,
+        );
+        for (const id of ids) assert.ok(!text.includes(id), "no session id");
+        if (!tenantLabel) assert.ok(!/tenant="[^"]/.test(text), "no tenant");
+      } finally {
+        await app.close();
+      }
+    });
+  }
 });
