@@ -94,6 +94,24 @@ export class AppMetrics {
     buckets: [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600],
     registers: [this.registry],
   });
+  /**
+   * Webhook delivery attempts this instance made, by event type and what followed:
+   * `delivered`, `retry` (another attempt scheduled) or `dead` (a dead letter).
+   */
+  readonly webhookAttempts = new client.Counter({
+    name: "avatar_webhook_attempts_total",
+    help:
+      "Webhook delivery attempts, by event type and outcome: delivered, retry or dead.",
+    labelNames: ["type", "outcome"] as const,
+    registers: [this.registry],
+  });
+  /** How long a receiver took to answer an attempt (or to fail it). */
+  readonly webhookLatency = new client.Histogram({
+    name: "avatar_webhook_attempt_duration_seconds",
+    help: "Time a webhook receiver took to answer one delivery attempt.",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

@@ -233,6 +233,11 @@ export async function handleWebhookMessage(
     });
     return;
   }
+  deps.metrics.webhookAttempts.inc({
+    type: event.type,
+    outcome: next.state === "failed" ? "retry" : next.state,
+  });
+  deps.metrics.webhookLatency.observe(outcome.latency_ms / 1000);
   deps.log.info("webhook attempt", {
     event_id: event.event_id,
     type: event.type,

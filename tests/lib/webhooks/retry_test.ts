@@ -42,6 +42,21 @@ Deno.test("webhooks: a receiver failing twice still gets the event, same webhook
       [2, 500],
       [3, 200],
     ]);
+    // Counted in the metrics: two retries, then delivered.
+    const text = (await deps.metrics.expose()).body;
+    assert.match(
+      text,
+      new RegExp(
+        `avatar_webhook_attempts_total\\{type="${event.type}",outcome="retry"\\} 2`,
+      ),
+    );
+    assert.match(
+      text,
+      new RegExp(
+        `avatar_webhook_attempts_total\\{type="${event.type}",outcome="delivered"\\} 1`,
+      ),
+    );
+    assert.match(text, /avatar_webhook_attempt_duration_seconds_count 3/);
   } finally {
     await t0.close();
     await rx.close();
@@ -58,6 +73,12 @@ Deno.test("webhooks: 410 stops at once with a dead letter", async () => {
     assert.equal(dead.attempts, 1);
     assert.match(dead.dead_reason ?? "", /gone/);
     assert.equal(rx.received.length, 1);
+    assert.match(
+      (await deps.metrics.expose()).body,
+      new RegExp(
+        `avatar_webhook_attempts_total\\{type="${event.type}",outcome="dead"\\} 1`,
+      ),
+    );
     const page = await listDeliveries(deps, OPERATOR, { only_dead: true });
     assert.deepEqual(page.items.map((i) => i.event_id), [event.event_id]);
   } finally {
