@@ -37,7 +37,10 @@ export function chargeVerified(ctx: Ctx, subject: string): void {
   ctx.state.rateCharged = true;
   const d = limiter.take(subject);
   setRateHeaders(ctx, d);
-  if (!d.allowed) throw rateLimitExceeded(d);
+  if (!d.allowed) {
+    ctx.deps.metrics.refused.inc({ kind: "principal" });
+    throw rateLimitExceeded(d);
+  }
 }
 
 /**
@@ -51,5 +54,7 @@ export function chargeUnverified(ctx: Ctx): ApiError | null {
   ctx.state.rateCharged = true;
   const d = limiter.take(limiter.addressSubject(ctx.remoteAddr));
   setRateHeaders(ctx, d);
-  return d.allowed ? null : rateLimitExceeded(d);
+  if (d.allowed) return null;
+  ctx.deps.metrics.refused.inc({ kind: "address" });
+  return rateLimitExceeded(d);
 }

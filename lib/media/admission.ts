@@ -40,6 +40,7 @@ export class SocketAdmission {
         this.#takeovers.set(id, bucket);
       }
       if (!bucket.take()) {
+        this.deps.metrics.refused.inc({ kind: "reconnect" });
         throw new ApiError(
           "AVTR_RATE_LIMIT_EXCEEDED",
           "Too many reconnects to this session; wait before connecting again",
@@ -52,6 +53,7 @@ export class SocketAdmission {
       session.status === "created" &&
       !this.deps.renderSlots.connect(id, session.tenant_id)
     ) {
+      this.deps.metrics.refused.inc({ kind: "render_capacity" });
       throw new ApiError(
         "AVTR_RENDER_CAPACITY",
         "No render capacity is free for this session right now",

@@ -112,6 +112,18 @@ export class AppMetrics {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  /**
+   * Requests and sockets refused by a limit, by kind: `principal` (a key's or a token's
+   * window), `address` (an unauthenticated client's), `reconnect` (a session's socket
+   * takeovers) and `render_capacity` (no render slot for a socket).
+   */
+  readonly refused = new client.Counter({
+    name: "avatar_rate_limited_total",
+    help:
+      "Requests and media sockets refused by a limit, by kind: principal, address, reconnect, render_capacity.",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

@@ -126,6 +126,10 @@ Deno.test("rotating made-up keys from one address spends that address's window, 
             String(r.body.retry_after),
           );
         }
+        assert.match(
+          (await app.app.deps.metrics.expose()).body,
+          /avatar_rate_limited_total\{kind="address"\} 4/,
+        );
       },
     );
     await t.step(
@@ -243,6 +247,11 @@ Deno.test("a verified principal has its own window whatever address it comes fro
     assert.equal(
       (await callFrom(app.app, "192.0.2.1", "/v1/nope")).status,
       404,
+    );
+    // Both refusals counted in the metrics as the principal's.
+    assert.match(
+      (await app.app.deps.metrics.expose()).body,
+      /avatar_rate_limited_total\{kind="principal"\} 2/,
     );
   } finally {
     await app.close();

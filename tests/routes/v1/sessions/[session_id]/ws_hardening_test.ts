@@ -100,6 +100,10 @@ Deno.test("a takeover loop reuses the session's encoder; past the burst, 429 bef
     assert.equal(refused.status, 429);
     assert.equal(refused.body.code, "AVTR_RATE_LIMIT_EXCEEDED");
     assert.ok((refused.body.retry_after as number) >= 1);
+    assert.match(
+      (await s.t.app.deps.metrics.expose()).body,
+      /avatar_rate_limited_total\{kind="reconnect"\} 1/,
+    );
     assert.equal(b.closeCode, null, "the current socket is untouched");
     assert.equal((await statusOf(s, c.session_id)).status, "active");
     b.close();
@@ -159,6 +163,10 @@ Deno.test("a socket whose render reservation lapsed takes a slot when it opens, 
     assert.equal(full.status, 503);
     assert.equal(full.body.code, "AVTR_RENDER_CAPACITY");
     assert.ok((full.body.retry_after as number) >= 1);
+    assert.match(
+      (await deps.metrics.expose()).body,
+      /avatar_rate_limited_total\{kind="render_capacity"\} 1/,
+    );
     assert.equal((await statusOf(s, c.session_id)).status, "created");
     clock.advance(30_000); // the others' leases lapse too
     const b = await connectActive(s, c.session_id, c.client_token, 2);
