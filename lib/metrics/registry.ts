@@ -124,6 +124,17 @@ export class AppMetrics {
     labelNames: ["kind"] as const,
     registers: [this.registry],
   });
+  /**
+   * Agent audio → the fMP4 fragment that carries it, per push, on this instance's
+   * built-in renderer: what the viewer waits on beyond the network.
+   */
+  readonly renderLatency = new client.Histogram({
+    name: "avatar_render_audio_to_fragment_seconds",
+    help:
+      "Time from an agent-audio push to the fMP4 fragment carrying it (built-in renderer).",
+    buckets: [0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2],
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

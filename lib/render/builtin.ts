@@ -40,6 +40,11 @@ export interface BuiltinOptions {
   clockStamp?: boolean;
   /** Wall clock (epoch ms) of the RTP output's speech events; `Date.now` by default. */
   wallNow?: () => number;
+  /**
+   * Hears each agent-audio push's latency to the fMP4 fragment that carries it (ms):
+   * the app's metrics.
+   */
+  onAudioLatency?: (ms: number) => void;
 }
 
 /** The deps the built-in renderer uses (a subset of AppDeps). */
@@ -63,6 +68,7 @@ export function createBuiltinRenderer(
     maxCatchUpFrames: options.maxCatchUpFrames ?? 25,
     clockStamp: options.clockStamp ?? false,
     wallNow: options.wallNow ?? Date.now,
+    onAudioLatency: options.onAudioLatency,
   };
   const close = async () => {
     await Promise.all(

@@ -30,6 +30,8 @@ export interface BuiltinSessionOptions {
   clockStamp: boolean;
   /** The wall clock (epoch ms) of the RTP output's speech events. */
   wallNow: () => number;
+  /** Hears each push-to-fragment latency (ms), as it is measured. */
+  onAudioLatency?: (ms: number) => void;
 }
 
 /** A render session of the built-in renderer, from `open` to `stop`. */
@@ -222,6 +224,7 @@ export class BuiltinSession implements RenderSession {
         log: this.log,
         now: () => this.opts.clock.now(),
         latency: this.#latency,
+        onLatency: this.opts.onAudioLatency,
         onDelivered: () => this.#segments++,
         onFragmentTo: (sink, audioEnd, viewerStart) =>
           this.#speechTo(sink, audioEnd, viewerStart),

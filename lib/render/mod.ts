@@ -17,7 +17,7 @@ export * from "./port.ts";
  * `deps.onClose`.
  */
 export function createRenderBackend(
-  deps: Pick<AppDeps, "config" | "log" | "onClose">,
+  deps: Pick<AppDeps, "config" | "log" | "onClose" | "metrics">,
   builtin: BuiltinOptions = {},
 ): RenderBackend {
   const { renderWorkerUrl, renderWorkerToken, startTimeoutMs } = deps.config;
@@ -42,6 +42,7 @@ export function createRenderBackend(
   }
   return createBuiltinRenderer(deps, {
     clockStamp: deps.config.renderClockStamp,
+    onAudioLatency: (ms) => deps.metrics.renderLatency.observe(ms / 1000),
     ...builtin,
   });
 }

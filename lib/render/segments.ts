@@ -70,7 +70,8 @@ export function segmentProblem(
  * Settles the pushes `segment` delivered: each `waiting` push whose first sample is
  * within the audio sent so far (the stream's audio time is the input's: ./muxer.ts
  * drops AAC's priming) leaves the list, and its push-to-segment
- * time (ms, by `now`) joins `latency`, which keeps the newest 1000.
+ * time (ms, by `now`) joins `latency`, which keeps the newest 1000, and goes to
+ * `observe`.
  */
 export function settleDelivered(
   segment: Uint8Array,
@@ -78,6 +79,7 @@ export function settleDelivered(
   waiting: WaitingPush[],
   latency: number[],
   now: () => number,
+  observe?: (ms: number) => void,
 ): void {
   const t = parseFragment(segment).tracks.find((x) => x.trackId === track.id);
   if (!t) return;
@@ -87,5 +89,6 @@ export function settleDelivered(
     const w = waiting.shift()!;
     latency.push(at - w.at);
     if (latency.length > MAX_LATENCY_SAMPLES) latency.shift();
+    observe?.(at - w.at);
   }
 }

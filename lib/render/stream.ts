@@ -27,6 +27,8 @@ export interface EncoderStreamOptions extends GopFeedOptions {
   now: () => number;
   /** Audio-latency samples (ms) of the session, appended to. */
   latency: number[];
+  /** Hears each audio-latency sample (ms) as it is measured. */
+  onLatency?: (ms: number) => void;
   /**
    * The encoder failed (its viewer was told through `onError`); this run is over, the
    * caller starts another on the next attach.
@@ -131,7 +133,14 @@ export class EncoderStream {
       return;
     }
     if (this.waiting.length > 0 && track) {
-      settleDelivered(bytes, track, this.waiting, this.o.latency, this.o.now);
+      settleDelivered(
+        bytes,
+        track,
+        this.waiting,
+        this.o.latency,
+        this.o.now,
+        this.o.onLatency,
+      );
     }
   }
 }

@@ -3,6 +3,7 @@ import { loadConfig } from "../../../lib/config.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { createRenderBackend } from "../../../lib/render/mod.ts";
+import { AppMetrics } from "../../../lib/metrics/registry.ts";
 import {
   RenderStartError,
   type SpeechEvent,
@@ -353,10 +354,11 @@ Deno.test("createRenderBackend() picks the backend from config", async (t) => {
     config: loadConfig(env),
     log: memoryLogger(),
     onClose: [] as Array<() => void | Promise<void>>,
+    metrics: new AppMetrics(),
   });
 
   await t.step(
-    "built-in without RENDER_WORKER_URL, stopped on close",
+    "built-in without RENDER_WORKER_URL, its audio latency in the metrics, stopped on close",
     async () => {
       const d = deps({});
       const backend = createRenderBackend(d);
@@ -365,6 +367,18 @@ Deno.test("createRenderBackend() picks the backend from config", async (t) => {
       const sink = new RecordingSink();
       session.attach(sink);
       await sink.until(() => sink.inits.length === 1);
+      // A push's time to the fragment carrying it reaches the app's histogram.
+      session.pushAudio(new Int16Array(4800).fill(2000), 48000);
+      await sink.until(() => session.stats().audioLatencyMs.length === 1);
+      const text = (await d.metrics.expose()).body;
+      assert.match(text, /avatar_render_audio_to_fragment_seconds_count 1/);
+      const [ms] = session.stats().audioLatencyMs;
+      assert.match(
+        text,
+        new RegExp(
+          `avatar_render_audio_to_fragment_seconds_sum ${ms / 1000}(\\D|$)`,
+        ),
+      );
       for (const hook of d.onClose) await hook();
       assertNoEncoders();
     },
