@@ -76,12 +76,21 @@ export async function activate(
   // Handled here and below: a start timeout must never surface as an unhandled
   // rejection (that would end the process).
   aborted.catch(() => {});
+  const t0 = deps.now();
+  const connected = (result: "ok" | "error") =>
+    deps.metrics.engineConnect.observe(
+      { provider: session.provider_type, result },
+      (deps.now() - t0) / 1000,
+    );
   const starting = Promise.allSettled([
     host.options.engineFactoryFor(session.provider_type)({
       sessionId: id,
       credentials,
       events: live.engineEvents(() => markReady()),
       signal: ac.signal,
+    }).then((engine) => (connected("ok"), engine), (err) => {
+      connected("error");
+      throw err;
     }),
     // The avatar streams as soon as the renderer is up, without waiting for the
     // engine: the idle avatar's first frames reach the socket while it connects.
@@ -125,7 +134,13 @@ export async function activate(
       to: "active",
       patch: { started_at: now },
     });
-    if (active.ok) live.send({ type: "session.state", status: "active" });
+    if (active.ok) {
+      live.send({ type: "session.state", status: "active" });
+      deps.metrics.activation.observe(
+        { transport: session.transport },
+        (now - t0) / 1000,
+      );
+    }
   } catch (err) {
     deps.log.warn("session activation failed", {
       session_id: id,

@@ -135,6 +135,24 @@ export class AppMetrics {
     buckets: [0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2],
     registers: [this.registry],
   });
+  /** A session's engine connection, from the socket's start to connected or failed. */
+  readonly engineConnect = new client.Histogram({
+    name: "avatar_engine_connect_seconds",
+    help:
+      "Time to connect a session's conversation engine, by provider type and result (ok or error).",
+    labelNames: ["provider", "result"] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 15],
+    registers: [this.registry],
+  });
+  /** A session's start: the first socket's activation until `active`. */
+  readonly activation = new client.Histogram({
+    name: "avatar_session_activation_seconds",
+    help:
+      "Time from a session's first media socket to active (engine connected, first fragment sent), by transport.",
+    labelNames: ["transport"] as const,
+    buckets: [0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 15],
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

@@ -100,9 +100,16 @@ Deno.test("a takeover loop reuses the session's encoder; past the burst, 429 bef
     assert.equal(refused.status, 429);
     assert.equal(refused.body.code, "AVTR_RATE_LIMIT_EXCEEDED");
     assert.ok((refused.body.retry_after as number) >= 1);
+    const text = (await s.t.app.deps.metrics.expose()).body;
+    assert.match(text, /avatar_rate_limited_total\{kind="reconnect"\} 1/);
+    // Its one start (the takeovers start nothing) in the start histograms.
     assert.match(
-      (await s.t.app.deps.metrics.expose()).body,
-      /avatar_rate_limited_total\{kind="reconnect"\} 1/,
+      text,
+      /avatar_engine_connect_seconds_count\{provider="[a-z_]+",result="ok"\} 1/,
+    );
+    assert.match(
+      text,
+      /avatar_session_activation_seconds_count\{transport="websocket_fmp4"\} 1/,
     );
     assert.equal(b.closeCode, null, "the current socket is untouched");
     assert.equal((await statusOf(s, c.session_id)).status, "active");
