@@ -61,6 +61,8 @@ export class Downlink {
   constructor(
     private readonly ws: WebSocket,
     private readonly stats: DownlinkStats,
+    /** Hears each dropped segment: `slow` (the browser's queue full), `keyframe` (waiting for one). */
+    private readonly onDrop: (why: "slow" | "keyframe") => void = () => {},
   ) {}
 
   /**
@@ -96,6 +98,7 @@ export class Downlink {
     if (this.#waitKeyframe) {
       if (!this.#startsWithKeyframe(segment)) {
         this.stats.segmentsDropped++;
+        this.onDrop("keyframe");
         return;
       }
       this.#waitKeyframe = false;
@@ -103,6 +106,7 @@ export class Downlink {
     if (ws.bufferedAmount > MAX_SOCKET_BUFFERED_BYTES) {
       // A slow browser: drop rather than queue without bound, and resume on a keyframe.
       this.stats.segmentsDropped++;
+      this.onDrop("slow");
       this.#waitKeyframe = true;
       return;
     }

@@ -151,7 +151,11 @@ export class LiveSession {
   }
 
   private rawSink(ws: WebSocket): RenderSink {
-    const link = new Downlink(ws, this.stats);
+    const link = new Downlink(
+      ws,
+      this.stats,
+      (reason) => this.deps.metrics.segmentsDropped.inc({ reason }),
+    );
     return {
       onInit: (mime, init) => {
         if (this.socket !== ws) return;
@@ -187,6 +191,7 @@ export class LiveSession {
     const now = performance.now();
     this.restarts = this.restarts.filter((t) => now - t < 60_000);
     this.restarts.push(now);
+    this.deps.metrics.streamRestarts.inc();
     if (this.restarts.length > MAX_STREAM_RESTARTS) {
       this.onFailed?.(
         "the renderer failed repeatedly",

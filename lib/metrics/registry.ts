@@ -153,6 +153,21 @@ export class AppMetrics {
     buckets: [0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 15],
     registers: [this.registry],
   });
+  /** fMP4 streams restarted on their socket after the renderer failed (an encoder died or fell behind). */
+  readonly streamRestarts = new client.Counter({
+    name: "avatar_stream_restarts_total",
+    help:
+      "fMP4 streams restarted on the same socket after a render failure (encoder died or fell behind).",
+    registers: [this.registry],
+  });
+  /** fMP4 segments not sent to a browser, by why. */
+  readonly segmentsDropped = new client.Counter({
+    name: "avatar_segments_dropped_total",
+    help:
+      "fMP4 segments not sent to a browser: slow (its socket's queue full) or keyframe (waiting for one after a drop).",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

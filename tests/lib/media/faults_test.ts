@@ -34,6 +34,13 @@ Deno.test("an encoder killed under a live session: avatar_render_failed (not fat
     }
     const [pid, ...others] = children;
     assert.deepEqual(others, [], "one encoder for one session");
+    const restarts = async () =>
+      Number(
+        /^avatar_stream_restarts_total (\d+)$/m.exec(
+          (await s.t.app.deps.metrics.expose()).body,
+        )?.[1],
+      );
+    const before = await restarts();
     Deno.kill(pid, "SIGKILL");
     const err = await b.message(
       (m) => m.type === "error" && m.code === "avatar_render_failed",
@@ -52,6 +59,7 @@ Deno.test("an encoder killed under a live session: avatar_render_failed (not fat
     assert.notEqual(now[0], pid);
     assert.equal(b.closeCode, null, "the socket stays open");
     assert.equal((await statusOf(s, c.session_id)).status, "active");
+    assert.equal(await restarts(), before + 1, "the restart in the metrics");
     b.close();
   }, { noFfmpegLeft: true }));
 

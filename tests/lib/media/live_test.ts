@@ -65,7 +65,7 @@ const key = () =>
 const delta = () => segment(box("traf", tfhd(1, NON_SYNC), trun(5)));
 
 Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe", () =>
-  withLiveSession((live, ws) => {
+  withLiveSession(async (live, ws) => {
     const render = capturingRender();
     live.startRendering(render);
     const sink = render.sink();
@@ -98,6 +98,10 @@ Deno.test("LiveSession drops media for a slow browser and resumes on a keyframe"
     assert.equal(live.stats.segmentsSent, 4);
     assert.equal(ws.binary.length, 5, "init + 4 segments");
     assert.equal(ws.binary.length - 1, live.stats.segmentsSent);
+    // Counted in the metrics by why: two for the full queue, one waiting for a key.
+    const text = (await live.deps.metrics.expose()).body;
+    assert.match(text, /avatar_segments_dropped_total\{reason="slow"\} 2/);
+    assert.match(text, /avatar_segments_dropped_total\{reason="keyframe"\} 1/);
   }));
 
 Deno.test("LiveSession resumes a slow browser on the keyframe, not on the audio-only segment before it", () =>
