@@ -2,14 +2,15 @@
  * What the test suite needs from outside npm, run first by `deno task test`: Chromium
  * (the browser tests drive `/usr/bin/chromium`), Janus (the SFU tests run
  * `/usr/bin/janus` from their own config), espeak-ng (the lip-sync test rebuilds the
- * viseme profiles through its library), and the rest of the browser matrix
+ * viseme profiles through its library), Prometheus' promtool (the operator's alert
+ * rules and dashboard, tests/ops/), and the rest of the browser matrix
  * (tests/e2e/matrix_*_test.ts): Firefox ESR, WebKitGTK's WebDriver and MiniBrowser on
  * an Xvfb display with GStreamer's decoders, each browser playing to a PulseAudio null
  * sink that the test records. Everything present: returns at once, no
  * package manager call. Something missing, as root with apt-get (a fresh Debian
  * machine, CI): `apt-get update` once, then `apt-get install -y` of the missing Debian
- * packages, quietly, with the janus package's own system service kept from starting and
- * disabled. Otherwise it stops with one sentence saying what to install.
+ * packages, quietly, with the packages' own system services (janus, prometheus) kept
+ * from starting and janus's disabled. Otherwise it stops with one sentence saying what to install.
  *
  * `PREREQS_ROOT` (for this script's own tests) prefixes every path it looks at.
  */
@@ -26,6 +27,12 @@ export const PREREQS: readonly Prereq[] = [
   { path: "/usr/bin/janus", pkg: "janus", name: "Janus" },
   // The lip-sync profile test rebuilds the profiles through libespeak-ng (a dependency).
   { path: "/usr/bin/espeak-ng", pkg: "espeak-ng", name: "espeak-ng" },
+  // promtool checks the alert rules, the dashboard's queries and /metrics (tests/ops/).
+  {
+    path: "/usr/bin/promtool",
+    pkg: "prometheus",
+    name: "Prometheus' promtool",
+  },
   { path: "/usr/bin/firefox-esr", pkg: "firefox-esr", name: "Firefox ESR" },
   // WebKitWebDriver; MiniBrowser comes with libwebkit2gtk-4.1-0, its dependency.
   {

@@ -76,7 +76,7 @@ done
 }
 
 /** The browser matrix's packages (Firefox, WebKitGTK, Xvfb, PulseAudio, GStreamer). */
-const MATRIX = PREREQS.slice(3);
+const MATRIX = PREREQS.slice(4);
 const ALL = PREREQS.map((p) => p.pkg).join(" ");
 
 async function touch(file: string): Promise<void> {
@@ -174,7 +174,7 @@ Deno.test("no apt-get: one sentence naming what to install", async () => {
       (err) =>
         err instanceof PrereqError &&
         err.message ===
-          "The tests need Chromium (/usr/bin/chromium), Janus (/usr/bin/janus) and espeak-ng (/usr/bin/espeak-ng), and this machine has no apt-get to install them: install them with your package manager (on Debian/Ubuntu, `sudo apt-get install -y chromium janus espeak-ng`) and run the tests again.",
+          "The tests need Chromium (/usr/bin/chromium), Janus (/usr/bin/janus), espeak-ng (/usr/bin/espeak-ng) and Prometheus' promtool (/usr/bin/promtool), and this machine has no apt-get to install them: install them with your package manager (on Debian/Ubuntu, `sudo apt-get install -y chromium janus espeak-ng prometheus`) and run the tests again.",
     );
   } finally {
     await box.close();
@@ -193,9 +193,10 @@ Deno.test("apt-get fails: one sentence, apt's output as detail, an existing poli
       ensurePrereqs({ root: box.root, uid: 0, path: box.bin, log: () => {} }),
       (err) =>
         err instanceof PrereqError &&
-        /^Installing chromium janus espeak-ng with apt-get failed/.test(
-          err.message,
-        ) &&
+        /^Installing chromium janus espeak-ng prometheus with apt-get failed/
+          .test(
+            err.message,
+          ) &&
         err.detail.includes("E: Unable to locate package janus"),
     );
     // The operator's own policy was neither replaced nor removed.
@@ -243,6 +244,12 @@ Deno.test("`deno task test` runs the script first, with the permissions it needs
 
 Deno.test("the browser matrix's tools are prerequisites: Firefox ESR, WebKitWebDriver, Xvfb, PulseAudio", () => {
   const paths = PREREQS.map((p) => p.path);
+  assert.deepEqual(PREREQS.slice(0, 4).map((p) => p.pkg), [
+    "chromium",
+    "janus",
+    "espeak-ng",
+    "prometheus",
+  ]);
   for (
     const tool of [
       FIREFOX,
