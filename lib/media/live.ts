@@ -211,6 +211,7 @@ export class LiveSession {
     const old = this.socket;
     this.socket = ws;
     if (old && old !== ws) {
+      this.deps.metrics.takeovers.inc();
       sendJson(old, {
         type: "error",
         code: "session_already_active",

@@ -29,6 +29,11 @@ import {
 } from "./presence.ts";
 import { RELAY_HEADER, relaySecrets, signRelayMark } from "./relay_mark.ts";
 
+/** A frame's size in bytes: a text frame's UTF-8 at most 3 bytes a code unit. */
+function sizeOf(frame: string | ArrayBuffer): number {
+  return typeof frame === "string" ? frame.length * 3 : frame.byteLength;
+}
+
 /** Bytes either side may have queued before the relay gives up on it (1013). */
 export const RELAY_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 /**
@@ -144,6 +149,7 @@ export function relaySocket(
   owner: string,
 ): void {
   const [secret] = relaySecrets(deps.config);
+  const relayed = deps.metrics.relayBytes;
   const headers: Record<string, string> = {};
   if (secret) {
     headers[RELAY_HEADER] = signRelayMark(secret, owner, sessionId, deps.now());
@@ -241,11 +247,10 @@ export function relaySocket(
           return;
         }
         upstream.send(frame);
+        relayed.inc({ direction: "to_holder" }, sizeOf(frame));
         return;
       }
-      const size = typeof frame === "string"
-        ? frame.length * 3
-        : frame.byteLength;
+      const size = sizeOf(frame);
       if (pendingBytes + size <= RELAY_MAX_PENDING_BYTES) {
         pending.push(frame);
         pendingBytes += size;
@@ -263,6 +268,7 @@ export function relaySocket(
     open: () => {
       upstreamOpened = true;
       for (const data of pending.splice(0)) upstream.send(data);
+      relayed.inc({ direction: "to_holder" }, pendingBytes);
       pendingBytes = 0;
     },
     message: (ev) => {
@@ -274,6 +280,10 @@ export function relaySocket(
         return;
       }
       browser.send(ev.data as string | ArrayBuffer);
+      relayed.inc(
+        { direction: "to_browser" },
+        sizeOf(ev.data as string | ArrayBuffer),
+      );
     },
     close: (ev) => {
       if (!upstreamOpened && browser.readyState === WebSocket.OPEN) {

@@ -168,6 +168,20 @@ export class AppMetrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+  /** Media sockets that took a session over from an older socket of it. */
+  readonly takeovers = new client.Counter({
+    name: "avatar_media_takeovers_total",
+    help: "Media sockets that took a session over from its older socket.",
+    registers: [this.registry],
+  });
+  /** Bytes this instance relayed for sessions another instance holds, by direction. */
+  readonly relayBytes = new client.Counter({
+    name: "avatar_relay_bytes_total",
+    help:
+      "Bytes relayed between browsers and the instance holding their session, by direction (to_holder, to_browser; text frames counted at 3 bytes a character at most).",
+    labelNames: ["direction"] as const,
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { AppDeps } from "../../../lib/deps.ts";
 import { memoryLogger } from "../../../lib/log.ts";
+import { AppMetrics } from "../../../lib/metrics/registry.ts";
 import { SOCKET_OPEN_TIMEOUT_MS } from "../../../lib/media/contain.ts";
 import {
   INBOUND_BURST_BYTES,
@@ -66,6 +67,7 @@ function frontDeps(now: () => number = Date.now): AppDeps {
     onClose: [],
     now,
     config: { nodeSecret: new TextEncoder().encode("n".repeat(32)) },
+    metrics: new AppMetrics(),
   } as unknown as AppDeps;
 }
 
@@ -101,6 +103,7 @@ async function withRelay(
     b: Browser,
     holder: ReturnType<typeof slowHolder>,
     arrived: Arrived,
+    deps: AppDeps,
   ) => Promise<void>,
   now?: () => number,
 ): Promise<void> {
@@ -109,7 +112,7 @@ async function withRelay(
   const b = new Browser(new WebSocket(`${f.base.replace("http", "ws")}/`));
   try {
     await b.opened;
-    await fn(b, holder, f.arrived);
+    await fn(b, holder, f.arrived, f.deps);
   } finally {
     b.close();
     for (const hook of f.deps.onClose) await hook();
@@ -119,7 +122,7 @@ async function withRelay(
 }
 
 Deno.test("relay holds at most RELAY_MAX_PENDING_BYTES while the holder connects", async () => {
-  await withRelay(400, async (b, holder) => {
+  await withRelay(400, async (b, holder, _arrived, deps) => {
     for (let i = 0; i < 10; i++) b.send(new Uint8Array(60 * 1024));
     await new Promise((r) => setTimeout(r, 700));
     b.send(new Uint8Array(100));
@@ -130,6 +133,14 @@ Deno.test("relay holds at most RELAY_MAX_PENDING_BYTES while the holder connects
       `${held.length} frames held`,
     );
     assert.ok(held.length >= 1);
+    // What reached the holder, held or not, is counted as relayed; nothing dropped.
+    const sent = holder.sizes.reduce((a, n) => a + n, 0);
+    assert.match(
+      (await deps.metrics.expose()).body,
+      new RegExp(
+        `avatar_relay_bytes_total\\{direction="to_holder"\\} ${sent}\n`,
+      ),
+    );
   });
 });
 

@@ -102,6 +102,10 @@ Deno.test("a takeover loop reuses the session's encoder; past the burst, 429 bef
     assert.ok((refused.body.retry_after as number) >= 1);
     const text = (await s.t.app.deps.metrics.expose()).body;
     assert.match(text, /avatar_rate_limited_total\{kind="reconnect"\} 1/);
+    assert.match(
+      text,
+      new RegExp(`^avatar_media_takeovers_total ${TAKEOVER_BURST}$`, "m"),
+    );
     // Its one start (the takeovers start nothing) in the start histograms.
     assert.match(
       text,
