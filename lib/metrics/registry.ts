@@ -182,6 +182,20 @@ export class AppMetrics {
     labelNames: ["direction"] as const,
     registers: [this.registry],
   });
+  /** Whether this instance's SFU (Janus) answered its last probe (absent: never probed). */
+  readonly sfuUp = new client.Gauge({
+    name: "avatar_sfu_up",
+    help:
+      "1 when this instance's SFU (Janus) answered its last health probe, 0 when it did not.",
+    registers: [this.registry],
+  });
+  /** Mountpoints this instance holds on its SFU. */
+  readonly sfuMountpoints = new client.Gauge({
+    name: "avatar_sfu_mountpoints",
+    help:
+      "Mountpoints this instance holds on its SFU (one per webrtc_sfu session).",
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",

@@ -40,6 +40,12 @@ export async function sfuHealthy(deps: AppDeps): Promise<boolean> {
   return await entry.inflight;
 }
 
+/** The SFU's last probed answer (true: it answered), or undefined before any probe. */
+export function lastSfuHealth(deps: AppDeps): boolean | undefined {
+  const c = cache.get(deps);
+  return c && c.at > 0 ? c.ok : undefined;
+}
+
 /** Records a failure seen elsewhere (a create that could not reach the SFU). */
 export function markSfuFailing(deps: AppDeps): void {
   cache.set(deps, { ok: false, at: deps.now() });

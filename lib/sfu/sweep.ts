@@ -28,6 +28,7 @@ import {
   type MountpointRecord,
   onThisSfu,
 } from "./mountpoints.ts";
+import { lastSfuHealth, sfuHealthy } from "./health.ts";
 
 /** How often each instance sweeps leftover mountpoints. */
 export const SWEEP_INTERVAL_MS = 10_000;
@@ -208,11 +209,19 @@ export function startSfu(deps: AppDeps): void {
       })
     );
   });
+  // The metrics: the SFU's health as last probed (each sweep probes it, cached) and
+  // this instance's live mountpoints.
+  deps.metrics.sample(() => {
+    const ok = lastSfuHealth(deps);
+    if (ok !== undefined) deps.metrics.sfuUp.set(ok ? 1 : 0);
+    deps.metrics.sfuMountpoints.set(liveOf(deps).size);
+  });
   let running = false;
   const sweep = async () => {
     if (running) return;
     running = true;
     try {
+      await sfuHealthy(deps);
       const r = await sweepMountpoints(deps);
       if (r.destroyed.length > 0) {
         deps.log.info("sfu sweep destroyed leftover mountpoints", {

@@ -10,6 +10,7 @@ import {
 } from "../../../lib/sfu/mountpoints.ts";
 import type { SfuPort } from "../../../lib/sfu/port.ts";
 import { sweepMountpoints } from "../../../lib/sfu/sweep.ts";
+import { sfuHealthy } from "../../../lib/sfu/health.ts";
 import type { TestApp } from "../../_helpers.ts";
 import {
   postCreate,
@@ -55,6 +56,16 @@ Deno.test("sweepMountpoints() destroys orphans and dead holders' mountpoints, ke
     await t.step("orphan and dead holder's are destroyed", () => {
       assert.deepEqual(r.destroyed.sort(), [deadId, orphan.id].sort());
     });
+    await t.step(
+      "the metrics: the SFU up, one mountpoint held",
+      async () => {
+        // The start's sweep probes it; this waits for that probe (or makes one).
+        assert.equal(await sfuHealthy(deps), true);
+        const text = (await deps.metrics.expose()).body;
+        assert.match(text, /^avatar_sfu_up 1$/m);
+        assert.match(text, /^avatar_sfu_mountpoints 1$/m);
+      },
+    );
     await t.step(
       "the live session's and a mountpoint not ours are kept",
       async () => {
