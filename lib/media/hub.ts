@@ -52,9 +52,17 @@ export class MediaHub implements SessionRuntime {
   start(): void {
     this.deps.metrics.sample(() => {
       let sockets = 0;
-      for (const l of this.live.values()) if (l.socket) sockets++;
-      this.deps.metrics.liveSessions.set(this.live.size);
-      this.deps.metrics.mediaSockets.set(sockets);
+      const decoders = new Map<string, number>();
+      for (const l of this.live.values()) {
+        if (l.socket) sockets++;
+        const d = l.viewer.freshDecoder();
+        if (d) decoders.set(d, (decoders.get(d) ?? 0) + 1);
+      }
+      const m = this.deps.metrics;
+      m.liveSessions.set(this.live.size);
+      m.mediaSockets.set(sockets);
+      m.viewers.reset();
+      for (const [decoder, n] of decoders) m.viewers.set({ decoder }, n);
     });
     this.deps.sessionHooks.afterCommit.push((_before, after) => {
       const rec = after as SessionRecord;

@@ -3,6 +3,7 @@
  * takeover), the conversation engine and the renderer, and the glue between them.
  */
 import type { AppDeps } from "../deps.ts";
+import { ViewerStats } from "./viewer_stats.ts";
 import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink, SpeechEvent } from "../render/port.ts";
@@ -81,6 +82,8 @@ export class LiveSession {
 
   /** The browser's frames, whichever socket carries them. */
   private readonly uplink: Uplink;
+  /** What this session's viewer reports it experiences (`client.stats`). */
+  readonly viewer: ViewerStats;
   /** On a webrtc_sfu session: the socket served fMP4 instead (`webrtc.unsupported`). */
   private fmp4Socket: WebSocket | null = null;
   /** The socket whose stream has its init segment (speech events can reach it). */
@@ -104,6 +107,7 @@ export class LiveSession {
   });
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {
+    this.viewer = new ViewerStats(deps.metrics, deps.now);
     this.uplink = new Uplink({
       sessionId,
       log: deps.log,
@@ -114,6 +118,7 @@ export class LiveSession {
       send: (msg) => this.send(msg),
       sendError: (code, fatal) => this.sendError(code, fatal),
       webrtc: (msg) => this.onWebrtc(msg),
+      viewerStats: (msg) => this.viewer.report(msg),
     });
   }
 
@@ -210,6 +215,7 @@ export class LiveSession {
   attach(ws: WebSocket, status: string): void {
     const old = this.socket;
     this.socket = ws;
+    if (old !== ws) this.viewer.newSocket();
     if (old && old !== ws) {
       this.deps.metrics.takeovers.inc();
       sendJson(old, {

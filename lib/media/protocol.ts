@@ -15,6 +15,13 @@ export const MAX_TEXT_LENGTH = 4000;
 export const MAX_SDP_LENGTH = 32 * 1024;
 export const MAX_CANDIDATE_LENGTH = 1024;
 
+/** How a browser client plays the media (`client.stats`' `decoder`). */
+export const VIEWER_DECODERS = ["webcodecs", "mse", "mms", "webrtc"] as const;
+/** A `client.stats` duration: milliseconds, at most ten minutes. */
+const viewerMs = z.number().finite().min(0).max(600_000);
+/** A `client.stats` count since the socket opened. */
+const viewerCount = z.number().int().min(0).max(1_000_000_000);
+
 export const clientMessageSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("audio.config"),
@@ -33,6 +40,19 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
   }),
   // The browser cannot play WebRTC (no RTCPeerConnection, no H.264): DECISIONS 11.
   z.object({ type: z.literal("webrtc.unsupported") }),
+  // What the viewer experiences (DECISIONS 6): every field optional and bounded.
+  z.object({
+    type: z.literal("client.stats"),
+    decoder: z.enum(VIEWER_DECODERS).optional(),
+    first_frame_ms: viewerMs.optional(),
+    stalls: viewerCount.optional(),
+    underruns: viewerCount.optional(),
+    jitter_buffer_ms: viewerMs.optional(),
+    audio_output_latency_ms: viewerMs.optional(),
+    glass_to_glass_ms_est: viewerMs.optional(),
+    frames_shown: viewerCount.optional(),
+    frames_dropped: viewerCount.optional(),
+  }),
   z.object({
     type: z.literal("webrtc.candidate"),
     candidate: z.object({

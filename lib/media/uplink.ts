@@ -22,6 +22,7 @@ import {
   type ServerMessage,
   type SocketErrorCode,
 } from "./protocol.ts";
+import type { ClientStats } from "./viewer_stats.ts";
 
 /** The counters the uplink keeps (part of the session's `LiveStats`). */
 export interface UplinkStats {
@@ -50,6 +51,8 @@ export interface UplinkSession {
   sendError(code: SocketErrorCode, fatal: boolean): void;
   /** WebRTC signalling: the session's SFU side decides what it means. */
   webrtc(msg: WebrtcMessage): void;
+  /** What the viewer experiences (`client.stats`); false: too soon, dropped. */
+  viewerStats(msg: ClientStats): boolean;
 }
 
 /** The frames one live session's browser sends, whichever socket carries them. */
@@ -142,6 +145,10 @@ export class Uplink {
       case "webrtc.answer":
       case "webrtc.candidate":
         this.session.webrtc(msg);
+        break;
+      case "client.stats":
+        // More than one a second is dropped, uncounted (DECISIONS 6).
+        this.session.viewerStats(msg);
         break;
     }
   }

@@ -196,6 +196,43 @@ export class AppMetrics {
       "Mountpoints this instance holds on its SFU (one per webrtc_sfu session).",
     registers: [this.registry],
   });
+  /** What viewers experience, from their browser clients' `client.stats` (DECISIONS 6). */
+  readonly viewerFirstFrame = new client.Histogram({
+    name: "avatar_viewer_first_frame_seconds",
+    help:
+      "Socket open → first frame shown, as viewers' browser clients report it, by decoder.",
+    labelNames: ["decoder"] as const,
+    buckets: [0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10],
+    registers: [this.registry],
+  });
+  readonly viewerGlassToGlass = new client.Histogram({
+    name: "avatar_viewer_glass_to_glass_seconds",
+    help:
+      "Viewers' browser clients' estimate of glass-to-glass latency, per report, by decoder.",
+    labelNames: ["decoder"] as const,
+    buckets: [0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2],
+    registers: [this.registry],
+  });
+  readonly viewerStalls = new client.Counter({
+    name: "avatar_viewer_stalls_total",
+    help: "Playback stalls viewers' browser clients reported, by decoder.",
+    labelNames: ["decoder"] as const,
+    registers: [this.registry],
+  });
+  readonly viewerUnderruns = new client.Counter({
+    name: "avatar_viewer_underruns_total",
+    help: "Audio underruns viewers' browser clients reported, by decoder.",
+    labelNames: ["decoder"] as const,
+    registers: [this.registry],
+  });
+  /** Sessions held here whose viewer reported in the last 15 s, by decoder. */
+  readonly viewers = new client.Gauge({
+    name: "avatar_viewers",
+    help:
+      "Sessions held here whose browser client reported client.stats in the last 15 s, by decoder.",
+    labelNames: ["decoder"] as const,
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",
