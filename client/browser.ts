@@ -14,6 +14,7 @@ import { errorText } from "./errors.ts";
 import { MicUplink } from "./mic_uplink.ts";
 import { type PlayerConfig, playerConfig } from "./player_options.ts";
 import { Redial } from "./redial.ts";
+import { ViewerReport } from "./viewer_report.ts";
 import { Playback } from "./playback.ts";
 import { TurnEvents } from "./turns.ts";
 import type {
@@ -55,6 +56,7 @@ export class AvatarPlayer extends EventTarget {
   #dialing = false;
   #done = false;
   readonly #redial: Redial;
+  readonly #report = new ViewerReport();
   #tick: ReturnType<typeof setInterval> | undefined;
   #keepalive = new Keepalive(() => this.#o.now());
   #mic = new MicUplink(() => this.#ws, (err) =>
@@ -94,7 +96,7 @@ export class AvatarPlayer extends EventTarget {
         this.#emit("error", { code, fatal: false, message }),
       onAutoplayBlocked: () =>
         this.#emit("error", { code: "autoplay_blocked", fatal: false }),
-      onPlaying: () => this.#redial.playing(),
+      onPlaying: () => (this.#redial.playing(), this.#report.playing()),
       // A new socket takes the session over and gets a fresh offer.
       onFailed: () => this.#dropSocket(),
       onSpeaking: (d) => this.#emit("speaking", d),
@@ -204,6 +206,7 @@ export class AvatarPlayer extends EventTarget {
     if (this.#endWait !== undefined) this.#finish(null, null);
     this.#redial.cancel();
     clearInterval(this.#tick);
+    this.#sendReport();
     removeEventListener("online", this.#onWake);
     document.removeEventListener("visibilitychange", this.#onWake);
     this.#ws?.close(1000);
@@ -249,6 +252,7 @@ export class AvatarPlayer extends EventTarget {
         this.#ws?.close(1000);
         this.#ws = ws;
         this.#keepalive.opened();
+        this.#report.opened();
         this.#setState("open");
         this.#mic.sendConfig();
         resolve();
@@ -383,6 +387,7 @@ export class AvatarPlayer extends EventTarget {
 
   #onTick(): void {
     this.#media.tick(this.state === "open");
+    if (this.#report.due()) this.#sendReport();
     const due = this.#keepalive.check(this.#ws !== null);
     if (due === "dead" && this.#ws) {
       // No pong: the socket is dead without knowing it (slept tab, dropped network).
@@ -399,6 +404,12 @@ export class AvatarPlayer extends EventTarget {
     this.#ws = null;
     stale.close(4002);
     this.#onClosed(1006);
+  }
+
+  /** What this viewer experienced so far, to the service (client/viewer_report.ts). */
+  #sendReport(): void {
+    if (this.#ws?.readyState !== WebSocket.OPEN) return;
+    this.#ws.send(JSON.stringify(this.#report.message(this.stats)));
   }
 
   #sendJson(msg: Record<string, unknown>): void {

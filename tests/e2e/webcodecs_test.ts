@@ -105,6 +105,23 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
           b.framesDrawn - a.framesDrawn > 30,
           `${b.framesDrawn - a.framesDrawn} frames drawn`,
         );
+        // The page told the service what its viewer saw (client.stats): its first
+        // frame, in the service's metrics.
+        const metrics = stack.service.app.deps.metrics;
+        const deadline = Date.now() + 10_000;
+        let text = "";
+        while (Date.now() < deadline) {
+          text = (await metrics.expose()).body;
+          if (
+            /avatar_viewer_first_frame_seconds_count\{decoder="webcodecs"\} 1\n/
+              .test(text)
+          ) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.match(
+          text,
+          /avatar_viewer_first_frame_seconds_count\{decoder="webcodecs"\} 1\n/,
+        );
       },
     );
 

@@ -1,0 +1,94 @@
+/**
+ * The browser client's `client.stats` reports (client/viewer_report.ts): every 5 s, soon
+ * after the first frame, never closer than the service takes them, with only what the
+ * player measured for its decoder.
+ */
+import assert from "node:assert/strict";
+import {
+  REPORT_EVERY_MS,
+  REPORT_MIN_GAP_MS,
+  ViewerReport,
+} from "../../client/viewer_report.ts";
+import type { PlayerStats } from "../../client/player_types.ts";
+import { NO_WEBCODECS } from "../../client/webcodecs/player.ts";
+
+const base: PlayerStats = {
+  streams: 1,
+  segmentsAppended: 0,
+  segmentsDropped: 0,
+  liveEdgeJumps: 0,
+  gapSkips: 2,
+  micFramesSent: 0,
+  reconnects: 0,
+  rtc: {
+    peerConnections: 0,
+    framesDecoded: 0,
+    audioPacketsReceived: 0,
+    playoutDelayMs: 0,
+  },
+  decoder: "webcodecs",
+  webcodecs: {
+    ...NO_WEBCODECS,
+    underruns: 3,
+    latencyMs: 41.6,
+    framesDrawn: 250,
+    framesSkipped: 4,
+  },
+};
+
+Deno.test("ViewerReport: due every 5 s, soon after the first frame, never within the service's second", () => {
+  let now = 0;
+  const r = new ViewerReport(() => now);
+  r.opened();
+  assert.equal(r.due(), true, "the first at once");
+  now += 300;
+  r.playing();
+  assert.equal(r.due(), false, "the first frame's waits for the gap");
+  now = REPORT_MIN_GAP_MS;
+  assert.equal(r.due(), true, "then goes out");
+  now += REPORT_MIN_GAP_MS;
+  r.playing(); // not the first frame any more: no news
+  assert.equal(r.due(), false);
+  now = REPORT_MIN_GAP_MS + REPORT_EVERY_MS;
+  assert.equal(r.due(), true, "every 5 s");
+  assert.deepEqual(r.message(base), {
+    type: "client.stats",
+    decoder: "webcodecs",
+    first_frame_ms: 300,
+    underruns: 3,
+    jitter_buffer_ms: 42,
+    frames_shown: 250,
+    frames_dropped: 4,
+  });
+});
+
+Deno.test("ViewerReport: each decoder reports what it measures; a new socket times its own first frame", () => {
+  let now = 0;
+  const r = new ViewerReport(() => now);
+  assert.deepEqual(r.message({ ...base, decoder: null }), {
+    type: "client.stats",
+  });
+  r.opened();
+  now = 700;
+  r.playing();
+  assert.deepEqual(r.message({ ...base, decoder: "mse" }), {
+    type: "client.stats",
+    decoder: "mse",
+    first_frame_ms: 700,
+    stalls: 2,
+  });
+  r.opened();
+  assert.deepEqual(
+    r.message({
+      ...base,
+      decoder: "webrtc",
+      rtc: { ...base.rtc, framesDecoded: 90, playoutDelayMs: 33.3 },
+    }),
+    {
+      type: "client.stats",
+      decoder: "webrtc",
+      jitter_buffer_ms: 33,
+      frames_shown: 90,
+    },
+  );
+});
