@@ -96,3 +96,45 @@ export function formatShortTime(
 export function shortInstanceId(id: string): string {
   return id.slice(0, 8);
 }
+
+/** A viewer's `client.stats` report, as the session page shows it. */
+export interface ViewerStatsView {
+  stats: {
+    decoder?: string;
+    first_frame_ms?: number;
+    jitter_buffer_ms?: number;
+    glass_to_glass_ms_est?: number;
+    stalls?: number;
+    underruns?: number;
+    frames_shown?: number;
+    frames_dropped?: number;
+  };
+  at: number;
+}
+
+/**
+ * One line of what the viewer's browser client last reported: `webcodecs · first frame
+ * 140 ms · jitter buffer 42 ms · 3 underruns · 250 frames shown, 4 dropped · 5 s ago`.
+ */
+export function viewerStatsText(v: ViewerStatsView, now: number): string {
+  const s = v.stats, parts = [s.decoder ?? "decoder not said"];
+  if (s.first_frame_ms !== undefined) {
+    parts.push(`first frame ${Math.round(s.first_frame_ms)} ms`);
+  }
+  if (s.glass_to_glass_ms_est !== undefined) {
+    parts.push(`glass to glass ~${Math.round(s.glass_to_glass_ms_est)} ms`);
+  }
+  if (s.jitter_buffer_ms !== undefined) {
+    parts.push(`jitter buffer ${Math.round(s.jitter_buffer_ms)} ms`);
+  }
+  if (s.stalls !== undefined) parts.push(`${s.stalls} stalls`);
+  if (s.underruns !== undefined) parts.push(`${s.underruns} underruns`);
+  if (s.frames_shown !== undefined) {
+    parts.push(
+      `${s.frames_shown} frames shown` +
+        (s.frames_dropped !== undefined ? `, ${s.frames_dropped} dropped` : ""),
+    );
+  }
+  parts.push(`${Math.max(0, Math.round((now - v.at) / 1000))} s ago`);
+  return parts.join(" · ");
+}

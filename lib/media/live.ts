@@ -3,7 +3,7 @@
  * takeover), the conversation engine and the renderer, and the glue between them.
  */
 import type { AppDeps } from "../deps.ts";
-import { ViewerStats } from "./viewer_stats.ts";
+import { persistViewerStats, ViewerStats } from "./viewer_stats.ts";
 import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
 import type { RenderSession, RenderSink, SpeechEvent } from "../render/port.ts";
@@ -107,7 +107,11 @@ export class LiveSession {
   });
 
   constructor(readonly deps: AppDeps, readonly sessionId: string) {
-    this.viewer = new ViewerStats(deps.metrics, deps.now);
+    this.viewer = new ViewerStats(
+      deps.metrics,
+      deps.now,
+      persistViewerStats(deps, sessionId),
+    );
     this.uplink = new Uplink({
       sessionId,
       log: deps.log,

@@ -3,7 +3,8 @@
  * actions. Ending calls the same lib function as POST /v1/sessions/{id}/end (with the
  * session's own tenant), so the rules (only `active` ends, 409s) are the API's. Another
  * tenant's session is "not found" to a tenant administrator. The operator also sees which
- * instance holds the session; a tenant administrator sees no infrastructure.
+ * instance holds the session; a tenant administrator sees no infrastructure. Both see
+ * what the viewer's browser client last reported (`client.stats`, kept in KV briefly).
  */
 import {
   ConfirmAction,
@@ -22,6 +23,7 @@ import {
   isLive,
   sessionDuration,
   sessionHref,
+  viewerStatsText,
 } from "../../../lib/console/format.ts";
 import { redirect } from "../../../lib/console/http.ts";
 import { readAdministeredSession, toRow } from "../../../lib/console/live.ts";
@@ -38,6 +40,10 @@ import {
   readMountpointRecord,
 } from "../../../lib/sfu/mod.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
+import {
+  readViewerStats,
+  type ViewerReport,
+} from "../../../lib/media/viewer_stats.ts";
 import { sessionHolder } from "../../../lib/nodes/registry.ts";
 import {
   endSession,
@@ -49,6 +55,8 @@ interface DetailData {
   session: SessionRecord;
   /** A webrtc_sfu session's mountpoint record (its viewer state). */
   sfu?: MountpointRecord | null;
+  /** What its viewer's browser client last reported (`client.stats`), if recently. */
+  viewer?: ViewerReport | null;
   /** The instance holding it (its `owner`): the operator's only. */
   holder?: Awaited<ReturnType<typeof sessionHolder>>;
   notice?: string;
@@ -107,6 +115,7 @@ export const handler = {
         ? await readMountpointRecord(ctx.deps, session.session_id)
         : undefined,
       holder: await sessionHolder(ctx.deps, requireAdmin(ctx), session.owner),
+      viewer: await readViewerStats(ctx.deps, session.session_id),
       notice: ended ? `Session ended: ${session.status}.` : undefined,
     });
   },
@@ -240,6 +249,12 @@ export default function SessionPage(
                 </dd>
               </>
             )}
+            <dt>Viewer</dt>
+            <dd data-testid="viewer-stats">
+              {data.viewer
+                ? viewerStatsText(data.viewer, now)
+                : <span class="muted">no report in the last 2 minutes</span>}
+            </dd>
             {data.holder && (
               <>
                 <dt>Instance</dt>
