@@ -1,6 +1,7 @@
 /**
  * Builds the app: the request handler over the route manifest, for `main.ts` and tests.
  */
+import { annotate } from "./lib/metrics/tracing.ts";
 import type { AppDeps, DepsOptions } from "./lib/deps.ts";
 import { closeDeps, createDeps } from "./lib/wire.ts";
 import { ApiError, errorResponse, toApiError } from "./lib/api/errors.ts";
@@ -75,6 +76,8 @@ export async function createApp(
       startedAt: performance.now(),
       headers: new ResponseHeaders(),
     };
+    // The request's id on its trace (Deno's HTTP server span, with OTEL_DENO=true).
+    annotate({ request_id: state.requestId });
     const isApi = pathname.startsWith("/v1/") || pathname === "/v1";
     const ctx = new RequestContext(req, state, deps, remoteAddrOf(info), url);
 

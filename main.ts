@@ -104,6 +104,13 @@ function serve(): Deno.HttpServer {
           `  error doc links: doc_url points at the documented default ${DEFAULT_DOCS_BASE_URL}; set DOCS_BASE_URL, or an https PUBLIC_URL, to point it at this service's /docs`,
         );
       }
+      if (Deno.env.get("OTEL_DENO") === "true") {
+        // Deno's own HTTP spans record url.full and url.query: a media socket's
+        // token, a webhook URL's query. The service cannot edit those spans.
+        log.warn(
+          "traces on (OTEL_DENO=true): Deno's own HTTP spans carry url.full and url.query, which hold media tokens; delete those attributes in your collector (docs/operations.md#traces)",
+        );
+      }
       if (!config.adminApiKey) {
         console.log(
           "  first admin credential: mint one with `npx --yes deno@2.9.6 task keys create --tenant admin --scopes keys:admin,sessions:read,sessions:write`, or set ADMIN_API_KEY",

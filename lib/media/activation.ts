@@ -2,6 +2,8 @@
  * Activation of a live session: created → activating → active (or → failed), the engine
  * and the renderer started together and bounded by START_TIMEOUT_MS.
  */
+import { type Span, SpanStatusCode } from "@opentelemetry/api";
+import { inSpan } from "../metrics/tracing.ts";
 import { PHOTO_OWN_BG } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
 import type { EngineFactory } from "../providers/port.ts";
@@ -28,10 +30,27 @@ export interface ActivationHost {
 }
 
 /** created → activating → active (or → failed), bounded by START_TIMEOUT_MS. */
-export async function activate(
+export function activate(
   host: ActivationHost,
   live: LiveSession,
   session: SessionRecord,
+): Promise<void> {
+  // The first socket's start as a span: engine connected and init sent as its events.
+  return inSpan(
+    "session.activate",
+    {
+      "session.id": session.session_id,
+      "session.transport": session.transport,
+    },
+    (span) => start(host, live, session, span),
+  );
+}
+
+async function start(
+  host: ActivationHost,
+  live: LiveSession,
+  session: SessionRecord,
+  span: Span,
 ): Promise<void> {
   const id = session.session_id;
   const deps = host.deps;
@@ -66,7 +85,9 @@ export async function activate(
   const timer = setTimeout(() => ac.abort(), deps.config.startTimeoutMs);
   let markReady!: () => void;
   const ready = new Promise<void>((r) => markReady = r);
-  const initSent = new Promise<void>((r) => live.onInitSent = r);
+  const initSent = new Promise<void>((r) =>
+    live.onInitSent = () => (span.addEvent("media.init_sent"), r())
+  );
   const aborted = new Promise<never>((_, reject) =>
     ac.signal.addEventListener(
       "abort",
@@ -77,11 +98,13 @@ export async function activate(
   // rejection (that would end the process).
   aborted.catch(() => {});
   const t0 = deps.now();
-  const connected = (result: "ok" | "error") =>
+  const connected = (result: "ok" | "error") => {
+    span.addEvent(`engine.${result === "ok" ? "connected" : "failed"}`);
     deps.metrics.engineConnect.observe(
       { provider: session.provider_type, result },
       (deps.now() - t0) / 1000,
     );
+  };
   const starting = Promise.allSettled([
     host.options.engineFactoryFor(session.provider_type)({
       sessionId: id,
@@ -142,6 +165,10 @@ export async function activate(
       );
     }
   } catch (err) {
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: "activation failed",
+    });
     deps.log.warn("session activation failed", {
       session_id: id,
       reason: err instanceof Error ? err.message : String(err),

@@ -5,6 +5,8 @@
  * frees the slot, zeroes the credentials and releases the idempotency claim. On a
  * control plane, everything after the idempotency claim runs on a media node.
  */
+import type { Span } from "@opentelemetry/api";
+import { inSpan } from "../metrics/tracing.ts";
 import {
   DEFAULT_AVATAR_ID,
   DEFAULT_BG_ID,
@@ -171,17 +173,33 @@ async function withStartTimeout<T>(
  * (`deps.handOff`: a control plane hands the start work to a media node), the other
  * instance's refusals are these same errors.
  */
-export async function createSession(
+export function createSession(
   deps: AppDeps,
   request: CreateSessionRequest,
 ): Promise<CreateSessionResult> {
+  return inSpan(
+    "session.create",
+    { "session.hand_off": deps.handOff !== null },
+    (span) => create(deps, request, span),
+  );
+}
+
+async function create(
+  deps: AppDeps,
+  request: CreateSessionRequest,
+  span: Span,
+): Promise<CreateSessionResult> {
   // What the body and the catalog can tell is answered before anything is claimed;
   // the rest depends on the config of the instance that starts the session.
-  const input = parseCreateSession(request.body);
   const handOff = deps.handOff;
-  if (!handOff) checkProviderTargets(deps, input);
-  await resolveAvatar(deps, request.tenantId, input.avatar_config);
-  requireTokenSecret(deps);
+  const input = await inSpan("session.validate", {}, async () => {
+    const input = parseCreateSession(request.body);
+    if (!handOff) checkProviderTargets(deps, input);
+    await resolveAvatar(deps, request.tenantId, input.avatar_config);
+    requireTokenSecret(deps);
+    return input;
+  });
+  span.setAttribute("session.provider_type", input.provider_type);
 
   // The request's store time, shared by its KV operations (KV_TIMEOUT_MS in all).
   const kvBudget = new KvBudget();
@@ -208,6 +226,7 @@ export async function createSession(
   }
 
   const sessionId = `session:${ulid(deps.now())}`;
+  span.setAttribute("session.id", sessionId);
   let done = false;
   try {
     let record: SessionRecord | null;
@@ -220,13 +239,15 @@ export async function createSession(
         kvBudget,
       });
     } else {
-      await handOff(deps, {
-        tenantId: request.tenantId,
-        body: request.body,
-        sessionId,
-        idempotencyKey: request.idempotencyKey,
-        claim,
-      });
+      // Its fetch carries the trace to the node: one trace, both instances.
+      await inSpan("session.hand_off", {}, () =>
+        handOff(deps, {
+          tenantId: request.tenantId,
+          body: request.body,
+          sessionId,
+          idempotencyKey: request.idempotencyKey,
+          claim,
+        }));
       done = true; // committed by the node, with the claim
       record = await readSession(deps, sessionId);
       if (!record) {
@@ -285,45 +306,53 @@ export async function startSession(
   const kvBudget = request.kvBudget ?? new KvBudget();
   let committed = false;
   try {
-    const [counter, settings] = await kvTry(
-      () =>
-        deps.kv.getMany([
-          tenantOpenSessionsKey(request.tenantId),
-          tenantSettingsKey(request.tenantId),
-        ]),
-      kvBudget,
-    );
-    const limit = concurrencyLimit(
-      deps,
-      settings.value as TenantSettings | null,
-    );
-    if (counterValue(counter) >= limit) throw concurrencyError(limit);
-    const refused = deps.renderSlots.reserve(sessionId, request.tenantId);
-    if (refused) {
-      throw new ApiError(
-        "AVTR_RENDER_CAPACITY",
-        refused === "full"
-          ? "No render capacity is free right now"
-          : "Your tenant's sessions not yet connected hold their share of the render capacity; connect or end them first",
-        { retryAfter: deps.renderSlots.retryAfterS() },
+    const limit = await inSpan("session.reserve", {}, async () => {
+      const [counter, settings] = await kvTry(
+        () =>
+          deps.kv.getMany([
+            tenantOpenSessionsKey(request.tenantId),
+            tenantSettingsKey(request.tenantId),
+          ]),
+        kvBudget,
       );
-    }
-    const creds = await withStartTimeout(deps, async (signal) => {
-      const creds = await preflightProvider(
+      const limit = concurrencyLimit(
         deps,
-        credentialsOf(input),
-        signal,
+        settings.value as TenantSettings | null,
       );
-      if (transport === "webrtc_sfu") {
-        transport = await openSessionMountpoint(
-          deps,
-          sessionId,
-          input.transport,
-          signal,
+      if (counterValue(counter) >= limit) throw concurrencyError(limit);
+      const refused = deps.renderSlots.reserve(sessionId, request.tenantId);
+      if (refused) {
+        throw new ApiError(
+          "AVTR_RENDER_CAPACITY",
+          refused === "full"
+            ? "No render capacity is free right now"
+            : "Your tenant's sessions not yet connected hold their share of the render capacity; connect or end them first",
+          { retryAfter: deps.renderSlots.retryAfterS() },
         );
       }
-      return creds;
+      return limit;
     });
+    const creds = await inSpan(
+      "session.preflight",
+      {},
+      () =>
+        withStartTimeout(deps, async (signal) => {
+          const creds = await preflightProvider(
+            deps,
+            credentialsOf(input),
+            signal,
+          );
+          if (transport === "webrtc_sfu") {
+            transport = await openSessionMountpoint(
+              deps,
+              sessionId,
+              input.transport,
+              signal,
+            );
+          }
+          return creds;
+        }),
+    );
     deps.vault.put(sessionId, creds);
     const now = deps.now();
     const record: SessionRecord = {
@@ -343,19 +372,20 @@ export async function startSession(
       timeline: [{ status: "created", at: now }],
     };
     const held = request.claim;
-    await insertSession(
-      deps,
-      record,
-      limit,
-      held
-        ? {
-          check: held.key,
-          versionstamp: held.versionstamp,
-          apply: (op) => completeIdempotent(deps, op, held, sessionId),
-        }
-        : undefined,
-      kvBudget,
-    );
+    await inSpan("session.commit", {}, () =>
+      insertSession(
+        deps,
+        record,
+        limit,
+        held
+          ? {
+            check: held.key,
+            versionstamp: held.versionstamp,
+            apply: (op) => completeIdempotent(deps, op, held, sessionId),
+          }
+          : undefined,
+        kvBudget,
+      ));
     committed = true;
     deps.log.info("session created", {
       session_id: sessionId,
