@@ -27,7 +27,8 @@ export const PREREQS: readonly Prereq[] = [
   { path: "/usr/bin/janus", pkg: "janus", name: "Janus" },
   // The lip-sync profile test rebuilds the profiles through libespeak-ng (a dependency).
   { path: "/usr/bin/espeak-ng", pkg: "espeak-ng", name: "espeak-ng" },
-  // promtool checks the alert rules, the dashboard's queries and /metrics (tests/ops/).
+  // A real Prometheus scrapes the service; promtool checks the alert rules, the
+  // dashboard's queries and /metrics (tests/ops/). Both ship in one package.
   {
     path: "/usr/bin/promtool",
     pkg: "prometheus",
