@@ -36,10 +36,9 @@ export {
   createSession,
   type CreateSessionRequest,
   type CreateSessionResult,
-  credentialsOf,
-  resolveAvatar,
   startSession,
 } from "./sessions/create.ts";
+export { credentialsOf, resolveAvatar } from "./sessions/create_input.ts";
 export { resolveTransport } from "./sessions/transport.ts";
 export { endConflict, endSession, endWithWarning } from "./sessions/end.ts";
 export {
