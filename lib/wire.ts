@@ -10,6 +10,7 @@ import { loadConfig } from "./config.ts";
 import { createLogger } from "./log.ts";
 import { idleRuntime } from "./runtime.ts";
 import { openKv, openReadKv } from "./kv/store.ts";
+import { meteredKv } from "./kv/metered.ts";
 import { CredentialVault } from "./vault.ts";
 import { RenderSlots } from "./render/slots.ts";
 import { createJanusSfu, sfuIdentity } from "./sfu/mod.ts";
@@ -20,15 +21,18 @@ import { countSessions } from "./sessions/metrics.ts";
 /** Builds the shared dependencies; the caller owns `closeDeps()`. */
 export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
   const config = options.config ?? loadConfig(options.env ?? {});
-  const kv = options.kv ?? await openKv(config.kvPath);
-  const readKv = options.kv ? kv : await openReadKv(config.kvPath, kv);
+  const metrics = new AppMetrics();
+  // Every KV operation counted and timed (its metrics and the sizing figures).
+  const rawKv = options.kv ?? await openKv(config.kvPath);
+  const rawReadKv = options.kv ? rawKv : await openReadKv(config.kvPath, rawKv);
+  const kv = meteredKv(rawKv, metrics);
+  const readKv = rawReadKv === rawKv ? kv : meteredKv(rawReadKv, metrics);
   const now = options.now ?? Date.now;
   const log = options.log ?? createLogger(undefined, now);
   const renderSlots = new RenderSlots(config.renderMaxSessions, {
     reservationMs: config.renderReservationS * 1000,
     now,
   });
-  const metrics = new AppMetrics();
   metrics.sample(() => {
     const used = renderSlots.inUse;
     metrics.renderSlots.set({ state: "used" }, used);

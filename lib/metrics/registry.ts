@@ -233,6 +233,21 @@ export class AppMetrics {
     labelNames: ["decoder"] as const,
     registers: [this.registry],
   });
+  /** KV operations, by kind, the first part of their key and result (lib/kv/metered.ts). */
+  readonly kvOps = new client.Counter({
+    name: "avatar_kv_operations_total",
+    help:
+      "KV operations by kind (get, get_many, set, delete, list, commit), the first part of their key, and result (ok, error, conflict).",
+    labelNames: ["op", "prefix", "result"] as const,
+    registers: [this.registry],
+  });
+  readonly kvLatency = new client.Histogram({
+    name: "avatar_kv_operation_duration_seconds",
+    help: "Time a KV operation took, by kind.",
+    labelNames: ["op"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
   /** The process's resident memory and V8 heap (bytes). */
   readonly memory = new client.Gauge({
     name: "avatar_process_memory_bytes",
@@ -287,6 +302,34 @@ export class AppMetrics {
     {
       count: client.Counter.Internal;
       time: client.Histogram.Internal<"route" | "method">;
+    }
+  >();
+
+  /** One KV operation (lib/kv/metered.ts's `KvMeter`): label children kept. */
+  kvOp(
+    op: string,
+    prefix: string,
+    result: string,
+    seconds: number | null,
+  ): void {
+    const key = `${op} ${prefix} ${result}`;
+    let c = this.#kvChildren.get(key);
+    if (!c) {
+      c = {
+        count: this.kvOps.labels(op, prefix, result),
+        time: this.kvLatency.labels(op),
+      };
+      this.#kvChildren.set(key, c);
+    }
+    c.count.inc();
+    if (seconds !== null) c.time.observe(seconds);
+  }
+
+  readonly #kvChildren = new Map<
+    string,
+    {
+      count: client.Counter.Internal;
+      time: client.Histogram.Internal<"op">;
     }
   >();
 

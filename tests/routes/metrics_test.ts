@@ -89,6 +89,15 @@ Deno.test("/metrics counts requests by route template, and names no session", as
       /avatar_http_request_duration_seconds_bucket\{le="0\.1",route="\/v1\/sessions"/,
     );
     assert.match(text, /avatar_render_slots\{state="free"\} \d+/);
+    // The create's and the read's KV operations, by kind and key prefix.
+    assert.match(
+      text,
+      /avatar_kv_operations_total\{op="commit",prefix="[a-z_]+",result="ok"\} \d+/,
+    );
+    assert.match(
+      text,
+      /avatar_kv_operation_duration_seconds_count\{op="get_many"\} \d+/,
+    );
     assert.match(text, /avatar_process_memory_bytes\{kind="rss"\} \d+/);
     assert.ok(!text.includes(session_id), "no session id in the metrics");
     assert.ok(!text.includes(TOKEN), "no token in the metrics");
