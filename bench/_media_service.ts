@@ -5,6 +5,7 @@
  */
 import { ensureIslandsBuilt } from "../lib/console/bundle.ts";
 import { sleep } from "./_media_lib.ts";
+import { METRICS_TOKEN } from "./_kv_sizing.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 /** The test TLS fixtures (CA, localhost certificate and key). */
@@ -95,6 +96,7 @@ export async function startService(
       ALLOW_PRIVATE_NETWORK_TARGETS: "true",
       END_CLEANUP_TIMEOUT_MS: "5000",
       DENO_CERT: `${TLS}ca.crt`,
+      METRICS_TOKEN,
       ...extraEnv,
     },
     stdin: "null",

@@ -54,6 +54,8 @@ export interface StepResult {
   holes: number;
   errors: string[];
   behind: boolean;
+  /** KV operations per session-minute over the step, by kind and key prefix. */
+  kv?: Array<{ op: string; prefix: string; per_session_minute: number }>;
 }
 
 const pct = (cpuSeconds: number, wallMs: number) =>

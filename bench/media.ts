@@ -25,6 +25,7 @@
  * `ava`, 384×384; `ava-hd` for 512×512; `photo`: the test portrait uploaded as a photo
  * avatar with `deno task avatars add` into the bench's KV, 512×512, DECISIONS 12).
  */
+import { kvCounts, perSessionMinute } from "./_kv_sizing.ts";
 import { startExampleEngine } from "../scripts/example_engine.ts";
 import {
   loadavg,
@@ -172,6 +173,7 @@ async function main(): Promise<void> {
         break;
       }
       const windowMs = Number(opt("window", n <= 4 ? "25" : "15")) * 1000;
+      const kv0 = await kvCounts(svc.base), t0 = performance.now();
       const r = await runStep(
         svc,
         engine.url,
@@ -180,6 +182,12 @@ async function main(): Promise<void> {
         windowMs,
         baselineKiB,
         avatarId,
+      );
+      r.kv = perSessionMinute(
+        kv0,
+        await kvCounts(svc.base),
+        n,
+        performance.now() - t0,
       );
       results.push(r);
       console.log(row(r));
@@ -194,6 +202,11 @@ async function main(): Promise<void> {
         bisected = true;
         queue.push(mid);
       }
+    }
+    for (const r of results) {
+      const top = (r.kv ?? []).slice(0, 8)
+        .map((k) => `${k.op} ${k.prefix} ${k.per_session_minute}`);
+      console.log(`KV ops per session-minute at N=${r.n}: ${top.join(", ")}`);
     }
     await sleep(1000);
     const after = await sampleTree(svc.child.pid);
