@@ -3,8 +3,8 @@
  * the player every `REPORT_EVERY_MS` while its socket is open, and once when it closes.
  * Only what the player measures: the decoder in use, socket open → first frame shown,
  * stalls (MediaSource playheads stuck at a hole), audio underruns (WebCodecs), the audio
- * queued ahead of the ear (WebCodecs) or WebRTC's playout delay, frames shown and
- * dropped. No estimate the player cannot make (glass to glass) is sent.
+ * queued ahead of the ear (WebCodecs) or WebRTC's playout delay, the audio output's
+ * latency (WebCodecs' AudioContext), frames shown and dropped. No estimate the player cannot make (glass to glass) is sent.
  */
 import type { PlayerStats } from "./player_types.ts";
 
@@ -61,6 +61,7 @@ export class ViewerReport {
     if (s.decoder === "webcodecs") {
       msg.underruns = s.webcodecs.underruns;
       msg.jitter_buffer_ms = Math.round(s.webcodecs.latencyMs);
+      msg.audio_output_latency_ms = Math.round(s.webcodecs.outputLatencyMs);
       msg.frames_shown = s.webcodecs.framesDrawn;
       msg.frames_dropped = s.webcodecs.framesSkipped;
     }

@@ -103,6 +103,7 @@ export interface ViewerStatsView {
     decoder?: string;
     first_frame_ms?: number;
     jitter_buffer_ms?: number;
+    audio_output_latency_ms?: number;
     glass_to_glass_ms_est?: number;
     stalls?: number;
     underruns?: number;
@@ -126,6 +127,9 @@ export function viewerStatsText(v: ViewerStatsView, now: number): string {
   }
   if (s.jitter_buffer_ms !== undefined) {
     parts.push(`jitter buffer ${Math.round(s.jitter_buffer_ms)} ms`);
+  }
+  if (s.audio_output_latency_ms !== undefined) {
+    parts.push(`audio output ${Math.round(s.audio_output_latency_ms)} ms`);
   }
   if (s.stalls !== undefined) parts.push(`${s.stalls} stalls`);
   if (s.underruns !== undefined) parts.push(`${s.underruns} underruns`);

@@ -31,6 +31,7 @@ const base: PlayerStats = {
     ...NO_WEBCODECS,
     underruns: 3,
     latencyMs: 41.6,
+    outputLatencyMs: 10.4,
     framesDrawn: 250,
     framesSkipped: 4,
   },
@@ -57,6 +58,7 @@ Deno.test("ViewerReport: due every 5 s, soon after the first frame, never within
     first_frame_ms: 300,
     underruns: 3,
     jitter_buffer_ms: 42,
+    audio_output_latency_ms: 10,
     frames_shown: 250,
     frames_dropped: 4,
   });
