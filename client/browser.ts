@@ -15,6 +15,8 @@ import { MicUplink } from "./mic_uplink.ts";
 import { type PlayerConfig, playerConfig } from "./player_options.ts";
 import { Redial } from "./redial.ts";
 import { ViewerReport } from "./viewer_report.ts";
+import { openMediaSocket } from "./socket.ts";
+import { routeServerText } from "./server_text.ts";
 import { Playback } from "./playback.ts";
 import { TurnEvents } from "./turns.ts";
 import type {
@@ -241,78 +243,53 @@ export class AvatarPlayer extends EventTarget {
   }
 
   #dial(): Promise<void> {
-    const url = mediaSocketUrl(this.#o, this.#token.value);
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url);
-      ws.binaryType = "arraybuffer";
-      let opened = false;
-      ws.onopen = () => {
-        if (this.#closing) return ws.close(1000);
-        opened = true;
+    return openMediaSocket(mediaSocketUrl(this.#o, this.#token.value), {
+      open: (ws) => {
+        if (this.#closing) return false;
         this.#ws?.close(1000);
         this.#ws = ws;
         this.#keepalive.opened();
         this.#report.opened();
         this.#setState("open");
         this.#mic.sendConfig();
-        resolve();
-      };
-      ws.onmessage = (e) => {
+        return true;
+      },
+      text: (ws, data) => ws === this.#ws && this.#onText(data),
+      binary: (ws, data) => ws === this.#ws && this.#media.segment(data),
+      closed: (ws, code) => {
         if (ws !== this.#ws) return;
-        if (typeof e.data === "string") this.#onText(e.data);
-        else this.#media.segment(e.data as ArrayBuffer);
-      };
-      ws.onclose = (e) => {
-        if (!opened) {
-          reject(
-            new Error(`The media socket closed before it opened (${e.code})`),
-          );
-        } else if (ws === this.#ws) {
-          if (e.code === CLOSE_TAKEN_OVER) this.#takenOver();
-          this.#onClosed(e.code);
-        }
-      };
+        if (code === CLOSE_TAKEN_OVER) this.#takenOver();
+        this.#onClosed(code);
+      },
     });
   }
 
   #onText(data: string): void {
-    const msg = decodeServerMessage(data);
-    switch (msg?.type) {
-      case "session.state":
-        this.status = msg.status;
-        this.#emit("state", { state: this.state, status: this.status });
-        break;
-      case "error":
-        if (msg.stop === "taken_over") {
-          this.#takenOver();
-          break;
-        }
-        // The session is over, or this browser cannot play it (a fatal
-        // `unsupported_media`): do not reconnect.
-        if (msg.stop || msg.fatal) this.#closing = true;
-        this.#emit("error", { code: msg.code, fatal: msg.fatal });
-        // Its status and reason follow in `session.ended`, when the server knows them.
-        if (msg.stop !== "session_over") break;
+    routeServerText(data, {
+      state: (status) => {
+        this.status = status;
+        this.#emit("state", { state: this.state, status });
+      },
+      takenOver: () => this.#takenOver(),
+      error: (code, fatal, stop) => {
+        if (stop) this.#closing = true;
+        this.#emit("error", { code, fatal });
+      },
+      // Its status and reason follow in `session.ended`, when the server knows them.
+      endedSoon: () =>
         this.#endWait ??= setTimeout(
           () => this.#finish(null, null),
           ENDED_WAIT_MS,
-        );
-        break;
-      case "session.ended":
+        ),
+      ended: (status, reason) => {
         this.#closing = true;
-        this.status = msg.status;
-        this.#finish(this.status, msg.reason);
-        break;
-      case "pong":
-        this.#keepalive.ponged();
-        break;
-      default:
-        // A transcript is a `transcript` event now and a `caption` when heard.
-        if (msg) {
-          this.#turns.handle(msg);
-          this.#media.handle(msg);
-        }
-    }
+        this.status = status;
+        this.#finish(status, reason);
+      },
+      pong: () => this.#keepalive.ponged(),
+      // A transcript is a `transcript` event now and a `caption` when heard.
+      other: (msg) => (this.#turns.handle(msg), this.#media.handle(msg)),
+    });
   }
 
   /**
