@@ -122,3 +122,31 @@ Deno.test("a write kvTry() gave up on starts no new attempt on a locked file: no
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a commit waits out another process's write lock held 1.5 s, within its KV time, whether kvTry got the promise or the function", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/kv.sqlite`;
+  const kv = await openKv(path);
+  await kv.set(["warm"], 1);
+  const lock = new DatabaseSync(path);
+  try {
+    for (const form of ["promise", "function"] as const) {
+      lock.exec("PRAGMA busy_timeout = 0");
+      lock.exec("BEGIN EXCLUSIVE");
+      const released = new Promise<void>((r) =>
+        setTimeout(() => (lock.exec("COMMIT"), r()), 1500)
+      );
+      const t0 = performance.now();
+      const commit = () => kv.atomic().set(["big", form], 1).commit();
+      const res = await (form === "promise" ? kvTry(commit()) : kvTry(commit));
+      await released;
+      assert.equal(res.ok, true, form);
+      assert.ok(performance.now() - t0 >= 1400, `${form}: waited for the lock`);
+      assert.equal((await kv.get(["big", form])).value, 1);
+    }
+  } finally {
+    lock.close();
+    kv.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
