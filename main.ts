@@ -108,7 +108,7 @@ function serve(): Deno.HttpServer {
         // Deno's own HTTP spans record url.full and url.query: a media socket's
         // token, a webhook URL's query. The service cannot edit those spans.
         log.warn(
-          "traces on (OTEL_DENO=true): Deno's own HTTP spans carry url.full and url.query, which hold media tokens; delete those attributes in your collector (docs/operations.md#traces)",
+          "traces on (OTEL_DENO=true): Deno's own HTTP spans carry url.full and url.query, which hold media tokens; delete those attributes in your collector (docs/monitoring.md#traces)",
         );
       }
       if (!config.adminApiKey) {

@@ -2,7 +2,7 @@
  * KV operations per session-minute, from the service's own `/metrics`
  * (`avatar_kv_operations_total{op,prefix,result}`) read before and after a busy
  * window: what each live session costs the store, by operation and key prefix (the
- * sizing of docs/operations.md).
+ * sizing of docs/monitoring.md).
  */
 
 /** The bearer token the benches' service answers `/metrics` to. */

@@ -221,7 +221,6 @@ export function startSfu(deps: AppDeps): void {
     if (running) return;
     running = true;
     try {
-      await sfuHealthy(deps);
       const r = await sweepMountpoints(deps);
       if (r.destroyed.length > 0) {
         deps.log.info("sfu sweep destroyed leftover mountpoints", {
@@ -241,6 +240,8 @@ export function startSfu(deps: AppDeps): void {
     } finally {
       running = false;
     }
+    // The SFU's health for the metrics, after the sweep (cached, one probe at a time).
+    await sfuHealthy(deps);
   };
   void sweep();
   const timer = setInterval(sweep, SWEEP_INTERVAL_MS);

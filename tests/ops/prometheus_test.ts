@@ -1,5 +1,5 @@
 /**
- * The operator's Prometheus files (ops/, docs/operations.md#alerts) against the real
+ * The operator's Prometheus files (ops/, docs/monitoring.md#dashboard-and-alerts) against the real
  * thing: Debian's `promtool` (a test prerequisite, scripts/test_prereqs.ts) checks the
  * alert rules and runs their cases (tests/ops/alerts_test.yml), checks the service's
  * real `/metrics` exposition, and parses every query of the Grafana dashboard; and every
