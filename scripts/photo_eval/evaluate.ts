@@ -272,6 +272,13 @@ function summarize(
       ppSeen.filter((s) => s.gap <= SHUT_GAP).length / ppSeen.length,
     ),
     pp_teeth_p95_pct: r1(quantile(ppSeen.map((s) => s.teeth), 0.95)),
+    // Every clip frame whose lips are shut (talking or not): the teeth through them.
+    shut_teeth_p95_pct: r1(
+      quantile(
+        withFace.filter((s) => s.gap <= SHUT_GAP).map((s) => s.teeth),
+        0.95,
+      ),
+    ),
     idle_teeth_p50_pct: r1(quantile(idle.map((s) => s.teeth), 0.5)),
     sheet_open_iris_pct: r1(bothIris(rest.rgb, restMesh, restMesh)),
     sheet_blink_iris_pct: r1(bothIris(blink.rgb, restMesh, restMesh)),

@@ -8,6 +8,7 @@ const HEADS: Record<keyof Row, string> = {
   photo_teeth_pct: "photo teeth %",
   sheet_rest_teeth_pct: "rest teeth %",
   sheet_pp_teeth_pct: "PP teeth %",
+  shut_teeth_p95_pct: "shut teeth p95 %",
   pp_frames: "p/b/m frames",
   pp_shut_share: "p/b/m shut",
   pp_teeth_p95_pct: "p/b/m teeth p95 %",

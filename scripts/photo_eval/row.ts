@@ -31,6 +31,7 @@ export interface Row {
   photo_teeth_pct: number | null;
   sheet_rest_teeth_pct: number | null;
   sheet_pp_teeth_pct: number | null;
+  shut_teeth_p95_pct: number | null;
   pp_frames: number | null;
   pp_shut_share: number | null;
   pp_teeth_p95_pct: number | null;
@@ -63,6 +64,7 @@ export const ROW_KEYS: Array<keyof Row> = [
   "sheet_pp_teeth_pct",
   "pp_frames",
   "pp_shut_share",
+  "shut_teeth_p95_pct",
   "pp_teeth_p95_pct",
   "idle_teeth_p50_pct",
   "sheet_open_iris_pct",
