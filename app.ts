@@ -1,7 +1,7 @@
 /**
  * Builds the app: the request handler over the route manifest, for `main.ts` and tests.
  */
-import { annotate } from "./lib/metrics/tracing.ts";
+import { traceRequestId } from "./lib/metrics/tracing.ts";
 import type { AppDeps, DepsOptions } from "./lib/deps.ts";
 import { closeDeps, createDeps } from "./lib/wire.ts";
 import { ApiError, errorResponse, toApiError } from "./lib/api/errors.ts";
@@ -77,7 +77,7 @@ export async function createApp(
       headers: new ResponseHeaders(),
     };
     // The request's id on its trace (Deno's HTTP server span, with OTEL_DENO=true).
-    annotate({ request_id: state.requestId });
+    traceRequestId(state.requestId);
     const isApi = pathname.startsWith("/v1/") || pathname === "/v1";
     const ctx = new RequestContext(req, state, deps, remoteAddrOf(info), url);
 

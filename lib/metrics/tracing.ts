@@ -38,7 +38,10 @@ export async function inSpan<T>(
   });
 }
 
-/** Adds attributes to the active span (the HTTP server's, in a request). */
-export function annotate(attributes: Attributes): void {
-  trace.getActiveSpan()?.setAttributes(attributes);
+/**
+ * Puts a request's id on the active span (the HTTP server's): nothing allocated when
+ * there is none (tracing off), as this runs on every request.
+ */
+export function traceRequestId(requestId: string): void {
+  trace.getActiveSpan()?.setAttribute("request_id", requestId);
 }
