@@ -126,11 +126,14 @@ export const drawMouth: DrawInterior = (
     let cy = 0, cu = 0, cv = 0;
     // Blends teeth of shade `tk` by `a` over the colour so far: in shade they take
     // the mouth's red, lit they keep their own ivory.
+    // (The mouth's red is the lip's own, half strength: the cavity's chroma falls with
+    // its light, and shaded teeth taking that would turn grey-green beside the skin.)
+    const redU = 128 + (lip.u - 128) * 0.5, redV = 128 + (lip.v - 128) * 0.5;
     const teeth = (tk: number, a: number) => {
       cy += (16 + (teethY - 16) * tk - cy) * a;
       const shade = (1 - Math.min(1, tk)) * 0.7;
-      cu += (tu + (cu - tu) * shade - cu) * a;
-      cv += (tv + (cv - tv) * shade - cv) * a;
+      cu += (tu + (redU - tu) * shade - cu) * a;
+      cv += (tv + (redV - tv) * shade - cv) * a;
     };
     fillLens(out, w, h, up, lo, (X, Y, px) => {
       unhead(pose, rig, X, Y, p);
