@@ -27,7 +27,6 @@ import type {
 } from "./player_types.ts";
 import {
   CLOSE_TAKEN_OVER,
-  decodeServerMessage,
   Keepalive,
   mediaSocketUrl,
   MediaToken,
