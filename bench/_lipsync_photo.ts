@@ -52,7 +52,11 @@ async function render(
   let silent = 0;
   for (let k = 0; k < frames; k++) {
     const samples = pcm.subarray(k * FRAME_SAMPLES, (k + 1) * FRAME_SAMPLES);
-    const state = face.next(samples);
+    // The next frame's audio is queued ahead, as in a session (the face's look-ahead).
+    const ahead = k + 1 < frames
+      ? pcm.subarray((k + 1) * FRAME_SAMPLES, (k + 2) * FRAME_SAMPLES)
+      : undefined;
+    const state = face.next(samples, ahead);
     // A fresh frame each time: the encoder holds the ones it has not written yet.
     const frame = createFrame(SIZE, SIZE);
     painter.paint(frame, state, face.weights);

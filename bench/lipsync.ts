@@ -122,7 +122,11 @@ async function render(
   const t0 = performance.now();
   for (let k = 0; k < frames; k++) {
     const samples = pcm.subarray(k * FRAME_SAMPLES, (k + 1) * FRAME_SAMPLES);
-    const state = face.next(samples);
+    // The next frame's audio is queued ahead, as in a session (the face's look-ahead).
+    const ahead = k + 1 < frames
+      ? pcm.subarray((k + 1) * FRAME_SAMPLES, (k + 2) * FRAME_SAMPLES)
+      : undefined;
+    const state = face.next(samples, ahead);
     out.visemes.push(face.viseme);
     out.baseline.push(baselineViseme(base.next(analyzeVoice(samples))));
     const f = createFrame(size, size);

@@ -62,6 +62,8 @@ export class BuiltinSession implements RenderSession {
   #audio: AgentAudio;
   #speech = new SpeechTimeline();
   #face: FaceDriver;
+  /** The next frame's queued audio, peeked for the face's look-ahead. */
+  #ahead: Int16Array;
   #segments = 0;
   #latency: number[] = [];
   #skipped = 0;
@@ -83,6 +85,7 @@ export class BuiltinSession implements RenderSession {
     this.#pictures = new Pictures(painter, alpha, opts.clockStamp);
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
+    this.#ahead = new Int16Array(this.#samplesPerFrame);
     // Each session moves on its own seeded rhythm (gaze, blinks, idle motion).
     this.#face = new FaceDriver(Math.floor(Math.random() * 2 ** 32), opts.fps);
     this.#audio = new AgentAudio(() => opts.clock.now());
@@ -366,7 +369,11 @@ export class BuiltinSession implements RenderSession {
     const { samples, real } = take;
     // Caption texts whose audio starts in this frame cue the head.
     for (const text of take.texts) this.#face.text(text);
-    const face = this.#face.next(samples);
+    // The next frame's audio, when queued: the lips close ahead of a p (./face.ts).
+    const ahead = this.#audio.queue.peek(this.#ahead) === this.#ahead.length
+      ? this.#ahead
+      : undefined;
+    const face = this.#face.next(samples, ahead);
     this.#produced++;
     // Frames are encoded while a viewer watches; the encoder's timeline pauses otherwise.
     const run = this.#run?.watched ? this.#run : null;

@@ -95,6 +95,21 @@ export class AudioQueue {
     return { samples, real: got };
   }
 
+  /**
+   * Copies the first samples queued into `out` (as many as fit) without taking them;
+   * returns how many it copied.
+   */
+  peek(out: Int16Array): number {
+    let got = 0;
+    for (const chunk of this.#chunks) {
+      if (got >= out.length) break;
+      const use = Math.min(chunk.length, out.length - got);
+      out.set(chunk.subarray(0, use), got);
+      got += use;
+    }
+    return got;
+  }
+
   /** Drops everything queued; returns how many samples that was. */
   clear(): number {
     const n = this.#length;

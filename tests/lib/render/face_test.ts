@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { AVATARS, BACKGROUNDS } from "../../../lib/avatars.ts";
 import { createFrame, drawAvatar } from "../../../lib/render/draw.ts";
 import { FaceDriver, type FaceState } from "../../../lib/render/face.ts";
-import { VISEMES } from "../../../lib/render/visemes.ts";
+import { VisemeClassifier, VISEMES } from "../../../lib/render/visemes.ts";
 import { FRAME_SAMPLES, loadSet } from "../../../scripts/lipsync/set.ts";
 import { tone } from "./_helpers.ts";
 
@@ -123,6 +123,58 @@ Deno.test("FaceDriver", async (t) => {
       for (let k = 0; k < 15; k++) face.next(SILENCE);
       assert.equal(VISEMES[face.viseme], "sil");
       assert.ok(face.state.mouth.open < 0.01);
+    },
+  );
+
+  await t.step(
+    "with the next frame's audio, the lips close toward a p, b or m a frame early",
+    () => {
+      // A classifier that hears "aa" in every frame but the marked ones (a closure).
+      const MARK = 7777;
+      const PP = VISEMES.indexOf("PP"), AA = VISEMES.indexOf("aa");
+      class Scripted extends VisemeClassifier {
+        calls = 0;
+        override classify(s: Int16Array, _db: number, out: Float64Array) {
+          this.calls++;
+          out.fill(0);
+          out[s[0] === MARK ? PP : AA] = 1;
+          return out;
+        }
+      }
+      const vowel = tone(0.04, 48000, 200, 12000);
+      const closure = vowel.slice();
+      closure[0] = MARK;
+      const audio = [...Array(6).fill(vowel), closure, closure, vowel, vowel];
+      const run = (look: boolean) => {
+        const c = new Scripted();
+        const face = new FaceDriver(9, 25, c);
+        const open = audio.map((a, k) =>
+          face.next(a, look ? audio[k + 1] : undefined).mouth.open
+        );
+        return { open, calls: c.calls };
+      };
+      const plain = run(false), ahead = run(true);
+      // Each frame is classified once either way (a tick early with the look-ahead).
+      assert.equal(plain.calls, audio.length);
+      assert.equal(ahead.calls, audio.length);
+      assert.deepEqual(ahead.open.slice(0, 5), plain.open.slice(0, 5));
+      assert.ok(
+        ahead.open[5] < plain.open[5] * 0.85,
+        `the frame before the closure: ${ahead.open[5]} vs ${plain.open[5]}`,
+      );
+      assert.equal(ahead.open[6], 0);
+      assert.equal(plain.open[6], 0);
+
+      // The queued audio was cut after the peek: the frame that comes is classified
+      // for itself, not taken for the closure that was peeked.
+      const c = new Scripted();
+      const face = new FaceDriver(9, 25, c);
+      for (let k = 0; k < 5; k++) face.next(vowel, vowel);
+      face.next(vowel, closure);
+      const calls = c.calls;
+      face.next(vowel, vowel);
+      assert.equal(c.calls, calls + 2);
+      assert.equal(VISEMES[face.viseme], "aa");
     },
   );
 });

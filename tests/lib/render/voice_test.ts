@@ -75,6 +75,19 @@ Deno.test("AudioQueue", async (t) => {
     assert.equal(q.clear(), 10);
     assert.equal(q.take(4).real, 0);
   });
+
+  await t.step("peek() copies what take() would give, taking nothing", () => {
+    const q = new AudioQueue();
+    q.push(Int16Array.from([1, 2, 3]));
+    q.push(Int16Array.from([4, 5]));
+    const out = new Int16Array(4);
+    assert.equal(q.peek(out), 4);
+    assert.deepEqual([...out], [1, 2, 3, 4]);
+    assert.equal(q.length, 5);
+    assert.deepEqual([...q.take(4).samples], [1, 2, 3, 4]);
+    assert.equal(q.peek(out), 1);
+    assert.equal(out[0], 5);
+  });
 });
 
 Deno.test("analyzeVoice() measures level and zero crossings", () => {
