@@ -7,6 +7,7 @@
  *   AVATAR_BASE_URL=http://localhost:8000 AVATAR_API_KEY=avk_… \
  *   ENGINE_URL=wss://engine.example.com/engine ENGINE_TOKEN=… \
  *   AVATAR_TRANSPORT=auto \                    # or webrtc_sfu / websocket_fmp4
+ *   SITE_DIR=examples/react/dist \             # optional: the built React example
  *   deno run -A examples/backend.ts            # then open http://localhost:3000
  *
  * A real backend authenticates its own users first and remembers which user owns which
@@ -21,7 +22,12 @@ export interface BackendOptions {
   /** The conversation engine the avatar talks with (`external_engine`). */
   engine: { url: string; authHeaders: Record<string, string> };
   /** The browser client bundle (`bundleBrowserClient()`), served at /avatar.js. */
-  browserBundle: string;
+  browserBundle?: string;
+  /**
+   * A built page to serve instead of the example page (e.g. the React example's
+   * `dist/`, examples/react): its files by path, `index.html` at `/`.
+   */
+  siteDir?: string;
   /** The transport sessions ask for (default `auto`: the SFU when the service has one). */
   transport?: "auto" | "webrtc_sfu" | "websocket_fmp4";
   /** Where the service sends the sessions' webhooks (`webhook_url`); default none. */
@@ -56,6 +62,33 @@ function json(body: unknown, status = 200): Response {
   });
 }
 
+const TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  svg: "image/svg+xml",
+  png: "image/png",
+  json: "application/json",
+};
+
+/** A file of a built page under `dir` (no path outside it), or 404. */
+async function siteFile(dir: string, pathname: string): Promise<Response> {
+  const rel = pathname === "/" ? "index.html" : pathname.slice(1);
+  if (rel.split("/").some((p) => p === ".." || p === "" || p.startsWith("."))) {
+    return json({ error: "not_found" }, 404);
+  }
+  try {
+    const body = await Deno.readFile(`${dir}/${rel}`);
+    const type = TYPES[rel.replace(/^.*\./, "")] ?? "application/octet-stream";
+    return new Response(body, { headers: { "content-type": type } });
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) {
+      return json({ error: "not_found" }, 404);
+    }
+    throw err;
+  }
+}
+
 /** The backend's request handler. */
 export function createBackend(
   options: BackendOptions,
@@ -70,12 +103,15 @@ export function createBackend(
     ],
     "/avatar.js": [
       "text/javascript",
-      () => Promise.resolve(options.browserBundle),
+      () => Promise.resolve(options.browserBundle ?? ""),
     ],
   };
 
   async function route(req: Request): Promise<Response> {
     const { pathname } = new URL(req.url);
+    if (req.method === "GET" && options.siteDir) {
+      return await siteFile(options.siteDir, pathname);
+    }
     const file = files[pathname];
     if (req.method === "GET" && file) {
       return new Response(await file[1](), {
@@ -162,7 +198,11 @@ if (import.meta.main) {
       url: env("ENGINE_URL"),
       authHeaders: { authorization: `Bearer ${env("ENGINE_TOKEN")}` },
     },
-    browserBundle: await bundleBrowserClient(),
+    // SITE_DIR: a built page to serve instead (e.g. examples/react/dist).
+    siteDir: Deno.env.get("SITE_DIR"),
+    browserBundle: Deno.env.get("SITE_DIR")
+      ? undefined
+      : await bundleBrowserClient(),
     transport: (Deno.env.get("AVATAR_TRANSPORT") ?? "auto") as
       | "auto"
       | "webrtc_sfu"

@@ -13,6 +13,12 @@ import {
 import { ERROR_CODES, type ErrorCode } from "./errors.ts";
 import { errorBodySchema, SESSION_ID_PATTERN } from "./schemas.ts";
 
+/**
+ * The API's version: the document's `info.version`, and the version of the client
+ * packages built from client/ (`deno task pack`), which speak this API.
+ */
+export const API_VERSION = "1.0.0";
+
 export type OpenApiDocument = Record<string, unknown> & {
   openapi: string;
   paths: Record<string, Record<string, Record<string, unknown>>>;
@@ -198,7 +204,7 @@ export function buildOpenApi(docsBaseUrl: string): OpenApiDocument {
     openapi: "3.1.0",
     info: {
       title: "Live Avatar Session Service",
-      version: "1.0.0",
+      version: API_VERSION,
       description:
         "Create live avatar sessions, read their status, end them, and mint media tokens; manage API keys. Every `/v1/` response carries `X-Request-Id` and the `X-RateLimit-*` headers; errors are flat bodies whose `code` is documented under `doc_url`. Unknown paths answer 404 `AVTR_NOT_FOUND`, wrong methods 405 `AVTR_METHOD_NOT_ALLOWED` with `Allow`.",
       // Not open source: the service's terms are the operator's.

@@ -39,6 +39,8 @@ export interface FrontOptions {
   transport?: "auto" | "webrtc_sfu" | "websocket_fmp4";
   /** The `webhook_url` the backend's creates give. */
   webhookUrl?: string;
+  /** A built page the backend serves instead of the example page. */
+  siteDir?: string;
 }
 
 /**
@@ -63,7 +65,8 @@ export async function startPlayerFront(
       url: engine.url,
       authHeaders: { authorization: `Bearer ${engine.token}` },
     },
-    browserBundle: await bundleBrowserClient(),
+    browserBundle: options.siteDir ? undefined : await bundleBrowserClient(),
+    siteDir: options.siteDir,
     transport: options.transport,
     webhookUrl: options.webhookUrl,
   });
@@ -99,6 +102,10 @@ export async function startPlayerFront(
 export interface PlayerStack extends PlayerFront {
   /** The service's app (its deps, for checks on its state). */
   service: TestApp;
+  /** The service's origin on loopback. */
+  serviceBase: string;
+  /** The engine sessions are created on, and its bearer token. */
+  engine: { url: string; token: string };
 }
 
 /**
@@ -126,6 +133,8 @@ export async function startPlayerStack(
   return {
     ...front,
     service,
+    serviceBase,
+    engine: { url: engine.url, token: engineToken },
     async close() {
       await front.close();
       await api.shutdown();
