@@ -12,15 +12,15 @@ import type {
   RenderStats,
   RtpSink,
   SpeechCut,
-  SpeechEvent,
 } from "./port.ts";
-import { samplesToMs, SpeechTimeline } from "./speech.ts";
+import { SpeechTimeline } from "./speech.ts";
+import { SpeechRoutes } from "./speech_routes.ts";
 import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
 import { RtpOutput, type RtpTarget } from "./rtp.ts";
 import { Pictures } from "./picture.ts";
 import { STREAM_RATE } from "./voice.ts";
-import { AgentAudio, MAX_AUDIO_MARKS } from "./agent_audio.ts";
+import { AgentAudio } from "./agent_audio.ts";
 
 /** How a session paces: the backend's options (frame size: the painter's). */
 export interface BuiltinSessionOptions {
@@ -50,17 +50,12 @@ export class BuiltinSession implements RenderSession {
    * it runs, speech positions are its samples and its sink gets the speech events.
    */
   #rtp: { out: RtpOutput; sink: RtpSink } | null = null;
-  /**
-   * While the RTP output runs, the speech events it delivered, at their position in the
-   * fMP4 run, for the fMP4 viewer (a webrtc_sfu socket served fMP4 instead, DECISIONS
-   * 11): each goes with the fragment that covers it.
-   */
-  #runSpeech: { pos: number; event: SpeechEvent }[] = [];
   #retiring = new Set<Promise<unknown>>();
   #last: Uint8Array | null = null;
   #pictures: Pictures;
   #audio: AgentAudio;
   #speech = new SpeechTimeline();
+  #routes: SpeechRoutes;
   #face: FaceDriver;
   /** The next frame's queued audio, peeked for the face's look-ahead. */
   #ahead: Int16Array;
@@ -83,6 +78,7 @@ export class BuiltinSession implements RenderSession {
     alpha = false,
   ) {
     this.#pictures = new Pictures(painter, alpha, opts.clockStamp);
+    this.#routes = new SpeechRoutes(this.#speech, log);
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
     this.#ahead = new Int16Array(this.#samplesPerFrame);
@@ -124,13 +120,7 @@ export class BuiltinSession implements RenderSession {
     }
     // A new viewer joins mid-speech: it hears of the speech under way.
     if (!this.#rtp) this.#speech.newViewer();
-    else {
-      const tag = this.#speech.speakingTag;
-      this.#runSpeech = tag === null ? [] : [{
-        pos: 0,
-        event: { speaking: true, tag, mediaTimeMs: 0 },
-      }];
-    }
+    else this.#routes.viewerJoinedBesideRtp();
     run.attach(sink);
   }
 
@@ -179,7 +169,7 @@ export class BuiltinSession implements RenderSession {
     }
     this.#rtp = null;
     this.#speech.newRun();
-    this.#runSpeech = [];
+    this.#routes.rtpEnded();
     this.#retire(rtp.out.stop({ graceful: false, timeoutMs: 0 }));
     rtp.sink.onError(err);
   }
@@ -191,28 +181,6 @@ export class BuiltinSession implements RenderSession {
   #streamPos(): number | null {
     if (this.#rtp) return this.#rtp.out.samples;
     return this.#run?.watched ? this.#run.samples : null;
-  }
-
-  /**
-   * Hands the RTP sink the speech events of the audio written to it so far; with a
-   * watched fMP4 run (`toRun`: its position less the RTP output's, before this frame),
-   * keeps them for its viewer too.
-   */
-  #speechToRtp(
-    rtp: { out: RtpOutput; sink: RtpSink },
-    toRun: number | null,
-  ): void {
-    if (!this.#speech.hasPending) return;
-    for (const { pos, event } of this.#speech.deliveredAt(rtp.out.samples)) {
-      try {
-        rtp.sink.onSpeech?.({ ...event, mediaTimeMs: rtp.out.wallMsAt(pos) });
-      } catch (err) {
-        this.log.error("render rtp sink failed", { err });
-      }
-      if (toRun !== null && this.#runSpeech.length < MAX_AUDIO_MARKS) {
-        this.#runSpeech.push({ pos: pos + toRun, event });
-      }
-    }
   }
 
   /** Spawns the session's encoder; null (logged) when ffmpeg cannot start. */
@@ -230,7 +198,7 @@ export class BuiltinSession implements RenderSession {
         onLatency: this.opts.onAudioLatency,
         onDelivered: () => this.#segments++,
         onFragmentTo: (sink, audioEnd, viewerStart) =>
-          this.#speechTo(sink, audioEnd, viewerStart),
+          this.#routes.toSink(sink, audioEnd, viewerStart, this.#rtp !== null),
         onFailure: (run) => {
           if (this.#run === run) this.#run = null;
           this.#retire(run.stop({ graceful: false, timeoutMs: 0 }));
@@ -243,35 +211,6 @@ export class BuiltinSession implements RenderSession {
     // A new run's timeline starts at 0: speech positions of the old one are void.
     if (!this.#rtp) this.#speech.newRun();
     return this.#run;
-  }
-
-  /**
-   * Hands `sink` the speech events the fragment just sent to it covered: those before
-   * its audio's end (the stream's audio time is the input's), in the viewer's time.
-   */
-  #speechTo(sink: RenderSink, audioEnd: number, viewerStart: number): void {
-    const startMs = samplesToMs(viewerStart);
-    let events: SpeechEvent[] = [];
-    if (this.#rtp) {
-      while (
-        this.#runSpeech.length > 0 && this.#runSpeech[0].pos < audioEnd
-      ) {
-        const { pos, event } = this.#runSpeech.shift()!;
-        events.push({ ...event, mediaTimeMs: samplesToMs(pos) });
-      }
-    } else if (this.#speech.hasPending) {
-      events = this.#speech.delivered(audioEnd);
-    }
-    for (const e of events) {
-      try {
-        sink.onSpeech?.({
-          ...e,
-          mediaTimeMs: Math.max(0, e.mediaTimeMs - startMs),
-        });
-      } catch (err) {
-        this.log.error("render sink failed", { err });
-      }
-    }
   }
 
   pushAudio(pcm: Int16Array, sampleRate: number, tag?: string): boolean {
@@ -397,7 +336,7 @@ export class BuiltinSession implements RenderSession {
     );
     if (rtp && !rtp.out.write(this.#last, audio)) {
       this.#failRtp(new Error("render rtp encoder fell behind real time"));
-    } else if (rtp) this.#speechToRtp(rtp, toRun);
+    } else if (rtp) this.#routes.toRtp(rtp, toRun);
     if (run && !run.write(this.#last, audio)) {
       run.fail(new Error("render encoder fell behind real time"));
     }
