@@ -126,13 +126,19 @@ export function skinTone(f: RgbFrame, mesh: ArrayLike<number>): SkinTone {
 
 /** Below this skin redness a picture is taken for black and white (sepia included). */
 const GREY_REDNESS = 0.04;
+/**
+ * Without colour, teeth are told from lips by light alone: at least this much brighter
+ * than the cheeks (an old print's lips are often as light as the skin around them).
+ */
+const GREY_TEETH_LUMA = 1.15;
 
 /**
  * Whether a pixel looks like a tooth: bright (luma at least 0.9 of the skin's and at
  * least 100: lips are darker than the skin around them), of low saturation (HSV
  * saturation ≤ 0.35: lips are red, teeth white to ivory) and, in a colour picture,
  * less than half as red as the skin — pale lips (an older face, pink lips on dark
- * skin) are as bright and as unsaturated as teeth, but redder than the skin.
+ * skin) are as bright and as unsaturated as teeth, but redder than the skin; in a
+ * black-and-white one, clearly brighter than the skin (`GREY_TEETH_LUMA`).
  */
 export function teethLike(
   r: number,
@@ -144,8 +150,8 @@ export function teethLike(
   const y = 0.299 * r + 0.587 * g + 0.114 * b;
   if (y < Math.max(100, 0.9 * skin.luma) || max === 0) return false;
   if ((max - min) / max > 0.35) return false;
-  return skin.redness < GREY_REDNESS ||
-    redness(r, g, b) <= 0.5 * skin.redness;
+  if (skin.redness < GREY_REDNESS) return y >= GREY_TEETH_LUMA * skin.luma;
+  return redness(r, g, b) <= 0.5 * skin.redness;
 }
 
 /** Share (%) of the pixels inside the outer lip contour that look like teeth. */

@@ -121,6 +121,14 @@ Deno.test("teethPercent() counts teeth between the lips, not lips or skin", asyn
       lips: [110, 110, 110],
       teeth: [215, 215, 215],
     },
+    {
+      // Without colour, lips lit as brightly as the cheeks are not teeth (an old
+      // print's pale lips): teeth are clearly brighter than the skin.
+      name: "black and white, lips as bright as the skin",
+      skin: [160, 160, 160],
+      lips: [165, 165, 165],
+      teeth: [215, 215, 215],
+    },
   ];
   for (const c of cases) {
     await t.step(c.name, () => {
