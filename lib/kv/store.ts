@@ -89,19 +89,31 @@ function isLocked(err: unknown): boolean {
     /database is locked|database table is locked/i.test(err.message);
 }
 
-const LOCK_RETRY_LIMIT = 60;
+/**
+ * How long a write keeps trying while the file is locked. A bound in time, not in
+ * attempts: SQLite answers "locked" at once when another process committed since this
+ * transaction began reading, and on a busy machine (other processes descheduled while
+ * they hold the lock, slow fsyncs) a fixed count of quick retries (60, ~0.6 s) ran out
+ * under load while a wait of a second or two would have landed the write. An attempt
+ * SQLite itself makes wait (its busy timeout) counts against the same bound.
+ */
+export const LOCK_RETRY_MS = KV_TIMEOUT_MS;
 
 /**
- * Runs a write; while the file is locked by another process, tries again with jitter,
- * unless the `kvTry` it was started under has given up (its caller got a 503).
+ * Runs a write; while the file is locked by another process, tries again with jitter
+ * for up to `LOCK_RETRY_MS`, unless the `kvTry` it was started under has given up (its
+ * caller got a 503).
  */
 async function retryLocked<T>(write: () => Promise<T>): Promise<T> {
   const signal = writeScope.getStore();
+  const deadline = performance.now() + LOCK_RETRY_MS;
   for (let attempt = 0;; attempt++) {
     try {
       return await write();
     } catch (err) {
-      if (!isLocked(err) || attempt >= LOCK_RETRY_LIMIT || signal?.aborted) {
+      if (
+        !isLocked(err) || signal?.aborted || performance.now() >= deadline
+      ) {
         throw err;
       }
       await new Promise((r) =>

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { ApiError } from "../../../lib/api/errors.ts";
-import { KvBudget, kvTry, openKv } from "../../../lib/kv/store.ts";
+import {
+  KvBudget,
+  kvTry,
+  LOCK_RETRY_MS,
+  openKv,
+  withLockRetry,
+} from "../../../lib/kv/store.ts";
 
 const STORE = new URL("../../../lib/kv/store.ts", import.meta.url).href;
 
@@ -149,4 +155,33 @@ Deno.test("a commit waits out another process's write lock held 1.5 s, within it
     kv.close();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a commit refused as locked at once, 150 times in a row (a busy machine), still lands: the retries are bounded in time, not in count", async () => {
+  let refusals = 150;
+  let attempts = 0;
+  const fake = {
+    atomic: () => ({
+      set() {
+        return this;
+      },
+      commit: () => {
+        attempts++;
+        return refusals-- > 0
+          ? Promise.reject(new Error("database is locked"))
+          : Promise.resolve({ ok: true, versionstamp: "1" });
+      },
+    }),
+  } as unknown as Deno.Kv;
+  const kv = withLockRetry(fake);
+  const t0 = performance.now();
+  const res = await kvTry(kv.atomic().set(["k"], 1).commit());
+  assert.equal(res.ok, true);
+  assert.equal(attempts, 151);
+  assert.ok(performance.now() - t0 < LOCK_RETRY_MS);
+
+  // A lock that never goes: refused after the bound, with SQLite's own error.
+  refusals = Infinity;
+  const err = await kv.atomic().set(["k"], 1).commit().catch((e) => e);
+  assert.match(String(err), /database is locked/);
 });
