@@ -191,10 +191,7 @@ export class FaceDriver {
     }
     for (let v = 0; v < VISEME_COUNT; v++) this.weights[v] /= sum;
     blendShape(this.weights, s.mouth);
-    // Loudness scales the opening, but a quiet vowel still opens half as wide as a
-    // loud one: how wide follows the viseme more than the level (the eval clip's
-    // opening correlation 0.79 → 0.80 at a floor of 0.5, the lip-sync set's unchanged).
-    s.mouth.open *= 0.5 + 0.5 * level;
+    s.mouth.open *= 0.3 + 0.7 * level;
 
     // Stress: a loudness peak well above the running average, at most every 250 ms.
     this.#slow += (level - this.#slow) * 0.12;
