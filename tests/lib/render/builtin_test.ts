@@ -1,73 +1,36 @@
+/**
+ * The built-in renderer's stream: planTicks() pacing, the init and contiguous
+ * fragments from 0, takeover attaches on a keyframe, audio latency, the audio queue's
+ * bound, interrupt and catch-up, a real-time stream MediaSource can play, and the frame
+ * size the avatar id picks.
+ */
 import assert from "node:assert/strict";
 import { memoryLogger } from "../../../lib/log.ts";
 import {
-  type BuiltinOptions,
   createBuiltinRenderer,
   planTicks,
   realClock,
 } from "../../../lib/render/builtin.ts";
-import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
 import { RenderStartError } from "../../../lib/render/port.ts";
 import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";
 import {
   assertNoEncoders,
-  ManualClock,
-  notePids,
   pidExists,
-  poll,
   RecordingSink,
   timelines,
   tone,
   videoSize,
 } from "./_helpers.ts";
-
-const OPEN = { sessionId: "session:test", avatarId: "ava", bgId: "studio" };
-
-function renderer(options: BuiltinOptions = {}) {
-  const onClose: Array<() => void | Promise<void>> = [];
-  const clock = new ManualClock();
-  const backend = createBuiltinRenderer({ log: memoryLogger(), onClose }, {
-    width: 128,
-    height: 128,
-    clock,
-    ...options,
-  });
-  return { backend, clock, onClose };
-}
-
-/** A renderer with one session open on `OPEN`, attached to a recording sink. */
-async function attached(options: BuiltinOptions = {}) {
-  const { backend, clock } = renderer(options);
-  const session = await backend.open(OPEN);
-  const sink = new RecordingSink();
-  session.attach(sink);
-  return { clock, session, sink };
-}
-
-/** Where the sink's video timeline ends, in ffmpeg's 12800 Hz ticks (512 a frame). */
-function videoEnd(sink: RecordingSink): number {
-  const video = timelines(sink.inits[0].init, sink.segments).get(1)!;
-  const last = video[video.length - 1];
-  return last.start + last.duration;
-}
-
-/** Advances the clock frame by frame (40 ms steps) for `ms`. */
-function run(clock: ManualClock, ms: number): void {
-  for (let t = 0; t < ms; t += 40) clock.advance(40);
-}
-
-/** Pid of the only encoder running now. */
-function onlyEncoder(): number {
-  notePids();
-  const pids = liveEncoderPids();
-  assert.equal(pids.length, 1);
-  return pids[0];
-}
-
-function noEncoders(): void {
-  assertNoEncoders();
-}
+import {
+  attached,
+  noEncoders,
+  onlyEncoder,
+  OPEN,
+  renderer,
+  run,
+  videoEnd,
+} from "./_builtin.ts";
 
 Deno.test("planTicks()", async (t) => {
   await t.step("produces one frame a tick when on time", () => {
@@ -253,134 +216,6 @@ Deno.test("builtin renderer audio queue", async (t) => {
       await session.stop({ graceful: true, timeoutMs: 5000 });
       // 10 frames caught up, the rest of the stall forgiven: contiguous, no holes.
       assert.equal(videoEnd(sink), 10 * 512);
-      noEncoders();
-    },
-  );
-});
-
-Deno.test("builtin renderer process hygiene", async (t) => {
-  await t.step("force stop kills ffmpeg and is idempotent", async () => {
-    const { clock, session, sink } = await attached();
-    run(clock, 200);
-    await sink.until(() => sink.inits.length === 1);
-    const pid = onlyEncoder();
-    const a = session.stop({ graceful: false, timeoutMs: 0 });
-    const b = session.stop({ graceful: true, timeoutMs: 1000 });
-    assert.equal(a, b);
-    assert.deepEqual(await a, { clean: true });
-    assert.equal(pidExists(pid), false);
-    assert.equal(clock.pending, 0);
-    noEncoders();
-  });
-
-  await t.step(
-    "graceful stop flushes the last fragment and reaps ffmpeg",
-    async () => {
-      const { clock, session, sink } = await attached();
-      run(clock, 400);
-      await sink.until(() => sink.segments.length >= 1);
-      const pid = onlyEncoder();
-      assert.deepEqual(
-        await session.stop({ graceful: true, timeoutMs: 5000 }),
-        { clean: true },
-      );
-      assert.equal(videoEnd(sink), 10 * 512);
-      assert.equal(pidExists(pid), false);
-      noEncoders();
-    },
-  );
-
-  await t.step(
-    "an encoder crash reports to the sink; re-attach works",
-    async () => {
-      const { clock, session, sink } = await attached();
-      run(clock, 200);
-      await sink.until(() => sink.inits.length === 1);
-      const pid = onlyEncoder();
-      Deno.kill(pid, "SIGKILL");
-      await sink.until(() => sink.errors.length === 1);
-      assert.match(sink.errors[0].message, /encoder exited \(SIGKILL\)/);
-      await poll(() => liveEncoderPids().length === 0);
-      assert.equal(pidExists(pid), false);
-      run(clock, 200);
-      const again = new RecordingSink();
-      session.attach(again);
-      run(clock, 400);
-      await again.until(() => again.segments.length >= 3);
-      assert.notEqual(onlyEncoder(), pid);
-      await session.stop({ graceful: false, timeoutMs: 0 });
-      assert.equal(pidExists(pid), false);
-      noEncoders();
-    },
-  );
-
-  await t.step(
-    "a sink that re-attaches from its onError (as the media plane does) gets a new encoder",
-    async () => {
-      const { backend, clock } = renderer();
-      const session = await backend.open(OPEN);
-      const again = new RecordingSink();
-      const first = new RecordingSink();
-      first.onError = (err: Error) => {
-        RecordingSink.prototype.onError.call(first, err);
-        session.attach(again);
-      };
-      session.attach(first);
-      run(clock, 200);
-      await first.until(() => first.inits.length === 1);
-      const pid = onlyEncoder();
-      Deno.kill(pid, "SIGKILL");
-      await first.until(() => first.errors.length === 1);
-      run(clock, 400);
-      await again.until(() => again.segments.length >= 3);
-      assert.notEqual(onlyEncoder(), pid);
-      await session.stop({ graceful: false, timeoutMs: 0 });
-      noEncoders();
-    },
-  );
-
-  await t.step("an encoder that cannot start fails open()", async () => {
-    const { backend } = renderer({ ffmpeg: "/nonexistent/ffmpeg" });
-    await assert.rejects(
-      backend.open(OPEN),
-      (e: unknown) => e instanceof RenderStartError && e.kind === "failed",
-    );
-    noEncoders();
-  });
-
-  await t.step("deps.onClose stops every open session", async () => {
-    const { backend, clock, onClose } = renderer();
-    const s1 = await backend.open(OPEN);
-    const s2 = await backend.open({ ...OPEN, avatarId: "leo", bgId: "sunset" });
-    const k1 = new RecordingSink();
-    const k2 = new RecordingSink();
-    s1.attach(k1);
-    s2.attach(k2);
-    run(clock, 200);
-    await k1.until(() => k1.inits.length === 1);
-    await k2.until(() => k2.inits.length === 1);
-    assert.equal(liveEncoderPids().length, 2);
-    for (const hook of onClose) await hook();
-    assert.equal(clock.pending, 0);
-    noEncoders();
-  });
-
-  await t.step(
-    "detach() keeps the encoder for the next attach; stop() ends it",
-    async () => {
-      const { clock, session, sink } = await attached();
-      run(clock, 200);
-      await sink.until(() => sink.inits.length === 1);
-      const pid = onlyEncoder();
-      session.detach();
-      run(clock, 400);
-      const again = new RecordingSink();
-      session.attach(again);
-      run(clock, 400);
-      await again.until(() => again.segments.length >= 5);
-      assert.equal(onlyEncoder(), pid);
-      await session.stop({ graceful: true, timeoutMs: 1000 });
-      assert.equal(pidExists(pid), false);
       noEncoders();
     },
   );

@@ -1,13 +1,13 @@
+/**
+ * The remote renderer against a real render worker: streaming over its socket, speech
+ * events, caption marks and cuts coming back, refusals mapped to RenderStartError, the
+ * worker's HTTP API (audio, interrupt, end, mark, bearer token, a bad upgrade) and its
+ * shutdown stopping the sessions' encoders.
+ */
 import assert from "node:assert/strict";
-import { loadConfig } from "../../../lib/config.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import { createRenderBackend } from "../../../lib/render/mod.ts";
-import { AppMetrics } from "../../../lib/metrics/registry.ts";
-import {
-  RenderStartError,
-  type SpeechEvent,
-} from "../../../lib/render/port.ts";
+import type { SpeechEvent } from "../../../lib/render/port.ts";
 import { createRemoteRenderer } from "../../../lib/render/remote.ts";
 import { MAX_MARKS } from "../../../lib/render/speech_runs.ts";
 import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";
@@ -17,15 +17,9 @@ import {
   startWorker,
   timelines,
   tone,
-  WORKER_TOKEN,
+  WORKER_TOKEN as TOKEN,
 } from "./_helpers.ts";
-
-const TOKEN = WORKER_TOKEN;
-const OPEN = { sessionId: "session:remote", avatarId: "mira", bgId: "office" };
-
-function isStartError(kind: string) {
-  return (e: unknown) => e instanceof RenderStartError && e.kind === kind;
-}
+import { isStartError, OPEN } from "./_remote.ts";
 
 Deno.test("remote renderer against a real worker", async (t) => {
   const worker = startWorker();
@@ -317,101 +311,6 @@ Deno.test("remote renderer against a real worker", async (t) => {
   } finally {
     await worker.close();
   }
-});
-
-Deno.test("remote renderer open() fails when the worker is unreachable", async () => {
-  const listener = Deno.listen({ port: 0, hostname: "127.0.0.1" });
-  const port = listener.addr.port;
-  listener.close();
-  const backend = createRemoteRenderer({ log: memoryLogger() }, {
-    url: `http://127.0.0.1:${port}`,
-    token: TOKEN,
-  });
-  await assert.rejects(backend.open(OPEN), isStartError("failed"));
-});
-
-Deno.test("remote renderer open() times out on a silent worker", async () => {
-  const hung = Promise.withResolvers<void>();
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    async () => {
-      await hung.promise;
-      return new Response(null, { status: 503 });
-    },
-  );
-  const backend = createRemoteRenderer({ log: memoryLogger() }, {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    token: TOKEN,
-    startTimeoutMs: 100,
-  });
-  await assert.rejects(backend.open(OPEN), isStartError("timeout"));
-  hung.resolve();
-  await server.shutdown();
-});
-
-Deno.test("createRenderBackend() picks the backend from config", async (t) => {
-  const deps = (env: Record<string, string>) => ({
-    config: loadConfig(env),
-    log: memoryLogger(),
-    onClose: [] as Array<() => void | Promise<void>>,
-    metrics: new AppMetrics(),
-  });
-
-  await t.step(
-    "built-in without RENDER_WORKER_URL, its audio latency in the metrics, stopped on close",
-    async () => {
-      const d = deps({});
-      const backend = createRenderBackend(d);
-      assert.equal(d.onClose.length, 1);
-      const session = await backend.open(OPEN);
-      const sink = new RecordingSink();
-      session.attach(sink);
-      await sink.until(() => sink.inits.length === 1);
-      // A push's time to the fragment carrying it reaches the app's histogram.
-      session.pushAudio(new Int16Array(4800).fill(2000), 48000);
-      await sink.until(() => session.stats().audioLatencyMs.length === 1);
-      const text = (await d.metrics.expose()).body;
-      assert.match(text, /avatar_render_audio_to_fragment_seconds_count 1/);
-      const [ms] = session.stats().audioLatencyMs;
-      assert.match(
-        text,
-        new RegExp(
-          `avatar_render_audio_to_fragment_seconds_sum ${ms / 1000}(\\D|$)`,
-        ),
-      );
-      for (const hook of d.onClose) await hook();
-      assertNoEncoders();
-    },
-  );
-
-  await t.step("remote with RENDER_WORKER_URL", async () => {
-    const worker = startWorker();
-    try {
-      const d = deps({
-        RENDER_WORKER_URL: worker.url,
-        RENDER_WORKER_TOKEN: TOKEN,
-      });
-      const backend = createRenderBackend(d);
-      assert.equal(d.onClose.length, 0);
-      const session = await backend.open(OPEN);
-      const sink = new RecordingSink();
-      session.attach(sink);
-      await sink.until(() => sink.inits.length === 1);
-      assert.equal(
-        (await session.stop({ graceful: false, timeoutMs: 0 })).clean,
-        true,
-      );
-    } finally {
-      await worker.close();
-    }
-  });
-
-  await t.step("a worker URL without a token is misconfigured", async () => {
-    const backend = createRenderBackend(
-      deps({ RENDER_WORKER_URL: "http://127.0.0.1:1" }),
-    );
-    await assert.rejects(backend.open(OPEN), isStartError("misconfigured"));
-  });
 });
 
 Deno.test("render worker answers 400, not 500, to a stream request that is no valid upgrade", async () => {
