@@ -20,7 +20,9 @@ import {
   WebCodecsPlayback,
   type WebCodecsStats,
 } from "./webcodecs/player.ts";
+import { Autoplay } from "./autoplay.ts";
 import {
+  opusDecodable,
   webCodecsAvailable,
   webCodecsPreferred,
   webCodecsSupports,
@@ -82,10 +84,9 @@ export class Playback {
   readonly #surface: AvatarSurface;
   readonly #speech: SpeakingSchedule;
   readonly #captions: CaptionSchedule;
-  #autoplayBlocked = false;
-  #resumeTried = false;
-  /** The video was muted here so that it could start without a gesture. */
-  #mutedByUs = false;
+  readonly #autoplay: Autoplay;
+  /** This socket was asked for Opus (`media.config`). */
+  #askedOpus = false;
 
   constructor(o: PlaybackOptions) {
     this.#o = o;
@@ -99,6 +100,7 @@ export class Playback {
     });
     this.#media = o.transport === "webrtc_sfu" ? "rtc" : "fmp4";
     this.#surface = new AvatarSurface(o.video, o.canvas);
+    this.#autoplay = new Autoplay(o.video, o.onAutoplayBlocked);
     // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
     // plays once the receiver's jitter buffer lets it (docs/media-protocol.md).
     // WebCodecs: the audio worklet's heard time (-1 until audio plays). MSE: the video.
@@ -232,8 +234,10 @@ export class Playback {
     this.#mime = mime;
     this.#speech.reset();
     this.#captions.reset();
-    if (this.#mode === "webcodecs") this.#wc!.reset();
-    else if (this.#mode === "mse") this.#startMse();
+    if (this.#mode === "webcodecs") {
+      this.#wc!.reset();
+      this.#askOpus();
+    } else if (this.#mode === "mse") this.#startMse();
     else if (
       this.#o.decoder === "video" ||
       (this.#o.decoder === "webcodecs"
@@ -267,11 +271,36 @@ export class Playback {
       });
       this.#wc.reset();
       for (const d of held) this.#wc.append(d);
+      this.#askOpus();
     } else {
       this.#mode = "mse";
       this.#startMse();
       for (const d of held) this.#buffer.append(d);
     }
+  }
+
+  /**
+   * WebCodecs decodes the stream: the socket is asked for Opus (DECISIONS 6: short
+   * frames, no AAC lookahead to hold back) when the stream is AAC and Opus decodes
+   * here; a fresh `media.init` follows.
+   */
+  #askOpus(): void {
+    if (this.#askedOpus || /\bopus\b/.test(this.#mime)) return;
+    this.#askedOpus = true;
+    const mime = this.#mime;
+    void opusDecodable().then((ok) => {
+      if (ok && this.#mime === mime && this.#mode === "webcodecs") {
+        this.#o.send({ type: "media.config", audio: "opus" });
+      }
+    });
+  }
+
+  /**
+   * A new socket is open: its stream starts in AAC, and it is asked for Opus once (a
+   * service that does not answer with Opus is not asked again on that socket).
+   */
+  socketOpened(): void {
+    this.#askedOpus = false;
   }
 
   #startMse(): void {
@@ -311,78 +340,29 @@ export class Playback {
   }
 
   /**
-   * Starts paused playback that has something to play, while the socket is `open`.
-   * Sound that may not start (autoplay refused) never holds the picture back: the video
-   * plays muted (WebCodecs: the picture runs live, silent), and `play()` after a user
-   * gesture turns the sound on.
+   * Starts paused playback that has something to play, while the socket is `open`
+   * (within the autoplay policy: ./autoplay.ts).
    */
   #startIfPlayable(open: boolean): void {
     if (!open) return;
-    const wc = this.#media === "fmp4" && this.#mode === "webcodecs"
-      ? this.#wc
-      : null;
-    if (wc) {
-      if (this.#autoplayBlocked || !wc.hasMedia || !wc.suspended) return;
-      // An audio context that stays suspended after a resume waits for a gesture.
-      if (this.#resumeTried) {
-        this.#autoplayBlocked = true;
-        this.#o.onAutoplayBlocked();
-      } else void wc.play();
-      this.#resumeTried = true;
-      return;
+    if (this.#media === "fmp4" && this.#mode === "webcodecs" && this.#wc) {
+      return this.#autoplay.startWebCodecs(this.#wc);
     }
-    const v = this.#video;
-    const playable = this.#media === "rtc"
-      ? v.srcObject !== null
-      : this.#buffer.latencyS > 0;
-    if (!v.paused || !playable) return;
-    // Autoplay refused: wait for `play()`, unless muted here (then it restarts muted,
-    // e.g. on a takeover's new stream).
-    if (this.#autoplayBlocked && !this.#mutedByUs) return;
-    v.play().catch((err) => {
-      if (!(err instanceof DOMException) || err.name !== "NotAllowedError") {
-        return;
-      }
-      if (this.#mutedByUs) {
-        this.#mutedByUs = false;
-        v.muted = false;
-        return;
-      }
-      if (this.#autoplayBlocked) return;
-      this.#autoplayBlocked = true;
-      this.#o.onAutoplayBlocked();
-      if (v.muted) return;
-      this.#mutedByUs = true;
-      v.muted = true;
-      this.#startIfPlayable(open);
-    });
+    this.#autoplay.startVideo(
+      this.#media === "rtc"
+        ? this.#video.srcObject !== null
+        : this.#buffer.latencyS > 0,
+    );
   }
 
   /**
    * Starts playback (with sound) after a user gesture when autoplay was blocked. When
    * the browser still refuses the sound, the video goes on muted (and this rejects).
    */
-  async play(): Promise<void> {
-    this.#autoplayBlocked = false;
-    this.#resumeTried = false;
-    if (this.#media === "fmp4" && this.#mode === "webcodecs" && this.#wc) {
-      return await this.#wc.play();
-    }
-    const v = this.#video;
-    const mutedByUs = this.#mutedByUs;
-    this.#mutedByUs = false;
-    if (mutedByUs) v.muted = false;
-    try {
-      await v.play();
-    } catch (err) {
-      if (mutedByUs) {
-        this.#mutedByUs = true;
-        this.#autoplayBlocked = true;
-        v.muted = true;
-        void v.play().catch(() => {});
-      }
-      throw err;
-    }
+  play(): Promise<void> {
+    return this.#autoplay.play(
+      this.#media === "fmp4" && this.#mode === "webcodecs" ? this.#wc : null,
+    );
   }
 
   /** Releases the video (MediaSource, PeerConnection or decoders) and the canvas. */

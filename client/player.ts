@@ -242,6 +242,7 @@ export class AvatarPlayer extends EventTarget {
         this.#keepalive.opened();
         this.#report.opened();
         this.#setState("open");
+        this.#media.socketOpened();
         this.#mic.sendConfig();
         return true;
       },

@@ -2,19 +2,21 @@
  * A demuxer for the fragmented MP4 the media socket carries (DECISIONS 6), for WebCodecs:
  * from the init segment (ftyp+moov) each track's decoder configuration (H.264: the
  * `avcC` record and its codec string; AAC: the AudioSpecificConfig of `esds`, its rate
- * and channels) and the edit list's start offset; from each media segment (moof+mdat)
+ * and channels; Opus: ./opus.ts) and the edit list's start offset; from each media segment (moof+mdat)
  * the samples of every track with their bytes, decode and presentation times
  * (`tfdt` + `trun` durations and composition offsets), durations and keyframe flags.
  */
+
+import { opusConfig } from "./opus.ts";
 
 /** One track of the init segment, ready for `VideoDecoder` / `AudioDecoder.configure`. */
 export interface Fmp4Track {
   trackId: number;
   kind: "video" | "audio";
   timescale: number;
-  /** RFC 6381 codec, e.g. `avc1.42c01e`, `mp4a.40.2`. */
+  /** RFC 6381 codec, e.g. `avc1.42c01e`, `mp4a.40.2`, `opus`. */
   codec: string;
-  /** The decoder's `description`: the avcC record or the AudioSpecificConfig. */
+  /** The decoder's `description`: the avcC record, AudioSpecificConfig or OpusHead. */
   description: Uint8Array;
   /** Video: coded size from the sample entry. */
   width: number;
@@ -22,7 +24,10 @@ export interface Fmp4Track {
   /** Audio: sample rate and channel count (from the AudioSpecificConfig). */
   sampleRate: number;
   channels: number;
-  /** The edit list's media start (e.g. AAC priming), in the track's timescale. */
+  /**
+   * The edit list's media start (e.g. AAC priming), else Opus's pre-skip, in the
+   * track's timescale.
+   */
   startOffset: number;
   /** trex defaults: sample duration, size and flags. */
   defaults: { duration: number; size: number; flags: number };
@@ -174,6 +179,22 @@ function audioEntry(b: Uint8Array, entry: Box): Partial<Fmp4Track> {
   };
 }
 
+/** An `Opus` sample entry: 48 kHz, its dOps as an OpusHead, its pre-skip. */
+function opusEntry(b: Uint8Array, entry: Box): Partial<Fmp4Track> {
+  const dOps = boxes(b, entry.body + 28, entry.end).find((x) =>
+    x.type === "dOps"
+  );
+  if (!dOps) throw new Error("Opus entry without dOps");
+  const c = opusConfig(b.slice(dOps.body, dOps.end));
+  return {
+    codec: "opus",
+    description: c.head,
+    sampleRate: 48000,
+    channels: c.channels,
+    startOffset: c.preSkip,
+  };
+}
+
 function videoEntry(b: Uint8Array, entry: Box): Partial<Fmp4Track> {
   // VisualSampleEntry: 78 bytes of fixed fields precede the avcC box.
   const avcC = boxes(b, entry.body + 78, entry.end).find((x) =>
@@ -223,6 +244,8 @@ export function parseInitSegment(init: Uint8Array): Fmp4Track[] {
       fields = videoEntry(init, entry);
     } else if (handler === "soun" && entry.type === "mp4a") {
       fields = audioEntry(init, entry);
+    } else if (handler === "soun" && entry.type === "Opus") {
+      fields = opusEntry(init, entry);
     } else continue;
     tracks.push({
       trackId,
@@ -234,9 +257,10 @@ export function parseInitSegment(init: Uint8Array): Fmp4Track[] {
       height: 0,
       sampleRate: 0,
       channels: 0,
-      startOffset: editStart(init, trak),
       defaults: trex.get(trackId) ?? { duration: 0, size: 0, flags: 0 },
       ...fields,
+      // An edit list's start wins over Opus's pre-skip (the same delay, said twice).
+      startOffset: editStart(init, trak) || fields.startOffset || 0,
     });
   }
   return tracks;

@@ -1,22 +1,23 @@
 /**
  * WebCodecs playback of the socket's fMP4 stream (`websocket_fmp4`): each binary frame
- * demuxed (./fmp4.ts), H.264 decoded by a `VideoDecoder` tuned for latency and AAC by an
- * `AudioDecoder`, the audio played by a worklet with a small jitter buffer
- * (./audio_out.ts) whose clock the video follows: each decoded frame is drawn on a canvas
- * once the heard media time reaches its timestamp (frames already late are skipped, the
- * newest due one is drawn). There is no MediaSource start buffer, which is where MSE
- * playback loses a quarter of a second (docs/performance.md). The media is the same as
- * on the MSE path; nothing changes on the wire.
+ * demuxed (./fmp4.ts), H.264 decoded by a `VideoDecoder` tuned for latency and the audio
+ * (Opus once asked for, else AAC) by an `AudioDecoder`, played by a worklet with a small
+ * jitter buffer (./audio_out.ts) whose clock the video follows: each decoded frame is
+ * drawn on a canvas once the heard media time reaches its timestamp (late frames are
+ * skipped). No MediaSource start buffer, where MSE loses a quarter of a second.
  */
 import { AudioOut, type AudioOutStats, NO_AUDIO_STATS } from "./audio_out.ts";
 import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
 import { dueFrame, type FrameSink, SizedSink } from "./frames.ts";
 import { audioConfig, videoConfig } from "./support.ts";
+import { OPUS_FRAME } from "./opus.ts";
 
 export type { FrameSink };
 
 export interface WebCodecsStats extends AudioOutStats {
   streams: number;
+  /** The current stream's audio codec (`mp4a.40.2`, `opus`), null before one. */
+  audioCodec: string | null;
   segments: number;
   framesDecoded: number;
   framesDrawn: number;
@@ -33,6 +34,7 @@ export interface WebCodecsStats extends AudioOutStats {
 /** The stats of a player that decodes nothing with WebCodecs. */
 export const NO_WEBCODECS: WebCodecsStats = {
   streams: 0,
+  audioCodec: null,
   segments: 0,
   framesDecoded: 0,
   framesDrawn: 0,
@@ -100,6 +102,7 @@ export class WebCodecsPlayback {
     return {
       ...this.#stats,
       ...a,
+      audioCodec: this.#audioTrack?.codec ?? null,
       clockMs: clock === null ? null : Math.round(clock),
       shownMs: this.#shownUs === null ? null : Math.round(this.#shownUs / 1000),
       latencyMs: clock === null
@@ -200,11 +203,13 @@ export class WebCodecsPlayback {
 
   /**
    * The jitter buffer: it starts at one video frame (audio comes a fragment, one frame,
-   * at a time) and grows by one AAC frame (1024 samples) on each underrun; the slack.
+   * at a time) and grows by one audio frame (AAC 1024 samples, Opus 960) on each
+   * underrun; the slack.
    */
   #jitter(track: Fmp4Track): [number, number, number] {
-    const aacMs = 1024 / track.sampleRate * 1000;
-    return [Math.max(aacMs, this.#frameMs), aacMs, this.#o.slackMs ?? 150];
+    const frame = track.codec === "opus" ? OPUS_FRAME : 1024;
+    const frameMs = frame / track.sampleRate * 1000;
+    return [Math.max(frameMs, this.#frameMs), frameMs, this.#o.slackMs ?? 150];
   }
 
   /**

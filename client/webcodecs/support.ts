@@ -68,3 +68,20 @@ export function audioConfig(t: Fmp4Track): AudioDecoderConfig {
     numberOfChannels: t.channels,
   };
 }
+
+let opus: Promise<boolean> | null = null;
+
+/**
+ * Whether this browser's `AudioDecoder` decodes the Opus the service sends a WebCodecs
+ * player that asks for it (48 kHz mono; asked once).
+ */
+export function opusDecodable(): Promise<boolean> {
+  opus ??= webCodecsAvailable()
+    ? AudioDecoder.isConfigSupported({
+      codec: "opus",
+      sampleRate: 48000,
+      numberOfChannels: 1,
+    }).then((r) => r.supported === true, () => false)
+    : Promise.resolve(false);
+  return opus;
+}

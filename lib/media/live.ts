@@ -6,7 +6,12 @@ import type { AppDeps } from "../deps.ts";
 import { persistViewerStats, ViewerStats } from "./viewer_stats.ts";
 import type { EndReason } from "../api/schemas.ts";
 import type { EngineConnection, EngineEvents } from "../providers/port.ts";
-import type { RenderSession, RenderSink, SpeechEvent } from "../render/port.ts";
+import type {
+  AudioCodec,
+  RenderSession,
+  RenderSink,
+  SpeechEvent,
+} from "../render/port.ts";
 import { Turns } from "./turns.ts";
 import { liveEngineEvents } from "./engine_events.ts";
 import { rejectsVideo, type SfuLink } from "../sfu/mod.ts";
@@ -17,10 +22,17 @@ import {
   CONTAINED,
   type FailureSource,
 } from "./contain.ts";
-import { closeSocket, Downlink, sendJson } from "./downlink.ts";
+import {
+  closeSocket,
+  Downlink,
+  type DownlinkStats,
+  sendJson,
+} from "./downlink.ts";
 import { FrameGate } from "./gate.ts";
-import { Uplink, type WebrtcMessage } from "./uplink.ts";
+import { Uplink, type UplinkStats, type WebrtcMessage } from "./uplink.ts";
 import { stopPipeline } from "./teardown.ts";
+import { RestartWindow } from "./restarts.ts";
+
 import {
   CLOSE_TAKEN_OVER,
   CLOSE_UNSUPPORTED_MEDIA,
@@ -28,20 +40,8 @@ import {
   type SocketErrorCode,
 } from "./protocol.ts";
 
-/** Stream failures a minute after which the session ends instead of restarting. */
-export const MAX_STREAM_RESTARTS = 3;
-
 /** Counters of one live session, for logs, the end result and tests. */
-export interface LiveStats {
-  segmentsSent: number;
-  segmentsDropped: number;
-  framesReceived: number;
-  invalidMessages: number;
-  /** Frames over 64 KiB, refused unread. */
-  oversizeFrames: number;
-  /** Text frames and microphone audio dropped by the per-socket rate gates. */
-  framesThrottled: number;
-}
+export type LiveStats = DownlinkStats & UplinkStats;
 
 export class LiveSession {
   socket: WebSocket | null = null;
@@ -76,14 +76,16 @@ export class LiveSession {
   onFailed:
     | ((why: string, source: FailureSource, reason: EndReason) => void)
     | null = null;
-  /** When the current socket's stream failed and restarted, newest last (bounded). */
-  private restarts: number[] = [];
+  /** The current socket's stream failures of the last minute. */
+  private restarts = new RestartWindow();
   closed = false;
 
   /** The browser's frames, whichever socket carries them. */
   private readonly uplink: Uplink;
   /** What this session's viewer reports it experiences (`client.stats`). */
   readonly viewer: ViewerStats;
+  /** The audio codec the current socket's player decodes (`media.config`). */
+  private audio: AudioCodec = "aac";
   /** On a webrtc_sfu session: the socket served fMP4 instead (`webrtc.unsupported`). */
   private fmp4Socket: WebSocket | null = null;
   /** The socket whose stream has its init segment (speech events can reach it). */
@@ -123,7 +125,18 @@ export class LiveSession {
       sendError: (code, fatal) => this.sendError(code, fatal),
       webrtc: (msg) => this.onWebrtc(msg),
       viewerStats: (msg) => this.viewer.report(msg),
+      audioCodec: (audio) => this.setAudio(audio),
     });
+  }
+
+  /** The player asks for another audio codec: its fMP4 stream restarts in it. */
+  private setAudio(audio: AudioCodec): void {
+    const ws = this.socket;
+    if (!ws || audio === this.audio) return;
+    this.audio = audio;
+    if (this.render && (!this.sfu || this.fmp4Socket === ws)) {
+      this.render.attach(this.sinkFor(ws));
+    }
   }
 
   /** A contained handler threw: the session ends as a failure of its source. */
@@ -166,6 +179,7 @@ export class LiveSession {
       (reason) => this.deps.metrics.segmentsDropped.inc({ reason }),
     );
     return {
+      audio: this.audio,
       onInit: (mime, init) => {
         if (this.socket !== ws) return;
         link.init(mime, init, this.alpha);
@@ -197,11 +211,8 @@ export class LiveSession {
    */
   private restartStream(ws: WebSocket): void {
     if (this.closed || this.socket !== ws || !this.render) return;
-    const now = performance.now();
-    this.restarts = this.restarts.filter((t) => now - t < 60_000);
-    this.restarts.push(now);
     this.deps.metrics.streamRestarts.inc();
-    if (this.restarts.length > MAX_STREAM_RESTARTS) {
+    if (!this.restarts.allow(performance.now())) {
       this.onFailed?.(
         "the renderer failed repeatedly",
         "render",
@@ -219,7 +230,11 @@ export class LiveSession {
   attach(ws: WebSocket, status: string): void {
     const old = this.socket;
     this.socket = ws;
-    if (old !== ws) this.viewer.newSocket();
+    // A new socket's player says for itself whether it decodes Opus (`media.config`).
+    if (old !== ws) {
+      this.viewer.newSocket();
+      this.audio = "aac";
+    }
     if (old && old !== ws) {
       this.deps.metrics.takeovers.inc();
       sendJson(old, {

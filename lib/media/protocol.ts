@@ -32,6 +32,11 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
     text: z.string().min(1).max(MAX_TEXT_LENGTH),
   }),
   z.object({ type: z.literal("interrupt") }),
+  // The audio codec the player decodes: Opus for a WebCodecs player (DECISIONS 6).
+  z.object({
+    type: z.literal("media.config"),
+    audio: z.enum(["aac", "opus"]),
+  }),
   z.object({ type: z.literal("ping") }),
   // WebRTC signalling of a webrtc_sfu session (DECISIONS 11), proxied to the SFU.
   z.object({

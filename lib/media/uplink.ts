@@ -8,7 +8,7 @@
  */
 import type { Logger } from "../log.ts";
 import type { EngineConnection } from "../providers/port.ts";
-import type { RenderSession } from "../render/port.ts";
+import type { AudioCodec, RenderSession } from "../render/port.ts";
 import { UserVoice } from "./listening.ts";
 import type { Turns } from "./turns.ts";
 import { closeSocket } from "./downlink.ts";
@@ -53,6 +53,8 @@ export interface UplinkSession {
   webrtc(msg: WebrtcMessage): void;
   /** What the viewer experiences (`client.stats`); false: too soon, dropped. */
   viewerStats(msg: ClientStats): boolean;
+  /** The audio codec the player decodes (`media.config`). */
+  audioCodec(audio: AudioCodec): void;
 }
 
 /** The frames one live session's browser sends, whichever socket carries them. */
@@ -149,6 +151,9 @@ export class Uplink {
       case "client.stats":
         // More than one a second is dropped, uncounted (DECISIONS 6).
         this.session.viewerStats(msg);
+        break;
+      case "media.config":
+        this.session.audioCodec(msg.audio);
         break;
     }
   }

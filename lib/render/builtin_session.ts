@@ -7,6 +7,7 @@ import type { Logger } from "../log.ts";
 import type { Painter } from "./painter.ts";
 import { planTicks, type RenderClock } from "./pacing.ts";
 import type {
+  AudioCodec,
   RenderSession,
   RenderSink,
   RenderStats,
@@ -113,7 +114,14 @@ export class BuiltinSession implements RenderSession {
       sink.onError(new Error("render session stopped"));
       return;
     }
-    const run = this.#run ?? this.#startRun();
+    // A viewer decoding another audio codec gets a run of its own (a fresh stream).
+    const audio = sink.audio ?? "aac";
+    if (this.#run && this.#run.audio !== audio) {
+      const old = this.#run;
+      this.#run = null;
+      this.#retire(old.stop({ graceful: false, timeoutMs: 0 }));
+    }
+    const run = this.#run ?? this.#startRun(audio);
     if (!run) {
       sink.onError(new Error("render encoder failed to start"));
       return;
@@ -184,10 +192,11 @@ export class BuiltinSession implements RenderSession {
   }
 
   /** Spawns the session's encoder; null (logged) when ffmpeg cannot start. */
-  #startRun(): EncoderStream | null {
+  #startRun(audio: AudioCodec = "aac"): EncoderStream | null {
     try {
       this.#run = new EncoderStream({
         ffmpeg: this.ffmpeg,
+        audio,
         width: this.painter.width,
         height: this.#pictures.codedHeight,
         fps: this.opts.fps,

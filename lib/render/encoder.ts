@@ -2,18 +2,22 @@
  * One ffmpeg process per stream: raw I420 frames and s16le audio go in over two unix
  * sockets in a private temp dir (async on our side, so a dead or stuck encoder never
  * pins a thread). For the socket transport the coded H.264 comes back as FLV on stdout
- * and the AAC as ADTS on a third socket, and the service muxes them into the init
- * segment and moof+mdat segments itself (./muxer.ts: each frame leaves as soon as it is
- * coded). Every exit path kills the process and removes the temp dir.
+ * and the audio on a third socket (AAC as ADTS, or Opus in NUT), and the service muxes
+ * them into the init segment and moof+mdat segments itself (./muxer.ts: each frame
+ * leaves as soon as it is coded). Every exit path kills the process and removes the
+ * temp dir.
  */
 import {
   AAC_BIT_RATE,
   AAC_RATE,
   encoderArgs,
+  OPUS_BIT_RATE,
   type StreamFormat,
 } from "./ffmpeg.ts";
 import { AdtsReader, FlvVideoReader } from "./es_readers.ts";
+import { OPUS_RATE } from "./mp4_entries.ts";
 import { LiveMuxer } from "./muxer.ts";
+import { NutOpusReader } from "./nut_opus.ts";
 import { acceptOnce, SocketPipe } from "./socket_pipe.ts";
 import { Upsampler2x } from "./upsample.ts";
 
@@ -33,6 +37,11 @@ export interface EncoderOptions extends StreamFormat {
    * two input sockets. stdout is then read and dropped; `onInit`/`onSegment` never fire.
    */
   args?: (videoSocket: string, audioSocket: string) => string[];
+  /**
+   * The fMP4 stream's audio codec: AAC-LC (the default, what MediaSource plays) or Opus
+   * (for a WebCodecs client that asked for it, DECISIONS 6; needs 48-kHz input).
+   */
+  audio?: "aac" | "opus";
 }
 
 const live = new Set<Deno.ChildProcess>();
@@ -74,8 +83,9 @@ export class Encoder {
   #readers: Promise<void>;
   #stderrTail = "";
   #maxQueued: number;
-  /** The fMP4 path: the muxer, the audio output socket and the 2× upsampler. */
+  /** The fMP4 path: the muxer, the audio output socket and (AAC) the 2× upsampler. */
   #mux: LiveMuxer | null = null;
+  #codec: "aac" | "opus";
   #audioOut: Promise<Deno.Conn | null> = Promise.resolve(null);
   #outListener: Deno.UnixListener | null = null;
   #upsampler = new Upsampler2x();
@@ -84,12 +94,16 @@ export class Encoder {
   /** Spawns ffmpeg; output and failures go to `events`. Throws when spawning fails. */
   constructor(options: EncoderOptions, private readonly events: EncoderEvents) {
     hookUnload();
+    this.#codec = options.audio ?? "aac";
+    if (this.#codec === "opus" && options.sampleRate !== OPUS_RATE) {
+      throw new Error("Opus needs the stream's audio at 48 kHz");
+    }
     this.#maxQueued = options.maxQueuedFrames ?? 50;
     this.#dir = Deno.makeTempDirSync({ prefix: "avatar-render-" });
     this.socketDir = this.#dir;
     const vPath = `${this.#dir}/v.sock`;
     const aPath = `${this.#dir}/a.sock`;
-    const outPath = `${this.#dir}/aac.sock`;
+    const outPath = `${this.#dir}/out.sock`;
     const listeners: Deno.UnixListener[] = [];
     try {
       listeners.push(Deno.listen({ transport: "unix", path: vPath }));
@@ -100,7 +114,7 @@ export class Encoder {
       this.#child = new Deno.Command(options.ffmpeg, {
         args: options.args
           ? options.args(vPath, aPath)
-          : encoderArgs(options, vPath, aPath, outPath),
+          : encoderArgs(options, vPath, aPath, outPath, this.#codec),
         stdin: "null",
         stdout: "piped",
         stderr: "piped",
@@ -117,8 +131,9 @@ export class Encoder {
         width: options.width,
         height: options.height,
         fps: options.fps,
-        audioRate: AAC_RATE,
-        audioBitRate: AAC_BIT_RATE,
+        audioCodec: this.#codec,
+        audioRate: this.#codec === "opus" ? OPUS_RATE : AAC_RATE,
+        audioBitRate: this.#codec === "opus" ? OPUS_BIT_RATE : AAC_BIT_RATE,
         onInit: (b) => {
           if (!this.#muted) this.events.onInit(b);
         },
@@ -171,7 +186,11 @@ export class Encoder {
     if (this.#stopping) return true;
     if (this.#video.queued >= this.#maxQueued) return false;
     this.#video.push(frame);
-    if (this.#mux) {
+    if (this.#mux && this.#codec === "opus") {
+      // Opus codes the stream's own 48 kHz: its delay (2.5 ms) is far inside a frame.
+      this.#audio.push(audio);
+      this.#mux.wrote(audio.length >> 1);
+    } else if (this.#mux) {
       // The AAC is coded at twice the stream's rate: its two-frame delay then fits
       // inside one video frame (./ffmpeg.ts AAC_RATE).
       const pcm = new Int16Array(audio.length >> 1);
@@ -263,16 +282,21 @@ export class Encoder {
     this.#outputEnded();
   }
 
-  /** The coded audio (ADTS on its socket) into the muxer. */
+  /** The coded audio (ADTS or NUT on its socket) into the muxer. */
   async #readAudioOut(): Promise<void> {
     const conn = await this.#audioOut;
     if (!conn) return;
     const mux = this.#mux!;
-    const adts = new AdtsReader((frame, format) => mux.onAudio(frame, format));
+    const reader = this.#codec === "opus"
+      ? new NutOpusReader({
+        onHead: (head) => mux.onOpusHead(head),
+        onPacket: (packet) => mux.onOpusPacket(packet),
+      })
+      : new AdtsReader((frame, format) => mux.onAudio(frame, format));
     try {
       for await (const chunk of conn.readable) {
         if (this.#muted) continue;
-        this.#guard(() => adts.push(chunk));
+        this.#guard(() => reader.push(chunk));
       }
     } catch {
       // the socket broke with the process; the exit handler reports it

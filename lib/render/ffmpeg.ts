@@ -194,17 +194,80 @@ export const AAC_RATE = 96000;
 /** The AAC bit rate (bit/s). */
 export const AAC_BIT_RATE = 64000;
 
+/** The Opus bit rate (bit/s): as the WebRTC output's (./rtp.ts). */
+export const OPUS_BIT_RATE = 48000;
+
 /**
- * ffmpeg arguments for one fMP4 stream: raw I420 video and raw s16le mono audio at
- * `AAC_RATE` read from two unix sockets; H.264 baseline out as FLV on stdout and AAC-LC
- * as ADTS to the unix socket `audioOutSocket`, each unit written the moment it is coded
- * (the service muxes them: ./muxer.ts). A keyframe every second.
+ * libopus for both outputs (fMP4 and RTP): low-delay (CELT-only) mode, whose delay is
+ * 120 samples (2.5 ms; the speech modes' is 312), 20-ms packets, `OPUS_BIT_RATE`.
+ */
+export const OPUS_CODEC_ARGS: readonly string[] = [
+  "-c:a",
+  "libopus",
+  "-application",
+  "lowdelay",
+  "-frame_duration",
+  "20",
+  "-b:a",
+  String(OPUS_BIT_RATE),
+];
+
+/**
+ * The Opus half of an fMP4 stream's command line: `OPUS_CODEC_ARGS`, mono at 48 kHz,
+ * out as NUT to `audioOutSocket`, each packet written the moment it is coded. Not Ogg: ffmpeg's
+ * Ogg muxer writes a page only once the next one is finished, so each packet would wait
+ * 20 ms for the next (measured: after 3,840 samples in, 2 of the 3 coded packets out);
+ * no option of it changes that (./nut_opus.ts).
+ */
+function opusOutputArgs(audioOutSocket: string): string[] {
+  return [
+    ...OPUS_CODEC_ARGS,
+    "-ac",
+    "1",
+    "-ar",
+    "48000",
+    "-f",
+    "nut",
+    "-write_index",
+    "0",
+    "-flush_packets",
+    "1",
+    `unix:${audioOutSocket}`,
+  ];
+}
+
+/** The AAC half: AAC-LC at `AAC_RATE` as ADTS to `audioOutSocket`, frame by frame. */
+function aacOutputArgs(audioOutSocket: string): string[] {
+  return [
+    "-c:a",
+    "aac",
+    "-b:a",
+    String(AAC_BIT_RATE),
+    "-ac",
+    "1",
+    "-ar",
+    String(AAC_RATE),
+    "-f",
+    "adts",
+    "-flush_packets",
+    "1",
+    `unix:${audioOutSocket}`,
+  ];
+}
+
+/**
+ * ffmpeg arguments for one fMP4 stream: raw I420 video and raw s16le mono audio (at
+ * `AAC_RATE` for AAC, at the stream's 48 kHz for Opus) read from two unix sockets;
+ * H.264 baseline out as FLV on stdout and the audio to the unix socket
+ * `audioOutSocket` (AAC-LC as ADTS, or Opus in NUT), each unit written the moment it is
+ * coded (the service muxes them: ./muxer.ts). A keyframe every second.
  */
 export function encoderArgs(
   fmt: StreamFormat,
   videoSocket: string,
   audioSocket: string,
   audioOutSocket: string,
+  audio: "aac" | "opus" = "aac",
 ): string[] {
   const gop = String(fmt.fps);
   const maxrate = `${fmt.videoMaxKbps ?? videoMaxKbps(fmt.width, fmt.height)}k`;
@@ -212,7 +275,7 @@ export function encoderArgs(
     // Probed input is kept (no `-fflags nobuffer`, which drops the first frame and the
     // first audio block): the muxer times both tracks by count from the first.
     ...rawInputArgs(
-      { ...fmt, sampleRate: AAC_RATE },
+      audio === "opus" ? fmt : { ...fmt, sampleRate: AAC_RATE },
       videoSocket,
       audioSocket,
       { keepProbed: true },
@@ -231,18 +294,8 @@ export function encoderArgs(
     "pipe:1",
     "-map",
     "1:a:0",
-    "-c:a",
-    "aac",
-    "-b:a",
-    String(AAC_BIT_RATE),
-    "-ac",
-    "1",
-    "-ar",
-    String(AAC_RATE),
-    "-f",
-    "adts",
-    "-flush_packets",
-    "1",
-    `unix:${audioOutSocket}`,
+    ...(audio === "opus"
+      ? opusOutputArgs(audioOutSocket)
+      : aacOutputArgs(audioOutSocket)),
   ];
 }

@@ -1,99 +1,53 @@
 /**
  * Writes the fragmented MP4 the socket carries (DECISIONS 6): an init segment
- * (ftyp+moov with mvex) for one H.264 and one AAC track, and media segments (moof+mdat,
+ * (ftyp+moov with mvex) for one H.264 and one AAC or Opus track (the sample entries:
+ * ./mp4_entries.ts), and media segments (moof+mdat,
  * `tfhd` default-base-is-moof, `tfdt` version 1) holding one video frame and the audio
  * frames that came out of the encoder with it. The service muxes itself (./muxer.ts) so
  * a fragment leaves the moment its frame is coded, instead of when ffmpeg's MP4 muxer
  * sees the next one.
  */
-import { concat } from "./mp4_boxes.ts";
+import {
+  box,
+  concat,
+  fullBox,
+  u16be,
+  u32be,
+  u64be,
+  zeros,
+} from "./mp4_boxes.ts";
+import {
+  AUDIO_TRACK_ID,
+  type AudioConfig,
+  audioEntry,
+  audioTimescale,
+  avc1,
+  type VideoConfig,
+} from "./mp4_entries.ts";
+
+export {
+  type AacConfig,
+  AUDIO_TRACK_ID,
+  audioCodecString,
+  type AudioConfig,
+  type OpusConfig,
+  type VideoConfig,
+} from "./mp4_entries.ts";
 
 /** Track ids in every stream the service writes. */
 export const VIDEO_TRACK_ID = 1;
-export const AUDIO_TRACK_ID = 2;
 
-/** trex default sample flags: a video frame depends on others; AAC frames are sync. */
+/** trex default sample flags: a video frame depends on others; audio frames are sync. */
 const VIDEO_DELTA_FLAGS = 0x01010000;
 const VIDEO_KEY_FLAGS = 0x02000000;
 const AUDIO_FLAGS = 0x02000000;
 
 const ascii = new TextEncoder();
 
-function u32be(n: number): Uint8Array {
-  const b = new Uint8Array(4);
-  new DataView(b.buffer).setUint32(0, n >>> 0);
-  return b;
-}
-
-function u16be(n: number): Uint8Array {
-  return new Uint8Array([(n >> 8) & 0xff, n & 0xff]);
-}
-
-function u64be(n: number): Uint8Array {
-  return concat([u32be(Math.floor(n / 2 ** 32)), u32be(n % 2 ** 32)]);
-}
-
-function zeros(n: number): Uint8Array {
-  return new Uint8Array(n);
-}
-
-/** A box: size, type, then `parts`. */
-export function box(type: string, ...parts: Uint8Array[]): Uint8Array {
-  const body = concat(parts);
-  return concat([u32be(8 + body.length), ascii.encode(type), body]);
-}
-
-/** A full box: version and flags before `parts`. */
-function fullBox(
-  type: string,
-  version: number,
-  flags: number,
-  ...parts: Uint8Array[]
-): Uint8Array {
-  return box(
-    type,
-    u32be(((version & 0xff) << 24) | (flags & 0xffffff)),
-    ...parts,
-  );
-}
-
 /** The unity matrix of mvhd and tkhd. */
 const MATRIX = concat(
   [0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x40000000].map(u32be),
 );
-
-/** An MPEG-4 descriptor with a 4-byte length (as ffmpeg writes them). */
-function descriptor(tag: number, ...parts: Uint8Array[]): Uint8Array {
-  const body = concat(parts);
-  const n = body.length;
-  return concat([
-    new Uint8Array([
-      tag,
-      0x80 | ((n >> 21) & 0x7f),
-      0x80 | ((n >> 14) & 0x7f),
-      0x80 | ((n >> 7) & 0x7f),
-      n & 0x7f,
-    ]),
-    body,
-  ]);
-}
-
-export interface VideoConfig {
-  width: number;
-  height: number;
-  timescale: number;
-  /** The AVCDecoderConfigurationRecord (the avcC box's body). */
-  avcC: Uint8Array;
-}
-
-export interface AudioConfig {
-  sampleRate: number;
-  channels: number;
-  /** The AudioSpecificConfig. */
-  asc: Uint8Array;
-  /** Average bit rate (bit/s), for the esds. */
-  bitRate: number;
-}
 
 function emptySampleTables(): Uint8Array[] {
   return [
@@ -167,58 +121,6 @@ function trak(
   );
 }
 
-function avc1(v: VideoConfig): Uint8Array {
-  return box(
-    "avc1",
-    zeros(6),
-    u16be(1), // data reference index
-    zeros(16),
-    u16be(v.width),
-    u16be(v.height),
-    u32be(0x00480000), // 72 dpi
-    u32be(0x00480000),
-    zeros(4),
-    u16be(1), // frame count
-    zeros(32), // compressor name
-    u16be(0x18), // depth
-    u16be(0xffff),
-    box("avcC", v.avcC),
-  );
-}
-
-function mp4a(a: AudioConfig): Uint8Array {
-  const esds = fullBox(
-    "esds",
-    0,
-    0,
-    descriptor(
-      0x03,
-      u16be(AUDIO_TRACK_ID),
-      new Uint8Array([0]),
-      descriptor(
-        0x04,
-        new Uint8Array([0x40, 0x15, 0, 0, 0]), // MPEG-4 audio, audio stream, buffer size
-        u32be(a.bitRate), // max
-        u32be(a.bitRate), // average
-        descriptor(0x05, a.asc),
-      ),
-      descriptor(0x06, new Uint8Array([0x02])),
-    ),
-  );
-  return box(
-    "mp4a",
-    zeros(6),
-    u16be(1),
-    zeros(8),
-    u16be(a.channels),
-    u16be(16),
-    zeros(4),
-    // 16.16 fixed point: a rate past 65535 Hz is written 0 (the ASC carries it).
-    u32be(a.sampleRate <= 0xffff ? a.sampleRate * 0x10000 : 0),
-    esds,
-  );
-}
-
 function trex(id: number, flags: number): Uint8Array {
   return fullBox(
     "trex",
@@ -232,7 +134,7 @@ function trex(id: number, flags: number): Uint8Array {
   );
 }
 
-/** ftyp+moov(mvex) for one H.264 track (id 1) and one AAC track (id 2). */
+/** ftyp+moov(mvex) for one H.264 track (id 1) and one AAC or Opus track (id 2). */
 export function initSegment(v: VideoConfig, a: AudioConfig): Uint8Array {
   const ftyp = box(
     "ftyp",
@@ -269,9 +171,9 @@ export function initSegment(v: VideoConfig, a: AudioConfig): Uint8Array {
     trak(
       AUDIO_TRACK_ID,
       "soun",
-      a.sampleRate,
+      audioTimescale(a),
       fullBox("smhd", 0, 0, zeros(4)),
-      mp4a(a),
+      audioEntry(a),
     ),
     box(
       "mvex",

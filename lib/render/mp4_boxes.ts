@@ -1,6 +1,6 @@
 /**
  * ISO-BMFF box primitives: where the boxes of a buffer lie, how to find a box's children,
- * and the big-endian reads the MP4 modules share.
+ * and the big-endian reads and writes the MP4 modules share.
  */
 
 /** A box's place inside a buffer. `end` is exclusive; the payload starts at `bodyStart`. */
@@ -104,4 +104,48 @@ export function concat(parts: Uint8Array[]): Uint8Array {
     at += p.length;
   }
   return out;
+}
+
+const ascii = new TextEncoder();
+
+/** Big-endian 32 bits of `n`. */
+export function u32be(n: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n >>> 0);
+  return b;
+}
+
+/** Big-endian 16 bits of `n`. */
+export function u16be(n: number): Uint8Array {
+  return new Uint8Array([(n >> 8) & 0xff, n & 0xff]);
+}
+
+/** Big-endian 64 bits of `n` (exact below 2^53). */
+export function u64be(n: number): Uint8Array {
+  return concat([u32be(Math.floor(n / 2 ** 32)), u32be(n % 2 ** 32)]);
+}
+
+/** `n` zero bytes. */
+export function zeros(n: number): Uint8Array {
+  return new Uint8Array(n);
+}
+
+/** A box: size, type, then `parts`. */
+export function box(type: string, ...parts: Uint8Array[]): Uint8Array {
+  const body = concat(parts);
+  return concat([u32be(8 + body.length), ascii.encode(type), body]);
+}
+
+/** A full box: version and flags before `parts`. */
+export function fullBox(
+  type: string,
+  version: number,
+  flags: number,
+  ...parts: Uint8Array[]
+): Uint8Array {
+  return box(
+    type,
+    u32be(((version & 0xff) << 24) | (flags & 0xffffff)),
+    ...parts,
+  );
 }

@@ -19,7 +19,7 @@ export interface InitTrack {
   trackId: number;
   kind: "video" | "audio" | "other";
   timescale: number;
-  /** RFC 6381 codec of the track, e.g. `avc1.42c01e` or `mp4a.40.2`. */
+  /** RFC 6381 codec of the track, e.g. `avc1.42c01e`, `mp4a.40.2` or `opus`. */
   codec: string;
   /** trex default sample flags (used when a fragment gives none). */
   defaultSampleFlags: number;
@@ -55,6 +55,16 @@ function mp4aCodec(b: Uint8Array, entry: Box): string {
   return `mp4a.${hex2(oti)}.${aot}`;
 }
 
+/**
+ * `opus`, as the WebCodecs codec registry and MediaSource name Opus in MP4 (the entry
+ * is spelled `Opus`); an entry without its `dOps` is refused.
+ */
+function opusCodec(b: Uint8Array, entry: Box): string {
+  // AudioSampleEntry: 28 bytes of fixed fields precede the child boxes.
+  if (!child(b, entry, "dOps", 28)) throw new Error("Opus entry without dOps");
+  return "opus";
+}
+
 /** Parses an init segment: tracks, codecs and the MIME type for `addSourceBuffer`. */
 export function parseInit(init: Uint8Array): InitInfo {
   const top = parseBoxes(init);
@@ -88,6 +98,7 @@ export function parseInit(init: Uint8Array): InitInfo {
     if (entry.type === "avc1" || entry.type === "avc3") {
       codec = avcCodec(init, entry);
     } else if (entry.type === "mp4a") codec = mp4aCodec(init, entry);
+    else if (entry.type === "Opus") codec = opusCodec(init, entry);
     tracks.push({
       trackId,
       kind: handler === "vide"

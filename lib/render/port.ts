@@ -9,7 +9,16 @@
 export const MAX_MARK_TEXT = 1000;
 
 /** Where a stream's output goes. Handlers must not throw; they decide on slow consumers. */
+/**
+ * The audio codec of an fMP4 stream: AAC-LC for every player, Opus for a WebCodecs
+ * player that asked for it (`media.config`, DECISIONS 6: 20-ms frames, no lookahead to
+ * hold back).
+ */
+export type AudioCodec = "aac" | "opus";
+
 export interface RenderSink {
+  /** The audio codec this viewer decodes (default `aac`). */
+  readonly audio?: AudioCodec;
   /** Once per stream, first: the MIME type with codecs and the init segment (ftyp+moov). */
   onInit(mime: string, init: Uint8Array): void;
   /** One media segment (moof+mdat), in order. */

@@ -85,6 +85,7 @@ class RemoteSession implements RenderSession {
     this.detach();
     const url = new URL(`${this.base}/stream`);
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    if (sink.audio === "opus") url.searchParams.set("audio", "opus");
     const ws = new DenoWebSocket(url, {
       headers: { authorization: this.auth },
     });

@@ -7,7 +7,12 @@
  * the fMP4 output: the same frames and audio, another encoder.
  */
 import { Encoder } from "./encoder.ts";
-import { h264Args, rawInputArgs, type StreamFormat } from "./ffmpeg.ts";
+import {
+  h264Args,
+  OPUS_CODEC_ARGS,
+  rawInputArgs,
+  type StreamFormat,
+} from "./ffmpeg.ts";
 
 /** Where the RTP goes: an SFU mountpoint's ingest (lib/sfu/port.ts `Mountpoint`). */
 export interface RtpTarget {
@@ -70,14 +75,7 @@ export function rtpEncoderArgs(
     ...rtp(target.videoPort),
     "-map",
     "1:a:0",
-    "-c:a",
-    "libopus",
-    "-application",
-    "lowdelay",
-    "-frame_duration",
-    "20",
-    "-b:a",
-    "48k",
+    ...OPUS_CODEC_ARGS,
     "-ar",
     "48000",
     "-payload_type",
@@ -93,7 +91,7 @@ const MAX_WRITES = 32;
 
 /**
  * RTP encoder failures in a rolling minute that are restarted; one more ends the
- * session (as `MAX_STREAM_RESTARTS` of lib/media/live.ts for the fMP4 stream).
+ * session (as `MAX_STREAM_RESTARTS` of lib/media/restarts.ts for the fMP4 stream).
  */
 export const MAX_RTP_RESTARTS = 3;
 

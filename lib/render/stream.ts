@@ -15,7 +15,7 @@
  */
 import { Encoder } from "./encoder.ts";
 import { GopFeed, type GopFeedOptions } from "./gop_feed.ts";
-import type { RenderSink } from "./port.ts";
+import type { AudioCodec, RenderSink } from "./port.ts";
 import { settleDelivered, type WaitingPush } from "./segments.ts";
 
 export interface EncoderStreamOptions extends GopFeedOptions {
@@ -23,6 +23,8 @@ export interface EncoderStreamOptions extends GopFeedOptions {
   width: number;
   height: number;
   fps: number;
+  /** The audio codec of this run's fMP4 (default `aac`). */
+  audio?: AudioCodec;
   /** The render clock's `now` (audio-latency marks). */
   now: () => number;
   /** Audio-latency samples (ms) of the session, appended to. */
@@ -41,6 +43,8 @@ const MAX_WAITING = 256;
 /** One ffmpeg run and its viewer. Throws from the constructor when ffmpeg cannot spawn. */
 export class EncoderStream {
   readonly encoder: Encoder;
+  /** The audio codec of this run's fMP4. */
+  readonly audio: AudioCodec;
   /** Audio samples written to this run. */
   samples = 0;
   /** Pushed audio waiting to show up in a fragment. */
@@ -50,12 +54,14 @@ export class EncoderStream {
 
   constructor(private readonly o: EncoderStreamOptions) {
     this.#feed = new GopFeed(o);
+    this.audio = o.audio ?? "aac";
     this.encoder = new Encoder({
       ffmpeg: o.ffmpeg,
       width: o.width,
       height: o.height,
       fps: o.fps,
       sampleRate: o.sampleRate,
+      audio: this.audio,
     }, {
       onInit: (bytes) => this.#onInit(bytes),
       onSegment: (bytes) => this.#onSegment(bytes),

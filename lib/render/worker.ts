@@ -132,6 +132,11 @@ export function createRenderWorker(options: WorkerOptions): {
     if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return fail(400, "invalid", "expected a WebSocket upgrade");
     }
+    // The viewer's audio codec (`?audio=opus`, else AAC): nothing else is accepted.
+    const audio = new URL(req.url).searchParams.get("audio") ?? "aac";
+    if (audio !== "aac" && audio !== "opus") {
+      return fail(400, "invalid", "audio must be aac or opus");
+    }
     let upgrade: Deno.WebSocketUpgrade;
     try {
       upgrade = Deno.upgradeWebSocket(req);
@@ -146,6 +151,7 @@ export function createRenderWorker(options: WorkerOptions): {
       entry.socket = socket;
       old?.close(4000, "taken over");
       entry.session.attach({
+        audio,
         onInit(mime, init) {
           if (socket.readyState !== WebSocket.OPEN) return;
           socket.send(JSON.stringify({ type: "init", mime }));

@@ -71,9 +71,20 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
       async () => {
         await startOnPage(page, pageBase, "bg=studio");
         await waitDrawing(page, 25, 1000);
+        // The first stream is AAC; the player asks for Opus (media.config) and
+        // plays the fresh Opus stream that follows.
+        await page.waitForFunction(
+          () =>
+            (globalThis as unknown as {
+              avatarPlayer: { stats: { webcodecs: { audioCodec: string } } };
+            }).avatarPlayer.stats.webcodecs.audioCodec === "opus",
+          undefined,
+          WAIT,
+        );
+        await waitDrawing(page, 25, 1000);
         const s = await stats(page);
         assert.equal(s.decoder, "webcodecs");
-        assert.equal(s.streams, 1);
+        assert.equal(s.streams, 2);
         assert.equal(
           await page.evaluate(() => document.querySelector("video")!.hidden),
           true,

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { MAX_STREAM_RESTARTS } from "../../../lib/media/live.ts";
+import { MAX_STREAM_RESTARTS } from "../../../lib/media/restarts.ts";
 import { reapOnce } from "../../../lib/media/reaper.ts";
 import { TEST_ADMIN_KEY, TestClock } from "../../_helpers.ts";
 import { signIn } from "../../routes/admin/_console.ts";

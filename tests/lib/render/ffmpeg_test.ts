@@ -4,6 +4,7 @@ import {
   encoderArgs,
   executableCopy,
   ffmpegPath,
+  OPUS_BIT_RATE,
   videoMaxKbps,
 } from "../../../lib/render/ffmpeg.ts";
 
@@ -70,6 +71,33 @@ Deno.test("encoderArgs() asks for units the service muxes the moment they are co
   assert.equal(args[args.length - 1], "unix:/tmp/aac.sock");
   // Nothing probed is dropped: both tracks are timed by count from the first unit.
   assert.equal(args.includes("nobuffer"), false);
+});
+
+Deno.test("encoderArgs() for Opus: 48-kHz input, low-delay 20-ms packets, each written as coded", () => {
+  const fmt = { width: 384, height: 384, fps: 25, sampleRate: 48000 };
+  const args = encoderArgs(
+    fmt,
+    "/tmp/v.sock",
+    "/tmp/a.sock",
+    "/tmp/o.sock",
+    "opus",
+  );
+  const after = (flag: string, from = 0) => args[args.indexOf(flag, from) + 1];
+  const audio = args.indexOf("-c:a");
+  // The video output is the AAC stream's.
+  const aac = encoderArgs(fmt, "/tmp/v.sock", "/tmp/a.sock", "/tmp/o.sock");
+  const video = (a: string[]) => a.slice(a.indexOf("-map"), a.indexOf("-c:a"));
+  assert.deepEqual(video(args), video(aac));
+  // The stream's own rate in: no 2× upsampling for Opus.
+  assert.equal(after("-ar"), "48000");
+  assert.equal(after("-c:a"), "libopus");
+  assert.equal(after("-application"), "lowdelay");
+  assert.equal(after("-frame_duration"), "20");
+  assert.equal(after("-b:a"), String(OPUS_BIT_RATE));
+  // NUT, not Ogg (whose muxer holds each page until the next).
+  assert.equal(after("-f", audio), "nut");
+  assert.equal(after("-flush_packets", audio), "1");
+  assert.equal(args[args.length - 1], "unix:/tmp/o.sock");
 });
 
 Deno.test("encoderArgs() caps the video bit rate by frame size", () => {

@@ -7,7 +7,11 @@ import {
 } from "../../../lib/render/es_readers.ts";
 import { AAC_RATE, ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
-import { AUDIO_WAIT_MS, LiveMuxer } from "../../../lib/render/muxer.ts";
+import {
+  AUDIO_WAIT_MS,
+  expectedAudioFrames,
+  LiveMuxer,
+} from "../../../lib/render/muxer.ts";
 import { UPSAMPLE_DELAY, Upsampler2x } from "../../../lib/render/upsample.ts";
 import { poll } from "./_helpers.ts";
 
@@ -168,6 +172,116 @@ Deno.test("LiveMuxer", async (t) => {
     assert.equal(video.firstSampleSync, true);
     assert.ok(audio.baseDecodeTime >= AAC_RATE, "audio from the keyframe on");
     assert.ok(audio.baseDecodeTime < AAC_RATE + 1024);
+  });
+});
+
+const OPUS_HEAD = {
+  channels: 1,
+  preSkip: 120,
+  inputRate: 48000,
+  outputGain: 0,
+  mappingFamily: 0,
+};
+/** An Opus packet of 20 ms (TOC config 31: CELT fullband 20 ms, one frame). */
+const opus = (n: number) => new Uint8Array([31 << 3, n]);
+
+function opusMuxer() {
+  const out = { init: [] as Uint8Array[], segments: [] as Uint8Array[] };
+  const mux = new LiveMuxer({
+    ...FORMAT,
+    audioCodec: "opus",
+    audioRate: 48000,
+    audioBitRate: 48000,
+    onInit: (b) => out.init.push(b),
+    onSegment: (b) => out.segments.push(b),
+  });
+  mux.onConfig(new Uint8Array([1, 0x42, 0xc0, 0x15, 0xff, 0xe0, 0]));
+  return { mux, out };
+}
+
+const audioOf = (segments: Uint8Array[]) =>
+  segments.map((s) => {
+    const a = parseFragment(s).tracks.find((x) => x.trackId === 2);
+    return a && [a.baseDecodeTime, a.sampleCount, a.duration];
+  });
+
+Deno.test("LiveMuxer with Opus", async (t) => {
+  await t.step("expects floor(floor(w / 1024) * 1024 / 960) packets", () => {
+    // ffmpeg hands libopus 1024-sample blocks; each whole 960 is a packet at once.
+    assert.deepEqual(
+      [1920, 3840, 5760, 7680, 15360, 17280].map((w) =>
+        expectedAudioFrames("opus", w)
+      ),
+      [1, 3, 5, 7, 16, 17],
+    );
+    // AAC as before: one 1024-sample frame held back.
+    assert.deepEqual(
+      [3840, 7680].map((w) => expectedAudioFrames("aac", w)),
+      [2, 6],
+    );
+  });
+
+  await t.step(
+    "drops nothing: the first packet is audio time 0, 960 samples each",
+    () => {
+      const { mux, out } = opusMuxer();
+      mux.wrote(1920);
+      mux.onOpusHead(OPUS_HEAD);
+      assert.equal(out.init.length, 1, "the header is enough for the init");
+      const info = parseInit(out.init[0]);
+      assert.equal(info.mime, 'video/mp4; codecs="avc1.42c015, opus"');
+      assert.equal(info.tracks[1].timescale, 48000);
+      mux.onOpusPacket(opus(0));
+      mux.onVideo(frameAt(0));
+      assert.deepEqual(audioOf(out.segments), [[0, 1, 960]]);
+    },
+  );
+
+  await t.step(
+    "a frame waits for the packets its write lets out, at most AUDIO_WAIT_MS",
+    async () => {
+      const { mux, out } = opusMuxer();
+      mux.onOpusHead(OPUS_HEAD);
+      mux.wrote(1920);
+      mux.onVideo(frameAt(0));
+      assert.equal(out.segments.length, 0, "waits for its packet");
+      mux.onOpusPacket(opus(0));
+      assert.equal(out.segments.length, 1, "leaves the moment it comes");
+      mux.wrote(1920); // 3 packets in all
+      mux.onOpusPacket(opus(1));
+      mux.onVideo(frameAt(1));
+      assert.equal(out.segments.length, 1, "one packet short");
+      mux.onOpusPacket(opus(2));
+      assert.equal(out.segments.length, 2);
+      mux.wrote(1920); // 5 in all; they come late
+      mux.onVideo(frameAt(2));
+      await poll(() => out.segments.length === 3, AUDIO_WAIT_MS * 20);
+      for (const n of [3, 4]) mux.onOpusPacket(opus(n));
+      mux.end();
+      // The late packets left at the end; the timeline has no hole.
+      assert.deepEqual(audioOf(out.segments), [
+        [0, 1, 960],
+        [960, 2, 1920],
+        undefined,
+        [2880, 2, 1920],
+      ]);
+    },
+  );
+
+  await t.step("refuses packets that are not 20 ms, and AAC", () => {
+    const { mux } = opusMuxer();
+    assert.throws(() => mux.onOpusPacket(opus(0)), /without an Opus header/);
+    mux.onOpusHead(OPUS_HEAD);
+    // TOC config 30: CELT fullband 10 ms.
+    assert.throws(
+      () => mux.onOpusPacket(new Uint8Array([30 << 3, 0])),
+      /20-ms Opus packets/,
+    );
+    assert.throws(
+      () => mux.onAudio(new Uint8Array([1]), AAC),
+      /AAC from an Opus/,
+    );
+    assert.throws(() => muxer().mux.onOpusHead(OPUS_HEAD), /Opus from an AAC/);
   });
 });
 

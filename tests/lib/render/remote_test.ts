@@ -49,11 +49,15 @@ Deno.test("remote renderer against a real worker", async (t) => {
         session.interrupt();
         session.pushAudio(tone(0.1, 16000), 16000);
 
-        // Takeover: a second attach gets its own init and timestamps from 0.
-        const second = new RecordingSink();
+        // Takeover: a second attach gets its own init and timestamps from 0; this
+        // viewer decodes Opus (`media.config`), and the worker streams it.
+        const second = Object.assign(new RecordingSink(), {
+          audio: "opus" as const,
+        });
         session.attach(second);
         await second.until(() => second.segments.length >= 3);
         assert.equal(second.inits.length, 1);
+        assert.match(second.inits[0].mime, /, opus"$/);
         for (
           const [, list] of timelines(second.inits[0].init, second.segments)
         ) {

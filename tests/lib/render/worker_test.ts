@@ -4,6 +4,7 @@
  * implementing the protocol must do too.
  */
 import assert from "node:assert/strict";
+import { parseInitSegment } from "../../../client/webcodecs/fmp4.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseInit } from "../../../lib/render/mp4_parse.ts";
@@ -164,6 +165,36 @@ Deno.test("render worker protocol, spoken by a raw client", async (t) => {
         await b.closed.promise;
         assert.deepEqual(liveEncoderPids(), encoders);
         assert.equal((await call("GET", path)).status, 200);
+        assert.equal((await call("DELETE", path)).status, 200);
+        assertNoEncoders();
+      },
+    );
+
+    await t.step(
+      "?audio=opus: the stream's audio is Opus; any other codec is refused",
+      async () => {
+        const path = await open();
+        const s = new RawStream(`${worker.url}${path}/stream?audio=opus`);
+        await s.until(() => s.binaries.length >= 2);
+        const init = s.texts[0] as { type: string; mime: string };
+        assert.match(init.mime, /, ?opus"/);
+        const audio = parseInitSegment(s.binaries[0]).find((x) =>
+          x.kind === "audio"
+        )!;
+        assert.equal(audio.codec, "opus");
+        s.ws.close();
+        await s.closed.promise;
+        const bad = await fetch(`${worker.url}${path}/stream?audio=mp3`, {
+          headers: {
+            ...AUTH,
+            upgrade: "websocket",
+            connection: "Upgrade",
+            "sec-websocket-version": "13",
+            "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+          },
+        });
+        assert.equal(bad.status, 400);
+        assert.equal((await bad.json()).error, "invalid");
         assert.equal((await call("DELETE", path)).status, 200);
         assertNoEncoders();
       },
