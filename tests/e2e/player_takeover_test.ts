@@ -4,7 +4,8 @@
  * a takeover (DECISIONS 6) — with or without the `session_already_active` message before
  * it (a socket too slow to read gets only the close). Either way the page is told
  * `session_already_active` once, the player closes, and it never redials: a redial
- * would take the session back from the newer socket, and the two would fight.
+ * would take the session back from the newer socket, and the two would fight. On a
+ * failure the message has both sides' account (the service's dials, the page's states).
  */
 import assert from "node:assert/strict";
 import { bundleBrowserClient } from "../../examples/backend.ts";
@@ -29,13 +30,17 @@ const p = new AvatarPlayer({
   refreshToken: () => Promise.resolve({ client_token: "token", expires_at: Date.now() + 3600e3 }),
 });
 globalThis.avatarPlayer = p;
-p.on("error", (e) => globalThis.errors.push(e.code));
+globalThis.trail = [];
+const at = () => Math.round(performance.now());
+p.on("error", (e) => (globalThis.errors.push(e.code), globalThis.trail.push([at(), "error", e.code])));
+p.on("state", (e) => globalThis.trail.push([at(), "state", e.state]));
 await p.connect();
 </script>`;
 
 type Win = {
   avatarPlayer: { state: string };
   errors: string[];
+  trail: unknown[];
 };
 
 Deno.test("a player whose socket is closed with 4000 stops without redialling", async (t) => {
@@ -43,6 +48,13 @@ Deno.test("a player whose socket is closed with 4000 stops without redialling", 
   const bundle = await bundleBrowserClient();
   let dials = 0;
   let withMessage = true;
+  /** What the fake service saw, for a failure's message. */
+  let seen: string[] = [];
+  /** How many dials there had been when a socket was closed with 4000 (0: none yet). */
+  let takenOverAt = 0;
+  const t0 = performance.now();
+  const note = (what: string) =>
+    seen.push(`${Math.round(performance.now() - t0)} ${what}`);
   const { server, base } = serveLoopback((req) => {
     const path = new URL(req.url).pathname;
     if (path === "/avatar.js") {
@@ -53,9 +65,12 @@ Deno.test("a player whose socket is closed with 4000 stops without redialling", 
     if (!path.endsWith("/ws")) {
       return new Response(PAGE, { headers: { "content-type": "text/html" } });
     }
-    dials++;
+    const dial = ++dials;
+    note(`dial ${dial}: upgrade`);
     const { socket, response } = Deno.upgradeWebSocket(req);
+    socket.onclose = (e) => note(`dial ${dial}: closed ${e.code}`);
     socket.onopen = () => {
+      note(`dial ${dial}: open`);
       socket.send(JSON.stringify({ type: "session.state", status: "active" }));
       setTimeout(() => {
         if (withMessage) {
@@ -65,6 +80,8 @@ Deno.test("a player whose socket is closed with 4000 stops without redialling", 
             fatal: false,
           }));
         }
+        takenOverAt = dials;
+        note(`dial ${dial}: closing with 4000`);
         socket.close(4000, "taken over by a newer connection");
       }, 200);
     };
@@ -83,6 +100,8 @@ Deno.test("a player whose socket is closed with 4000 stops without redialling", 
         async () => {
           withMessage = message;
           dials = 0;
+          takenOverAt = 0;
+          seen = [];
           await page.goto(base);
           await page.waitForFunction(
             () =>
@@ -95,8 +114,19 @@ Deno.test("a player whose socket is closed with 4000 stops without redialling", 
           const errors = await page.evaluate(() =>
             (globalThis as unknown as Win).errors
           );
-          assert.deepEqual(errors, ["session_already_active"]);
-          assert.equal(dials, 1);
+          // On a failure, both sides' account of what happened.
+          const why = async () =>
+            JSON.stringify({
+              service: seen,
+              page: await page.evaluate(() =>
+                (globalThis as unknown as Win).trail
+              ),
+            });
+          assert.deepEqual(errors, ["session_already_active"], await why());
+          // Taken over, and no dial after it (a first connect that failed before it
+          // opened is retried once, by design: that is not a redial after a takeover).
+          assert.ok(takenOverAt >= 1, await why());
+          assert.equal(dials, takenOverAt, await why());
         },
       );
     }
