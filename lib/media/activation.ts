@@ -75,7 +75,7 @@ async function start(
     live.finish(moved?.session?.status ?? "failed");
     return;
   }
-  live.send({ type: "session.state", status: "activating" });
+  live.sendState("activating");
   const credentials = deps.vault.use(id);
   if (!credentials) {
     await host.fail(live, "provider credentials are not available");
@@ -158,7 +158,7 @@ async function start(
       patch: { started_at: now },
     });
     if (active.ok) {
-      live.send({ type: "session.state", status: "active" });
+      live.sendState("active");
       deps.metrics.activation.observe(
         { transport: session.transport },
         (now - t0) / 1000,

@@ -25,10 +25,14 @@ import { contain, type FailureSource, socketOpened } from "./contain.ts";
 import { HUB_POLL_MS, requestRemoteEnd } from "./end_requests.ts";
 import { EndPoller } from "./end_poll.ts";
 import { LiveSession } from "./live.ts";
+import { avatarKind } from "../sessions/metrics.ts";
 import { alphaOf } from "../avatars.ts";
 import { sendJson } from "./downlink.ts";
 import { type SfuLink, sfuLinkFor } from "../sfu/mod.ts";
 import { presenceKey } from "./presence.ts";
+
+/** The statuses a live session is in (`avatar_live_sessions`). */
+const LIVE_STATUSES = ["activating", "active", "ending"] as const;
 
 export { HUB_POLL_MS, type MediaHubOptions };
 /** Close code for a socket refused after the upgrade (ended, failed or unknown session). */
@@ -53,13 +57,27 @@ export class MediaHub implements SessionRuntime {
     this.deps.metrics.sample(() => {
       let sockets = 0;
       const decoders = new Map<string, number>();
+      const m = this.deps.metrics;
+      // Every combination is exposed, at 0 when none: a panel shows 0, not nothing.
+      for (const status of LIVE_STATUSES) {
+        for (const transport of ["websocket_fmp4", "webrtc_sfu"]) {
+          for (const avatar_kind of ["builtin", "photo"]) {
+            m.liveSessions.set({ status, transport, avatar_kind }, 0);
+          }
+        }
+      }
       for (const l of this.live.values()) {
         if (l.socket) sockets++;
         const d = l.viewer.freshDecoder();
         if (d) decoders.set(d, (decoders.get(d) ?? 0) + 1);
+        m.liveSessions.inc({
+          status: l.lastState === "active" || l.lastState === "ending"
+            ? l.lastState
+            : "activating",
+          transport: l.sfu ? "webrtc_sfu" : "websocket_fmp4",
+          avatar_kind: l.avatarKind,
+        });
       }
-      const m = this.deps.metrics;
-      m.liveSessions.set(this.live.size);
       m.mediaSockets.set(sockets);
       m.viewers.reset();
       for (const [decoder, n] of decoders) m.viewers.set({ decoder }, n);
@@ -192,6 +210,7 @@ export class MediaHub implements SessionRuntime {
     }
     live = new LiveSession(this.deps, id);
     live.alpha = alphaOf(session.bg_id);
+    live.avatarKind = avatarKind(session.avatar_id);
     this.live.set(id, live);
     live.onDetached = () => void this.markPresence(id, false);
     live.onFailed = contain(

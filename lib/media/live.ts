@@ -63,6 +63,8 @@ export class LiveSession {
     framesThrottled: 0,
   };
   onInitSent: (() => void) | null = null;
+  /** The avatar's kind, for metrics. */
+  avatarKind: "builtin" | "photo" = "builtin";
   /** `stacked`: the video carries alpha (transparent background, DECISIONS 6). */
   alpha: "stacked" | null = null;
   /** Called when the last socket goes away (not on takeover). */
@@ -90,8 +92,8 @@ export class LiveSession {
   private fmp4Socket: WebSocket | null = null;
   /** The socket whose stream has its init segment (speech events can reach it). */
   private streamingTo: WebSocket | null = null;
-  /** The last `session.state` sent through `sendState`. */
-  private lastState: string | null = null;
+  /** The last `session.state` sent through `sendState` (also for metrics). */
+  lastState: string | null = null;
   /** User and avatar turns, speech on the timeline, interruption. */
   readonly turns: Turns = new Turns({
     send: (msg) => this.send(msg),
@@ -265,6 +267,7 @@ export class LiveSession {
       error: () => {},
     });
     sendJson(ws, { type: "session.state", status });
+    this.lastState = status;
     if (this.sfu) {
       // The older socket may have been served fMP4: its stream stops (the run pauses),
       // and its speech, on that stream's timeline, is not replayed.

@@ -32,11 +32,15 @@ export class AppMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
-  /** Sessions this instance holds live (their media side is here). */
+  /**
+   * Sessions this instance holds live (their media side is here), by status
+   * (`activating`, `active`, `ending`), transport and avatar kind.
+   */
   readonly liveSessions = new client.Gauge({
     name: "avatar_live_sessions",
     help:
-      "Sessions whose live side (engine, renderer, sockets) this instance holds.",
+      "Sessions whose live side (engine, renderer, sockets) this instance holds, by status, transport and avatar kind.",
+    labelNames: ["status", "transport", "avatar_kind"] as const,
     registers: [this.registry],
   });
   /** Media sockets open on the sessions held here. */
