@@ -6,44 +6,15 @@
  * drawn on a canvas once the heard media time reaches its timestamp (late frames are
  * skipped). No MediaSource start buffer, where MSE loses a quarter of a second.
  */
-import { AudioOut, type AudioOutStats, NO_AUDIO_STATS } from "./audio_out.ts";
+import { AudioOut, NO_AUDIO_STATS } from "./audio_out.ts";
+import type { WebCodecsStats } from "./stats.ts";
 import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
 import { dueFrame, type FrameSink, SizedSink } from "./frames.ts";
 import { audioConfig, videoConfig } from "./support.ts";
 import { OPUS_FRAME } from "./opus.ts";
 
 export type { FrameSink };
-
-export interface WebCodecsStats extends AudioOutStats {
-  streams: number;
-  /** The current stream's audio codec (`mp4a.40.2`, `opus`), null before one. */
-  audioCodec: string | null;
-  segments: number;
-  framesDecoded: number;
-  framesDrawn: number;
-  /** Decoded frames never drawn: late behind the audio clock (a jump, a burst). */
-  framesSkipped: number;
-  /** The playback clock: media time heard now (ms), null before audio plays. */
-  clockMs: number | null;
-  /** The timestamp of the frame on the canvas (ms), null before the first. */
-  shownMs: number | null;
-  /** Decoded audio not yet heard: the newest media minus the clock (ms). */
-  latencyMs: number;
-}
-
-/** The stats of a player that decodes nothing with WebCodecs. */
-export const NO_WEBCODECS: WebCodecsStats = {
-  streams: 0,
-  audioCodec: null,
-  segments: 0,
-  framesDecoded: 0,
-  framesDrawn: 0,
-  framesSkipped: 0,
-  clockMs: null,
-  shownMs: null,
-  latencyMs: 0,
-  ...NO_AUDIO_STATS,
-};
+export { NO_WEBCODECS, type WebCodecsStats } from "./stats.ts";
 
 export interface WebCodecsOptions {
   /** Where frames are drawn (made for the stream's picture size). */

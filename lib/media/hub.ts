@@ -28,6 +28,7 @@ import { LiveSession } from "./live.ts";
 import { avatarKind } from "../sessions/metrics.ts";
 import { alphaOf } from "../avatars.ts";
 import { sendJson } from "./downlink.ts";
+import { endedMessage } from "./protocol.ts";
 import { type SfuLink, sfuLinkFor } from "../sfu/mod.ts";
 import { presenceKey } from "./presence.ts";
 
@@ -189,15 +190,9 @@ export class MediaHub implements SessionRuntime {
       // An ended session: how it ended, as its own socket was told (a page that
       // redialled as it ended would otherwise never learn why).
       if (isTerminal(session.status)) {
-        ws.send(JSON.stringify(
-          session.end_reason
-            ? {
-              type: "session.ended",
-              status: session.status,
-              reason: session.end_reason,
-            }
-            : { type: "session.ended", status: session.status },
-        ));
+        ws.send(
+          JSON.stringify(endedMessage(session.status, session.end_reason)),
+        );
       }
       ws.close(CLOSE_INVALID_SESSION, "invalid session");
       return;

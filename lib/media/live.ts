@@ -36,6 +36,7 @@ import { RestartWindow } from "./restarts.ts";
 import {
   CLOSE_TAKEN_OVER,
   CLOSE_UNSUPPORTED_MEDIA,
+  endedMessage,
   type ServerMessage,
   type SocketErrorCode,
 } from "./protocol.ts";
@@ -373,12 +374,7 @@ export class LiveSession {
     const ws = this.socket;
     this.socket = null;
     if (!ws) return;
-    sendJson(
-      ws,
-      reason
-        ? { type: "session.ended", status, reason }
-        : { type: "session.ended", status },
-    );
+    sendJson(ws, endedMessage(status, reason));
     closeSocket(ws, 1000, "session ended");
   }
 

@@ -201,3 +201,13 @@ export function pcmFromBytes(data: ArrayBuffer | Uint8Array): Int16Array {
   for (let i = 0; i < n; i++) out[i] = view.getInt16(i * 2, true);
   return out;
 }
+
+/** `session.ended` with its status, and why when known. */
+export function endedMessage(
+  status: string,
+  reason?: EndReason | null,
+): ServerMessage {
+  return reason
+    ? { type: "session.ended", status, reason }
+    : { type: "session.ended", status };
+}

@@ -1,0 +1,36 @@
+/**
+ * What WebCodecs playback (./player.ts) counts and measures, as `player.stats.webcodecs`
+ * shows it (and the viewer report sends, ../viewer_report.ts).
+ */
+import { type AudioOutStats, NO_AUDIO_STATS } from "./audio_out.ts";
+
+export interface WebCodecsStats extends AudioOutStats {
+  streams: number;
+  /** The current stream's audio codec (`mp4a.40.2`, `opus`), null before one. */
+  audioCodec: string | null;
+  segments: number;
+  framesDecoded: number;
+  framesDrawn: number;
+  /** Decoded frames never drawn: late behind the audio clock (a jump, a burst). */
+  framesSkipped: number;
+  /** The playback clock: media time heard now (ms), null before audio plays. */
+  clockMs: number | null;
+  /** The timestamp of the frame on the canvas (ms), null before the first. */
+  shownMs: number | null;
+  /** Decoded audio not yet heard: the newest media minus the clock (ms). */
+  latencyMs: number;
+}
+
+/** The stats of a player that decodes nothing with WebCodecs. */
+export const NO_WEBCODECS: WebCodecsStats = {
+  streams: 0,
+  audioCodec: null,
+  segments: 0,
+  framesDecoded: 0,
+  framesDrawn: 0,
+  framesSkipped: 0,
+  clockMs: null,
+  shownMs: null,
+  latencyMs: 0,
+  ...NO_AUDIO_STATS,
+};
