@@ -4,7 +4,7 @@
 import { traceRequestId } from "./lib/metrics/tracing.ts";
 import type { AppDeps, DepsOptions } from "./lib/deps.ts";
 import { closeDeps, createDeps } from "./lib/wire.ts";
-import { ApiError, errorResponse, toApiError } from "./lib/api/errors.ts";
+import { ApiError, errorResponse, toApiError } from "./lib/errors.ts";
 import {
   type Ctx,
   type Handler,

@@ -8,22 +8,9 @@ import { ffmpegPath } from "../lib/render/ffmpeg.ts";
 import { concat } from "../lib/render/mp4_boxes.ts";
 import { STREAM_RATE } from "../lib/render/voice.ts";
 
-/** Runs ffmpeg, returning stdout and stderr; throws with the stderr tail on failure. */
-async function ffmpeg(
-  args: string[],
-): Promise<{ out: Uint8Array; err: string }> {
-  const r = await new Deno.Command(await ffmpegPath(), {
-    args: ["-hide_banner", "-nostdin", ...args],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const err = new TextDecoder().decode(r.stderr);
-  if (!r.success) throw new Error(`ffmpeg failed: ${err.slice(-500)}`);
-  return { out: r.stdout, err };
-}
-
-const ptsOf = (log: string) =>
-  [...log.matchAll(/pts_time:\s*([-\d.]+)/g)].map((m) => Number(m[1]));
+export { audioOnsets, pairOnsets } from "../scripts/lipsync/onsets.ts";
+export { decodeAudio } from "../scripts/lipsync/decode.ts";
+import { ffmpeg, ptsOf } from "../scripts/lipsync/decode.ts";
 
 /** The decoded video's crop `r`, as luma planes with their presentation times (s). */
 export async function decodeMouths(
@@ -60,33 +47,6 @@ export async function decodeMouths(
   return { pts, planes };
 }
 
-/** The decoded audio track at 48 kHz mono and the pts (s) of its first sample. */
-export async function decodeAudio(
-  file: string,
-): Promise<{ start: number; pcm: Int16Array }> {
-  const { out, err } = await ffmpeg([
-    "-loglevel",
-    "info",
-    "-i",
-    file,
-    "-map",
-    "0:a:0",
-    "-af",
-    "ashowinfo",
-    "-f",
-    "s16le",
-    "-ac",
-    "1",
-    "-ar",
-    "48000",
-    "pipe:1",
-  ]);
-  const pcm = new Int16Array(
-    out.buffer.slice(out.byteOffset, out.byteOffset + (out.length & ~1)),
-  );
-  return { start: ptsOf(err)[0] ?? 0, pcm };
-}
-
 /** Bytes of the H.264 elementary stream in `file`. */
 export async function videoBytes(file: string): Promise<number> {
   const { out } = await ffmpeg([
@@ -103,38 +63,6 @@ export async function videoBytes(file: string): Promise<number> {
     "pipe:1",
   ]);
   return out.length;
-}
-
-/**
- * Speech onsets (s from the first sample): the first 5-ms hop whose 10-ms RMS reaches
- * −40 dBFS after at least `quietMs` of hops under −50 dBFS.
- */
-export function audioOnsets(
-  pcm: Int16Array,
-  rate = 48000,
-  quietMs = 150,
-): number[] {
-  const hop = rate / 200;
-  const win = 2 * hop;
-  const out: number[] = [];
-  let quietRun = 0;
-  let armed = true;
-  for (let at = 0; at + win <= pcm.length; at += hop) {
-    let e = 0;
-    for (let i = at; i < at + win; i++) e += pcm[i] * pcm[i];
-    const db = 20 * Math.log10(Math.sqrt(e / win) / 32768 + 1e-12);
-    if (db < -50) {
-      quietRun++;
-      if (quietRun * 5 >= quietMs) armed = true;
-      continue;
-    }
-    quietRun = 0;
-    if (db >= -40 && armed) {
-      out.push(at / rate);
-      armed = false;
-    }
-  }
-  return out;
 }
 
 /** Pixels darker than the mouth's inside threshold (the open mouth) in a luma crop. */
@@ -219,23 +147,4 @@ export async function runEncoder(size: number) {
       await Deno.writeFile(file, concat(parts));
     },
   };
-}
-
-/**
- * Each audio onset paired with the first mouth opening from 200 ms before it on
- * (`opens`: times, ascending): the offsets (s, opening − onset) and the onsets with
- * no opening within 300 ms after them.
- */
-export function pairOnsets(
-  onsets: number[],
-  opens: number[],
-): { offsets: number[]; missed: number } {
-  const offsets: number[] = [];
-  let missed = 0;
-  for (const a of onsets) {
-    const v = opens.find((t) => t >= a - 0.2);
-    if (v === undefined || v > a + 0.3) missed++;
-    else offsets.push(v - a);
-  }
-  return { offsets, missed };
 }

@@ -24,7 +24,7 @@ import {
   quantile,
   runEncoder,
 } from "./_lipsync_lib.ts";
-import { ssim } from "./_ssim.ts";
+import { ssim } from "../scripts/ssim.ts";
 
 const FPS = 25;
 const SIZE = 512;

@@ -5,7 +5,7 @@
 import CopyButton from "../islands/CopyButton.tsx";
 import type { ApiKeyView } from "../lib/auth/api_keys.ts";
 import { Island } from "../lib/console/island.tsx";
-import { SCOPES } from "../lib/auth/principal.ts";
+import { SCOPES } from "../lib/principal.ts";
 import { Csrf, Field, FieldError, Notice } from "./ui.tsx";
 
 /** Expiry choices of the mint form, in days (0 = never). */

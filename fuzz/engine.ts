@@ -11,7 +11,7 @@
  *   deno run -A fuzz/engine.ts [cases] [seed]
  */
 import { INVALID_FRAME_LIMIT } from "../lib/providers/frames.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../lib/providers/port.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../lib/ports/providers.ts";
 import type { FakePeer } from "../tests/fakes/fake_ws.ts";
 import {
   type ProviderKit,

@@ -5,7 +5,7 @@
 
 import { z } from "zod";
 import { ConfigError } from "./config_error.ts";
-import { type NodeConfig, nodeConfig } from "./nodes/config.ts";
+import { type NodeConfig, nodeConfig } from "./config_nodes.ts";
 
 const ICE_URL = /^(stuns?|turns?):[^\s]+$/;
 

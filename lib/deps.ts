@@ -8,8 +8,8 @@ import type { Config } from "./config.ts";
 import type { Logger } from "./log.ts";
 import type { SessionRuntime } from "./runtime.ts";
 import type { CredentialVault } from "./vault.ts";
-import type { RenderSlots } from "./render/slots.ts";
-import type { SfuPort } from "./sfu/port.ts";
+import type { RenderSlots } from "./ports/slots.ts";
+import type { SfuPort } from "./ports/sfu.ts";
 import type { AppMetrics } from "./metrics/registry.ts";
 
 /**
@@ -53,7 +53,7 @@ export interface AppDeps {
   vault: CredentialVault;
   /** This instance's Prometheus metrics (lib/metrics/registry.ts, `/metrics`). */
   metrics: AppMetrics;
-  /** This instance's render slots (lib/render/slots.ts). */
+  /** This instance's render slots (lib/ports/slots.ts). */
   renderSlots: RenderSlots;
   /**
    * Set when the instance is draining (lib/nodes/drain.ts): it takes no new session and

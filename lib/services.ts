@@ -8,7 +8,7 @@ import { initAuth } from "./auth/authenticate.ts";
 import { startQueue } from "./kv/queue.ts";
 import { startWebhooks } from "./webhooks/index.ts";
 import { startMediaPlane } from "./media/service.ts";
-import { startSfu } from "./sfu/mod.ts";
+import { startSfu } from "./media/sfu_sweep.ts";
 
 export async function initServices(deps: AppDeps): Promise<void> {
   // Registered first so it runs last: credentials are zeroed after every service stops.

@@ -4,7 +4,7 @@
  */
 import { TENANT_ID_PATTERN } from "./auth/api_keys.ts";
 import type { AppDeps } from "./deps.ts";
-import { ApiError } from "./api/errors.ts";
+import { ApiError } from "./errors.ts";
 import { kvTry } from "./kv/store.ts";
 
 export interface TenantSettings {

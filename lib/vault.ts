@@ -4,7 +4,7 @@
  * as bytes, overwritten with zeros when the session turns terminal and on app close.
  * Callers get a short-lived decoded copy from `use()` and should not keep it.
  */
-import type { ProviderCredentials } from "./providers/port.ts";
+import type { ProviderCredentials } from "./ports/providers.ts";
 
 export class CredentialVault {
   #entries = new Map<string, Uint8Array>();

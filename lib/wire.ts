@@ -12,7 +12,7 @@ import { idleRuntime } from "./runtime.ts";
 import { openKv, openReadKv } from "./kv/store.ts";
 import { meteredKv } from "./kv/metered.ts";
 import { CredentialVault } from "./vault.ts";
-import { RenderSlots } from "./render/slots.ts";
+import { RenderSlots } from "./ports/slots.ts";
 import { createJanusSfu, sfuIdentity } from "./sfu/mod.ts";
 import { handOffCreate } from "./nodes/handoff.ts";
 import { closePhotoWorker } from "./photo/worker.ts";

@@ -1,4 +1,4 @@
-import { ApiError } from "../lib/api/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import type { Ctx } from "../lib/api/http.ts";
 import { safeEqual } from "../lib/auth/authenticate.ts";
 

@@ -9,8 +9,8 @@
  * codes: 0 done; 1 failed (no such avatar, store unavailable); 2 bad input, with one
  * line on stderr naming the cause, and nothing stored.
  */
-import { ApiError } from "../lib/api/errors.ts";
-import { OPERATOR } from "../lib/auth/principal.ts";
+import { ApiError } from "../lib/errors.ts";
+import { OPERATOR } from "../lib/principal.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 import { openKv } from "../lib/kv/store.ts";
 import {

@@ -13,9 +13,9 @@ import { listApiKeys, revokeApiKey } from "../lib/auth/api_key_admin.ts";
 import { type ApiKeyView, createApiKey } from "../lib/auth/api_keys.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 import { closeDeps, createDeps } from "../lib/wire.ts";
-import { ApiError } from "../lib/api/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import { createLogger } from "../lib/log.ts";
-import { OPERATOR, type Scope, SCOPES } from "../lib/auth/principal.ts";
+import { OPERATOR, type Scope, SCOPES } from "../lib/principal.ts";
 import { openKv } from "../lib/kv/store.ts";
 import { parseArgs, type Parsed, UsageError } from "./_args.ts";
 

@@ -1,6 +1,6 @@
 /** Keeps docs true: the error and configuration pages list every code and variable. */
 import assert from "node:assert/strict";
-import { ERROR_CODES } from "../lib/api/errors.ts";
+import { ERROR_CODES } from "../lib/errors.ts";
 
 const root = new URL("..", import.meta.url);
 const read = (path: string) => Deno.readTextFile(new URL(path, root));
@@ -19,10 +19,10 @@ Deno.test("configVariables() finds each way lib/config.ts reads a variable", () 
   assert.deepEqual(configVariables(src), ["A_B", "C", "D_1", "E"]);
 });
 
-Deno.test("docs/configuration.md lists every variable lib/config.ts and lib/nodes/config.ts read", async () => {
+Deno.test("docs/configuration.md lists every variable lib/config.ts and lib/config_nodes.ts read", async () => {
   const doc = await read("docs/configuration.md");
   const vars = configVariables(
-    (await read("lib/config.ts")) + (await read("lib/nodes/config.ts")),
+    (await read("lib/config.ts")) + (await read("lib/config_nodes.ts")),
   );
   assert.ok(vars.length >= 20, `found only ${vars.length}`);
   const rows = new Set(

@@ -3,7 +3,7 @@
  * issues into the `AVTR_*` error of DECISIONS 3 with the field's JSON path in `param`.
  */
 import type { z } from "zod";
-import { ApiError, type ErrorCode } from "./errors.ts";
+import { ApiError, type ErrorCode } from "../errors.ts";
 
 /** The largest request body accepted (DECISIONS 3). */
 export const MAX_BODY_BYTES = 64 * 1024;

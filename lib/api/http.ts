@@ -5,11 +5,11 @@
  * context and state, the middleware chain, JSON answers and response headers; the
  * manifest's routes are matched by ./router.ts.
  */
-import type { PresentedKey } from "../auth/api_keys.ts";
+import type { PresentedKey } from "../principal.ts";
 import type { AppDeps } from "../deps.ts";
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { RateLimiter } from "./rate_limit.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 
 export type Method =
   | "GET"

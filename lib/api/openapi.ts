@@ -10,7 +10,7 @@ import {
   type JsonSchema,
   operationErrors,
 } from "./operations.ts";
-import { ERROR_CODES, type ErrorCode } from "./errors.ts";
+import { ERROR_CODES, type ErrorCode } from "../errors.ts";
 import { errorBodySchema, SESSION_ID_PATTERN } from "./schemas.ts";
 
 /**

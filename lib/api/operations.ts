@@ -5,9 +5,9 @@
  * (./openapi.ts) and the `/docs` reference pages render from it.
  */
 import type { z } from "zod";
-import { apiKeyCreatedSchema, apiKeyCreateSchema } from "../auth/api_keys.ts";
-import { ERROR_CODES, type ErrorCode } from "./errors.ts";
-import type { Scope } from "../auth/principal.ts";
+import { apiKeyCreatedSchema, apiKeyCreateSchema } from "./key_schemas.ts";
+import { ERROR_CODES, type ErrorCode } from "../errors.ts";
+import type { Scope } from "../principal.ts";
 import {
   clientTokenResponseSchema,
   createSessionSchema,

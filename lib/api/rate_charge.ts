@@ -4,7 +4,7 @@
  * the client address (`chargeUnverified`). Each sets the `X-RateLimit-*` headers of
  * the window it charged; a request is charged once.
  */
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 import type { Ctx } from "./http.ts";
 import type { RateLimitDecision } from "./rate_limit.ts";
 

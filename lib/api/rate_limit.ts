@@ -25,7 +25,7 @@
  */
 import type { AppDeps } from "../deps.ts";
 import type { Logger } from "../log.ts";
-import { deriveKey } from "../auth/tokens.ts";
+import { deriveKey } from "../token_secret.ts";
 import { addressGroup, isAddressSubject, SubjectMac } from "./rate_subjects.ts";
 import {
   type CounterMerge,

@@ -10,8 +10,8 @@
  */
 import { z } from "zod";
 import { issueMessage, issuePath } from "./body.ts";
-import { ApiError, ERROR_CODES, type ErrorCode } from "./errors.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../providers/port.ts";
+import { ApiError, ERROR_CODES, type ErrorCode } from "../errors.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../ports/providers.ts";
 
 export const SESSION_STATUSES = [
   "created",

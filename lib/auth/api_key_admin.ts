@@ -5,8 +5,12 @@
  */
 import { apiKeyLastUsedKey, lastUsedOf } from "./api_key_usage.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
-import { administers, type Administrator, visibleTenant } from "./principal.ts";
+import { ApiError } from "../errors.ts";
+import {
+  administers,
+  type Administrator,
+  visibleTenant,
+} from "../principal.ts";
 import { kvTry } from "../kv/store.ts";
 import {
   apiKeyKey,

@@ -6,28 +6,37 @@
  * in memory and merged into KV in batches (./api_key_usage.ts), never per request.
  */
 import { createHash } from "node:crypto";
-import { z } from "zod";
 import { noteKeyUsed } from "./api_key_usage.ts";
 import { parseOrThrow } from "../api/body.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { randomToken, ulid } from "../ids.ts";
 import {
   administers,
   type Administrator,
   type Principal,
   type Scope,
-  SCOPES,
-} from "./principal.ts";
+} from "../principal.ts";
 import { kvTry } from "../kv/store.ts";
+import {
+  type ApiKeyCreateInput,
+  apiKeyCreateSchema,
+} from "../api/key_schemas.ts";
+
+// The key bodies' schemas live with the other REST schemas; here for the key store's
+// callers, as before.
+export {
+  type ApiKeyCreated,
+  apiKeyCreatedSchema,
+  type ApiKeyCreateInput,
+  apiKeyCreateSchema,
+  TENANT_ID_PATTERN,
+  TENANT_ID_RULE,
+} from "../api/key_schemas.ts";
 
 /** The plaintext prefix of every API key. */
 export const API_KEY_PREFIX = "avk_";
 const API_KEY_PATTERN = /^avk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
-export const TENANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-/** What `TENANT_ID_PATTERN` asks for, as a field error says it. */
-export const TENANT_ID_RULE =
-  "Must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -";
 
 /** The stored record of a key (never leaves `lib/`: the hash stays here). */
 export interface ApiKeyRecord {
@@ -57,42 +66,6 @@ export function apiKeyByTenantKey(tenantId: string, keyId: string): Deno.KvKey {
   return ["api_keys_by_tenant", tenantId, keyId];
 }
 
-const NAME_RULE = { message: "Must be 1 to 100 characters" };
-const EPOCH_RULE = { message: "Must be an integer epoch ms" };
-
-/** Body of `POST /v1/api-keys` (and of the console's and CLI's mint forms). */
-export const apiKeyCreateSchema = z.strictObject({
-  tenant_id: z.string().regex(TENANT_ID_PATTERN, { message: TENANT_ID_RULE }),
-  scopes: z.array(z.enum(SCOPES)).min(1, {
-    message: "Must name at least one scope",
-  }).superRefine((scopes, ctx) => {
-    scopes.forEach((s, i) => {
-      if (scopes.indexOf(s) !== i) {
-        ctx.addIssue({
-          code: "custom",
-          message: `Scope ${s} is listed twice`,
-          path: [i],
-        });
-      }
-    });
-  }),
-  name: z.string().min(1, NAME_RULE).max(100, NAME_RULE).optional(),
-  expires_at: z.int(EPOCH_RULE).min(0, EPOCH_RULE).optional(),
-});
-export type ApiKeyCreateInput = z.output<typeof apiKeyCreateSchema>;
-
-/** The 201 answer of `POST /v1/api-keys`: the only place `api_key` ever appears. */
-export const apiKeyCreatedSchema = z.object({
-  key_id: z.string(),
-  api_key: z.string().describe("The key's plaintext. Shown once, never again"),
-  tenant_id: z.string(),
-  scopes: z.array(z.enum(SCOPES)),
-  name: z.string().optional(),
-  created_at: z.int().min(0),
-  expires_at: z.int().min(0).optional(),
-});
-export type ApiKeyCreated = z.output<typeof apiKeyCreatedSchema>;
-
 /** Splits a plaintext key into its id and secret, or null when it is not key-shaped. */
 export function parseApiKey(
   plaintext: string,
@@ -101,15 +74,8 @@ export function parseApiKey(
   return m ? { keyId: m[1], secret: m[2] } : null;
 }
 
-/**
- * A key-shaped credential as a request presents it: the key id and the SHA-256 of the
- * secret, in the stored form (`secret_hash`). The secret itself is not kept. One hash per
- * request serves both the rate limiter (its subject) and the check against the record.
- */
-export interface PresentedKey {
-  keyId: string;
-  secretHash: string;
-}
+export type { PresentedKey } from "../principal.ts";
+import type { PresentedKey } from "../principal.ts";
 
 /** The `PresentedKey` of `plaintext`, or null when it is not key-shaped. */
 export function presentKey(plaintext: string): PresentedKey | null {

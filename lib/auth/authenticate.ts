@@ -17,7 +17,7 @@ import {
   principalFromKeyEntry,
 } from "./api_keys.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import type { Ctx, RequestCredential } from "../api/http.ts";
 import {
   idpKeySet,
@@ -32,7 +32,7 @@ import {
   type Principal,
   type Scope,
   SCOPES,
-} from "./principal.ts";
+} from "../principal.ts";
 import { kvReadBatcher } from "../kv/batch.ts";
 import { chargeVerified } from "../api/rate_charge.ts";
 import { keySubject, OPERATOR_SUBJECT } from "../api/rate_subjects.ts";

@@ -14,9 +14,9 @@ import {
 } from "jose";
 import { ConfigError } from "../config.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { ORG_ID_PATTERN, tenantOfEntry } from "./idp_orgs.ts";
-import { type Principal, type Scope, SCOPES } from "./principal.ts";
+import { type Principal, type Scope, SCOPES } from "../principal.ts";
 
 /** Asymmetric algorithms only: a JWKS never holds a shared secret we would accept. */
 const ALGORITHMS = [

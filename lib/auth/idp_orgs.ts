@@ -4,7 +4,7 @@
  * Operators manage the mappings in the admin console.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { kvTry } from "../kv/store.ts";
 
 /** An `org_id` claim value: 1..200 printable ASCII characters. */

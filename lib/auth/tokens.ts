@@ -4,9 +4,11 @@
  * `mt1.<base64url(JSON payload)>.<base64url(HMAC)>`, the MAC covering `mt1.<payload>`.
  * Tokens are never stored: a verifier needs only the shared `TOKEN_SECRET`.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { mac, requireTokenSecret } from "../token_secret.ts";
+
+export { deriveKey, requireTokenSecret } from "../token_secret.ts";
 import { base64url, fromBase64url } from "../ids.ts";
 
 /** `client`: the `client_token`; `session`: `stream_metadata.session_token`. */
@@ -42,23 +44,6 @@ export interface MintedToken {
 export type TokenCheck =
   | { ok: true; sessionId: string; purpose: TokenPurpose; expiresAt: number }
   | { ok: false; code: "AVTR_AUTH_EXPIRED_TOKEN" | "AVTR_AUTH_INVALID_KEY" };
-
-function mac(secret: Uint8Array, data: string): Uint8Array {
-  return new Uint8Array(createHmac("sha256", secret).update(data).digest());
-}
-
-/** The token secret, or 503 `AVTR_SESSION_STATE_UNAVAILABLE` when it is unusable. */
-export function requireTokenSecret(deps: AppDeps): Uint8Array {
-  const secret = deps.config.tokenSecret;
-  if (!secret) {
-    throw new ApiError(
-      "AVTR_SESSION_STATE_UNAVAILABLE",
-      "Media tokens cannot be issued right now",
-      { retryAfter: 60 },
-    );
-  }
-  return secret;
-}
 
 /**
  * Mints a token for `sessionId` and `purpose`, valid for 5 minutes from `deps.now()`.
@@ -157,12 +142,4 @@ export function verifyMediaToken(
   | { ok: false; code: "AVTR_AUTH_EXPIRED_TOKEN" | "AVTR_AUTH_INVALID_KEY" } {
   const r = verifyToken(deps, token, { sessionId, purposes: MEDIA_PURPOSES });
   return r.ok ? { ok: true } : r;
-}
-
-/**
- * A key derived from the token secret for another use (`label` separates domains), so
- * that e.g. an idempotency fingerprint can never be replayed as a token MAC.
- */
-export function deriveKey(deps: AppDeps, label: string): Uint8Array {
-  return mac(requireTokenSecret(deps), `derive:${label}`);
 }

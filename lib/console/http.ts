@@ -4,7 +4,7 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { BODY_TIMEOUT_MS, readBodyBytes, readBodyChunks } from "../api/body.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import type { Ctx } from "../api/http.ts";
 import {
   multipartBoundary,

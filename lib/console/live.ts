@@ -11,7 +11,7 @@ import {
   administers,
   type Administrator,
   visibleTenant,
-} from "../auth/principal.ts";
+} from "../principal.ts";
 import type { SessionStatus } from "../api/schemas.ts";
 import {
   counterValue,

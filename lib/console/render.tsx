@@ -8,7 +8,7 @@ import { renderToString } from "preact-render-to-string";
 import { Layout, type Section } from "../../components/Layout.tsx";
 import { Notice } from "../../components/ui.tsx";
 import type { Ctx } from "../api/http.ts";
-import { type Administrator, isOperator } from "../auth/principal.ts";
+import { type Administrator, isOperator } from "../principal.ts";
 import { administratorOf, type ConsoleSession, signedInAs } from "./session.ts";
 
 /** The console's slot in `ctx.state`, filled by routes/admin/_middleware.ts. */

@@ -8,7 +8,7 @@ import { getApiKey } from "../auth/api_key_admin.ts";
 import { verifyApiKey } from "../auth/api_keys.ts";
 import { safeEqual } from "../auth/authenticate.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { randomToken } from "../ids.ts";
 import {
   ADMIN_TENANT,
@@ -16,7 +16,7 @@ import {
   isOperator,
   type Principal,
   SCOPES,
-} from "../auth/principal.ts";
+} from "../principal.ts";
 import { kvTry } from "../kv/store.ts";
 
 /** How long a console session lives after sign-in (absolute, not sliding). */

@@ -7,12 +7,8 @@
  */
 import { DEFAULT_AVATAR_ID, DEFAULT_BG_ID } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
-import type { ApiError } from "../api/errors.ts";
-import {
-  administers,
-  type Administrator,
-  isOperator,
-} from "../auth/principal.ts";
+import type { ApiError } from "../errors.ts";
+import { administers, type Administrator, isOperator } from "../principal.ts";
 import { kvTry } from "../kv/store.ts";
 import { CONSOLE_SESSION_TTL_MS, consoleSessionKey } from "./session.ts";
 import { type Transport, TRANSPORTS } from "../api/schemas.ts";

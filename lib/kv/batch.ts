@@ -21,7 +21,7 @@
  * before it was asked for. Nothing is cached between batches. Entries read once for
  * several callers are shared between them: callers treat entries as read-only.
  */
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { KV_TIMEOUT_MS, kvTry } from "./store.ts";
 
 /** The most keys one `kv.getMany` accepts. */

@@ -3,7 +3,7 @@
  * 503 `AVTR_SESSION_STATE_UNAVAILABLE`, never a hang and never a 500 with a stack.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 
 /** How long one store operation, or all of a request's together, may take. */
 export const KV_TIMEOUT_MS = 5000;

@@ -5,7 +5,7 @@
  * needs a render slot (DECISIONS 1: its lease becomes a hold, or a free slot is taken when
  * the lease lapsed; none free → 503 `AVTR_RENDER_CAPACITY`, the session stays `created`).
  */
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import type { AppDeps } from "../deps.ts";
 import type { SessionRecord } from "../sessions.ts";
 import { TokenBucket } from "./bucket.ts";

@@ -6,7 +6,7 @@
  * earlier than the turn's `avatar.speaking` true time. A text whose mark was never
  * reached because its audio was cut is sent with `heard: false`.
  */
-import type { RenderSession } from "../render/port.ts";
+import type { RenderSession } from "../ports/render.ts";
 import type { ServerMessage } from "./protocol.ts";
 
 /** Texts held per turn, at most; past it the oldest goes out unplaced. */

@@ -6,7 +6,7 @@
  */
 import type { EndReason } from "../api/schemas.ts";
 import type { Logger } from "../log.ts";
-import type { EngineEvents } from "../providers/port.ts";
+import type { EngineEvents } from "../ports/providers.ts";
 import { containAll, type FailureSource } from "./contain.ts";
 import type { SocketErrorCode } from "./protocol.ts";
 import type { Turns } from "./turns.ts";

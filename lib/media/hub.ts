@@ -29,7 +29,7 @@ import { avatarKind } from "../sessions/metrics.ts";
 import { alphaOf } from "../avatars.ts";
 import { sendJson } from "./downlink.ts";
 import { endedMessage } from "./protocol.ts";
-import { type SfuLink, sfuLinkFor } from "../sfu/mod.ts";
+import { type SfuLink, sfuLinkFor } from "./sfu_signalling.ts";
 import { presenceKey } from "./presence.ts";
 
 /** The statuses a live session is in (`avatar_live_sessions`). */

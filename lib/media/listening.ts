@@ -2,7 +2,7 @@
  * Whether the user is speaking, from the microphone audio the session receives (all
  * engines, whatever their own voice detection): loud enough over its own noise floor
  * for 150 ms, and quiet again for 800 ms. The avatar listens meanwhile (the renderer's
- * `listen`, lib/render/port.ts).
+ * `listen`, lib/ports/render.ts).
  */
 
 /** Voice this far over the noise floor (dB), and at least `MIN_DB` dBFS. */

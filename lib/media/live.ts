@@ -5,16 +5,17 @@
 import type { AppDeps } from "../deps.ts";
 import { persistViewerStats, ViewerStats } from "./viewer_stats.ts";
 import type { EndReason } from "../api/schemas.ts";
-import type { EngineConnection, EngineEvents } from "../providers/port.ts";
+import type { EngineConnection, EngineEvents } from "../ports/providers.ts";
 import type {
   AudioCodec,
   RenderSession,
   RenderSink,
   SpeechEvent,
-} from "../render/port.ts";
+} from "../ports/render.ts";
 import { Turns } from "./turns.ts";
 import { liveEngineEvents } from "./engine_events.ts";
-import { rejectsVideo, type SfuLink } from "../sfu/mod.ts";
+import { rejectsVideo } from "../sfu/mod.ts";
+import type { SfuLink } from "./sfu_signalling.ts";
 import {
   bindSocket,
   contain,

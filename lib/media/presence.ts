@@ -6,7 +6,7 @@
 import type { AppDeps } from "../deps.ts";
 import type { Config } from "../config.ts";
 import { kvTry } from "../kv/store.ts";
-import type { ServiceRole } from "../nodes/config.ts";
+import type { ServiceRole } from "../config_nodes.ts";
 
 export interface Presence {
   attached: boolean;

@@ -2,9 +2,9 @@
  * The end of a live session's pipeline (lib/media/live.ts `teardown`): the engine asked
  * to end, the renderer to finish its fragment, the SFU viewer closed, all at once.
  */
-import type { EngineConnection } from "../providers/port.ts";
-import type { RenderSession } from "../render/port.ts";
-import type { SfuLink } from "../sfu/mod.ts";
+import type { EngineConnection } from "../ports/providers.ts";
+import type { RenderSession } from "../ports/render.ts";
+import type { SfuLink } from "./sfu_signalling.ts";
 
 /**
  * Ends the engine (gracefully unless `force`) and stops the renderer, each within

@@ -9,8 +9,8 @@
  * far ahead of real time); until then it can still be cut. Avatar transcripts go out on
  * the media timeline (./captions.ts).
  */
-import type { EngineConnection } from "../providers/port.ts";
-import type { RenderSession, SpeechEvent } from "../render/port.ts";
+import type { EngineConnection } from "../ports/providers.ts";
+import type { RenderSession, SpeechEvent } from "../ports/render.ts";
 import { Captions } from "./captions.ts";
 import type { ServerMessage } from "./protocol.ts";
 

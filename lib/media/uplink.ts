@@ -7,8 +7,8 @@
  * signalling handed to the session's SFU side.
  */
 import type { Logger } from "../log.ts";
-import type { EngineConnection } from "../providers/port.ts";
-import type { AudioCodec, RenderSession } from "../render/port.ts";
+import type { EngineConnection } from "../ports/providers.ts";
+import type { AudioCodec, RenderSession } from "../ports/render.ts";
 import { UserVoice } from "./listening.ts";
 import type { Turns } from "./turns.ts";
 import { closeSocket } from "./downlink.ts";

@@ -13,7 +13,7 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { readBodyBytes } from "../api/body.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { type Ctx, json } from "../api/http.ts";
 import { rateLimitExceeded } from "../api/rate_charge.ts";
 import { rateLimiterOf } from "../api/rate_limit.ts";

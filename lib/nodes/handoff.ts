@@ -11,7 +11,7 @@
  */
 import { z } from "zod";
 import type { AppDeps, HandOffStart } from "../deps.ts";
-import { ApiError, ERROR_CODES, type ErrorCode } from "../api/errors.ts";
+import { ApiError, ERROR_CODES, type ErrorCode } from "../errors.ts";
 import { TENANT_ID_PATTERN } from "../auth/api_keys.ts";
 import {
   type IdempotencyClaim,

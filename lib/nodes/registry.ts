@@ -6,7 +6,7 @@
  * them.
  */
 import type { AppDeps } from "../deps.ts";
-import { type Administrator, isOperator } from "../auth/principal.ts";
+import { type Administrator, isOperator } from "../principal.ts";
 import { kvTry } from "../kv/store.ts";
 import {
   heartbeatFresh,
@@ -14,7 +14,7 @@ import {
   type InstanceRecord,
   instanceUrlAllowed,
 } from "../media/presence.ts";
-import type { ServiceRole } from "./config.ts";
+import type { ServiceRole } from "../config_nodes.ts";
 
 export interface MediaNode {
   id: string;

@@ -1,6 +1,6 @@
 /** A prepared avatar as a PNG, for the console's preview (BT.601 limited range back to RGB). */
 import { encode as encodePng } from "fast-png";
-import { administers, type Administrator } from "../auth/principal.ts";
+import { administers, type Administrator } from "../principal.ts";
 import type { PhotoAvatar } from "../render/photo/types.ts";
 import { previewCacheOf } from "./preview_cache.ts";
 import { getPhotoManifest, readPhotoAvatar } from "./store.ts";

@@ -5,8 +5,8 @@
  * seen; removing deletes the manifest and every chunk in one commit. Every function takes
  * the tenant: another tenant's avatar reads as missing.
  */
-import { ApiError } from "../api/errors.ts";
-import { administers, type Administrator } from "../auth/principal.ts";
+import { ApiError } from "../errors.ts";
+import { administers, type Administrator } from "../principal.ts";
 import { TENANT_ID_PATTERN } from "../auth/api_keys.ts";
 import { ulid } from "../ids.ts";
 import { kvTry } from "../kv/store.ts";

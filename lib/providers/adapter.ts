@@ -28,7 +28,7 @@ import {
   type ResponseCut,
   type TurnErrorCode,
   turnErrorCodeFor,
-} from "./port.ts";
+} from "../ports/providers.ts";
 import { bytesToPcm, StreamResampler } from "./resample.ts";
 import { UserAudioGate } from "./user_audio.ts";
 import { CloseTracker, gracefulEnd } from "./link_close.ts";

@@ -3,7 +3,7 @@
  * a throw (or an async callback's rejection) is handed to the connection, which fails
  * its own session, instead of reaching the event loop, where it would end the process.
  */
-import type { EngineEvents } from "./port.ts";
+import type { EngineEvents } from "../ports/providers.ts";
 
 /** The name of a thrown value, for a log line (its message may quote engine input). */
 export function errorName(err: unknown): string {

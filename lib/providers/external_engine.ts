@@ -16,7 +16,7 @@ import {
   type EngineFactory,
   EngineStartError,
   type ProviderDeps,
-} from "./port.ts";
+} from "../ports/providers.ts";
 import { pcmToBytes } from "./resample.ts";
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Close bookkeeping of an engine connection and its graceful end.
  */
-import type { EngineEvents } from "./port.ts";
+import type { EngineEvents } from "../ports/providers.ts";
 import type { WsClient } from "./ws_client.ts";
 
 /** Close bookkeeping: `onClose` fires at most once, and never after the caller's `close()`. */

@@ -5,10 +5,13 @@
  * URL, log line or error). Other providers pass through.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { VENDOR_C_CONVERSATION_PATH, wssUrl } from "../api/schemas.ts";
 import { z } from "zod";
-import { EngineStartError, type ProviderCredentials } from "./port.ts";
+import {
+  EngineStartError,
+  type ProviderCredentials,
+} from "../ports/providers.ts";
 import { vendorCUrl } from "./vendor_c.ts";
 
 /** Largest signed-URL answer read; a longer body is an unusable answer. */

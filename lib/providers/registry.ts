@@ -3,7 +3,11 @@
  * adapter itself.
  */
 import { createExternalEngine } from "./external_engine.ts";
-import type { EngineFactory, ProviderDeps, ProviderType } from "./port.ts";
+import type {
+  EngineFactory,
+  ProviderDeps,
+  ProviderType,
+} from "../ports/providers.ts";
 import { createVendorAEngine } from "./vendor_a_realtime.ts";
 import { createVendorBEngine } from "./vendor_b.ts";
 import { createVendorCEngine } from "./vendor_c.ts";

@@ -2,7 +2,7 @@
  * Admission of browser audio into an engine socket (see `UserAudioGate`): what one
  * tenant's slow engine or flooding browser may cost the shared process.
  */
-import type { UserAudioStats } from "./port.ts";
+import type { UserAudioStats } from "../ports/providers.ts";
 
 /**
  * Bytes the engine socket may have queued (written by us, not yet taken by the engine)

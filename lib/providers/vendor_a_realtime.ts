@@ -24,7 +24,11 @@ import {
   MessageSet,
   transcriptText,
 } from "./frames.ts";
-import type { EngineFactory, ProviderDeps, ResponseCut } from "./port.ts";
+import type {
+  EngineFactory,
+  ProviderDeps,
+  ResponseCut,
+} from "../ports/providers.ts";
 import { pcmToBase64 } from "./resample.ts";
 
 /** The API's PCM rate, both directions. */

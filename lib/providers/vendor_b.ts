@@ -27,7 +27,7 @@ import {
   EngineStartError,
   type ProviderDeps,
   type ResponseCut,
-} from "./port.ts";
+} from "../ports/providers.ts";
 import { pcmToBase64 } from "./resample.ts";
 import { pcmFormatRate } from "./vendor_c.ts";
 

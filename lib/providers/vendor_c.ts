@@ -28,7 +28,7 @@ import {
   type EngineFactory,
   EngineStartError,
   type ProviderDeps,
-} from "./port.ts";
+} from "../ports/providers.ts";
 import { pcmToBase64 } from "./resample.ts";
 
 /** Samples per audio chunk message: keeps each JSON frame under 1 KiB. */

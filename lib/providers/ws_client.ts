@@ -23,7 +23,7 @@ import {
   TargetRefusedError,
 } from "../net_guard.ts";
 import { MAX_ENGINE_FRAME_BYTES } from "./frames.ts";
-import { EngineStartError } from "./port.ts";
+import { EngineStartError } from "../ports/providers.ts";
 
 /**
  * Deno's constructor takes options with upgrade headers (non-standard); the DOM typings

@@ -18,7 +18,7 @@ import {
   type RenderOpenOptions,
   type RenderSession,
   RenderStartError,
-} from "./port.ts";
+} from "../ports/render.ts";
 export { planTicks, realClock, type RenderClock } from "./pacing.ts";
 
 export interface BuiltinOptions {

@@ -13,7 +13,7 @@ import type {
   RenderStats,
   RtpSink,
   SpeechCut,
-} from "./port.ts";
+} from "../ports/render.ts";
 import { SpeechTimeline } from "./speech.ts";
 import { SpeechRoutes } from "./speech_routes.ts";
 import { EncoderStream } from "./stream.ts";

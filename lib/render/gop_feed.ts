@@ -14,7 +14,7 @@
 import type { Logger } from "../log.ts";
 import { parseFragment } from "./mp4_parse.ts";
 import { rebaseFragment } from "./mp4_rebase.ts";
-import type { RenderSink } from "./port.ts";
+import type { RenderSink } from "../ports/render.ts";
 import { type AudioTrack, readInit, segmentProblem } from "./segments.ts";
 
 export interface GopFeedOptions {

@@ -4,11 +4,11 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { type BuiltinOptions, createBuiltinRenderer } from "./builtin.ts";
-import type { RenderBackend } from "./port.ts";
-import { RenderStartError } from "./port.ts";
+import type { RenderBackend } from "../ports/render.ts";
+import { RenderStartError } from "../ports/render.ts";
 import { createRemoteRenderer } from "./remote.ts";
 
-export * from "./port.ts";
+export * from "../ports/render.ts";
 
 /**
  * Picks the render backend from `deps.config`: remote (`renderWorkerUrl` +

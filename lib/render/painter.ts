@@ -8,7 +8,7 @@ import type { AvatarDef, BackgroundDef } from "../avatars.ts";
 import { drawAvatar, drawAvatarAlpha } from "./draw.ts";
 import type { FaceState } from "./face.ts";
 import type { Frame } from "./raster.ts";
-import type { RenderOpenOptions } from "./port.ts";
+import type { RenderOpenOptions } from "../ports/render.ts";
 
 export interface Painter {
   /** Frame size in pixels (even). */

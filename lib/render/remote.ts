@@ -15,7 +15,7 @@ import {
   RenderStartError,
   type RenderStats,
   type SpeechCut,
-} from "./port.ts";
+} from "../ports/render.ts";
 import {
   audioRequest,
   controlRequest,

@@ -3,7 +3,7 @@
  * speaks it: what waits to be posted, the request each becomes, and the worker's speech
  * messages and interrupt answers read back (malformed ones are null).
  */
-import type { SpeechCut, SpeechEvent } from "./port.ts";
+import type { SpeechCut, SpeechEvent } from "../ports/render.ts";
 
 export type Outgoing =
   | { kind: "audio"; pcm: Int16Array; rate: number; tag?: string }

@@ -14,7 +14,7 @@ import {
   type StreamFormat,
 } from "./ffmpeg.ts";
 
-/** Where the RTP goes: an SFU mountpoint's ingest (lib/sfu/port.ts `Mountpoint`). */
+/** Where the RTP goes: an SFU mountpoint's ingest (lib/ports/sfu.ts `Mountpoint`). */
 export interface RtpTarget {
   host: string;
   videoPort: number;

@@ -16,7 +16,7 @@
  * (DECISIONS 6, captions on the media timeline), and a tag's end (`end`): once all of
  * its audio went into the stream, its speech stops and an `ended` event follows.
  */
-import type { SpeechCut, SpeechEvent } from "./port.ts";
+import type { SpeechCut, SpeechEvent } from "../ports/render.ts";
 import { MAX_MARKS, TaggedRuns } from "./speech_runs.ts";
 import { type AudioQueue, STREAM_RATE } from "./voice.ts";
 

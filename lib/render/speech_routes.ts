@@ -7,7 +7,7 @@
  */
 import type { Logger } from "../log.ts";
 import { MAX_AUDIO_MARKS } from "./agent_audio.ts";
-import type { RenderSink, RtpSink, SpeechEvent } from "./port.ts";
+import type { RenderSink, RtpSink, SpeechEvent } from "../ports/render.ts";
 import type { RtpOutput } from "./rtp.ts";
 import { samplesToMs, type SpeechTimeline } from "./speech.ts";
 

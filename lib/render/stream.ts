@@ -15,7 +15,7 @@
  */
 import { Encoder } from "./encoder.ts";
 import { GopFeed, type GopFeedOptions } from "./gop_feed.ts";
-import type { AudioCodec, RenderSink } from "./port.ts";
+import type { AudioCodec, RenderSink } from "../ports/render.ts";
 import { settleDelivered, type WaitingPush } from "./segments.ts";
 
 export interface EncoderStreamOptions extends GopFeedOptions {

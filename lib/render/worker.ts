@@ -5,8 +5,8 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Logger } from "../log.ts";
-import type { RenderBackend, RenderSession } from "./port.ts";
-import { MAX_MARK_TEXT, RenderStartError } from "./port.ts";
+import type { RenderBackend, RenderSession } from "../ports/render.ts";
+import { MAX_MARK_TEXT, RenderStartError } from "../ports/render.ts";
 import { SPEECH_TAG } from "./speech.ts";
 
 export interface WorkerOptions {

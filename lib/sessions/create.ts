@@ -8,7 +8,7 @@
 import type { Span } from "@opentelemetry/api";
 import { inSpan } from "../metrics/tracing.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import {
   beginIdempotent,
   completeIdempotent,

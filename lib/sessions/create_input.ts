@@ -11,11 +11,11 @@ import {
   PHOTO_OWN_BG,
 } from "../avatars.ts";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import {
   EngineStartError,
   type ProviderCredentials,
-} from "../providers/port.ts";
+} from "../ports/providers.ts";
 import { vendorCUrl } from "../providers/vendor_c.ts";
 import type { CreateSessionInput } from "../api/schemas.ts";
 import { getPhotoManifest } from "../photo/mod.ts";

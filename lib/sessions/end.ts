@@ -5,7 +5,7 @@
  * `ended_with_warnings` with the runtime's warning.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import type {
   EndReason,
   EndSessionResponse,

@@ -5,7 +5,7 @@
  */
 import { authenticate } from "../auth/authenticate.ts";
 import { readJsonObject } from "../api/body.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { type Ctx, type Handler, json } from "../api/http.ts";
 import { parseIdempotencyKey } from "./idempotency.ts";
 import { requireTokenSecret } from "../auth/tokens.ts";

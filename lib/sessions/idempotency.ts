@@ -7,7 +7,7 @@
  */
 import { createHmac } from "node:crypto";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { base64url } from "../ids.ts";
 import { type KvBudget, kvTry } from "../kv/store.ts";
 import { deriveKey } from "../auth/tokens.ts";

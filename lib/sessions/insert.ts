@@ -3,7 +3,7 @@
  * counter in one commit that checks the counter (concurrent creates are exact).
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import { KeyedLock } from "../kv/keyed_lock.ts";
 import { KvBudget, kvTry } from "../kv/store.ts";
 import {

@@ -11,8 +11,8 @@
  * callers (or instances) can never both move one session.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
-import type { ProviderType } from "../providers/port.ts";
+import { ApiError } from "../errors.ts";
+import type { ProviderType } from "../ports/providers.ts";
 import type { EndReason, SessionStatus, Transport } from "../api/schemas.ts";
 import { kvTry } from "../kv/store.ts";
 import { addUsageToCommit, usageKeys } from "./usage.ts";

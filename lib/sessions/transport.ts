@@ -3,7 +3,7 @@
  * mountpoint, with the `AVTR_SFU_*` errors of a failure.
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import type { Transport } from "../api/schemas.ts";
 import {
   markSfuFailing,
@@ -22,7 +22,7 @@ export async function resolveTransport(
   deps: AppDeps,
   requested: Transport,
 ): Promise<Exclude<Transport, "auto">> {
-  // A render worker has no RTP output (lib/render/port.ts publishRtp): no SFU path.
+  // A render worker has no RTP output (lib/ports/render.ts publishRtp): no SFU path.
   const usable = deps.sfu !== null && !deps.config.renderWorkerUrl;
   if (requested === "webrtc_sfu") {
     if (!usable) {

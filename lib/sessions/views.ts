@@ -4,7 +4,7 @@
  * check every session-scoped call makes (SPEC 5.2).
  */
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../errors.ts";
 import type {
   ClientTokenResponse,
   EndSessionResponse,

@@ -11,7 +11,7 @@
  * browser's address from the browser's own checks (peer-reflexive candidates).
  */
 import { ipv6Groups, isPrivateAddress } from "../net_guard.ts";
-import type { IceCandidate, Mountpoint } from "./port.ts";
+import type { IceCandidate, Mountpoint } from "../ports/sfu.ts";
 
 export interface CandidatePolicy {
   /** `ALLOW_PRIVATE_NETWORK_TARGETS`: private addresses pass (tests, local demos). */

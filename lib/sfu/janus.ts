@@ -19,7 +19,7 @@ import {
   type SfuPort,
   type Viewer,
   type ViewerEvents,
-} from "./port.ts";
+} from "../ports/sfu.ts";
 import {
   defaultIngestHost,
   mountpointCredential,

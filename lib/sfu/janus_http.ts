@@ -4,7 +4,7 @@
  * use; anything else is an `SfuError` of kind `connection`.
  */
 import { z } from "zod";
-import { SfuError } from "./port.ts";
+import { SfuError } from "../ports/sfu.ts";
 
 const jsepSchema = z.object({
   type: z.enum(["offer", "answer"]),

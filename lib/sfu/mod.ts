@@ -1,8 +1,9 @@
 /**
  * The realtime SFU (DECISIONS 11): what the rest of the app uses of it — the port and
  * its Janus adapter, the launcher that runs Janus from the repository's config, the
- * health probe, ICE servers for browsers, the SFU's identity, the mountpoint lifecycle
- * and the signalling link of a live session.
+ * health probe, ICE servers for browsers, the SFU's identity and the mountpoint
+ * lifecycle. A live session's signalling link and the sweep that reconciles Janus with
+ * KV belong to the media plane (lib/media/sfu_signalling.ts, lib/media/sfu_sweep.ts).
  */
 export {
   type IceCandidate,
@@ -13,7 +14,7 @@ export {
   type SfuPort,
   type Viewer,
   type ViewerEvents,
-} from "./port.ts";
+} from "../ports/sfu.ts";
 export { createJanusSfu, type JanusSfuOptions } from "./janus.ts";
 export {
   JanusLaunchError,
@@ -31,11 +32,4 @@ export {
   readMountpointRecord,
   type ViewerState,
 } from "./mountpoints.ts";
-export {
-  startSfu,
-  SWEEP_INTERVAL_MS,
-  sweepMountpoints,
-  type SweepResult,
-} from "./sweep.ts";
-export { type SfuLink, sfuLinkFor } from "./signalling.ts";
 export { rejectsVideo } from "./sdp.ts";

@@ -1,7 +1,7 @@
 /**
  * One private SFU mountpoint per `webrtc_sfu` session (DECISIONS 11): recorded in KV
  * with its holder instance *before* the SFU makes it, destroyed when the session turns
- * terminal (whichever instance commits that move), and swept (lib/sfu/sweep.ts). The
+ * terminal (whichever instance commits that move), and swept (lib/media/sfu_sweep.ts). The
  * record holds ids only, never a secret (a mountpoint's secret and pin derive from the
  * SFU key, lib/sfu/janus.ts).
  *
@@ -11,7 +11,7 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
-import type { Mountpoint } from "./port.ts";
+import type { Mountpoint } from "../ports/sfu.ts";
 
 export interface MountpointRecord {
   session_id: string;
@@ -38,7 +38,7 @@ export const mountpointKey = (sessionId: string) =>
 /** This instance's live mountpoints (the renderer and the viewers need the ports). */
 const live = new WeakMap<AppDeps, Map<string, Mountpoint>>();
 
-/** This instance's live mountpoints by session id (lib/sfu/sweep.ts prunes it too). */
+/** This instance's live mountpoints by session id (lib/media/sfu_sweep.ts prunes it too). */
 export function liveOf(deps: AppDeps): Map<string, Mountpoint> {
   let m = live.get(deps);
   if (!m) live.set(deps, m = new Map());

@@ -1,11 +1,11 @@
 /**
  * Whether the SFU still holds a live session's mountpoint, asked when one of its
  * viewers dropped or could not be opened, and a bounded wait for an SFU that stopped
- * answering (lib/sfu/signalling.ts). A Janus that restarted has lost every mountpoint
+ * answering (lib/media/sfu_signalling.ts). A Janus that restarted has lost every mountpoint
  * (they live in its memory only) and, started by `deno task sfu`, refuses the service's
  * token: such a session cannot show its avatar again and ends (docs/operations.md).
  */
-import type { SfuPort } from "./port.ts";
+import type { SfuPort } from "../ports/sfu.ts";
 
 /**
  * How long a live session waits for an SFU that stopped answering before it ends

@@ -14,8 +14,8 @@
  */
 import { hkdfSync } from "node:crypto";
 import type { AppDeps } from "../deps.ts";
-import { ApiError } from "../api/errors.ts";
-import { administers, type Administrator } from "../auth/principal.ts";
+import { ApiError } from "../errors.ts";
+import { administers, type Administrator } from "../principal.ts";
 import { kvTry } from "../kv/store.ts";
 import { generateSecret, SECRET_PREFIX, secretKey } from "./sign.ts";
 

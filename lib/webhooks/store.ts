@@ -7,7 +7,7 @@ import {
   administers,
   type Administrator,
   visibleTenant,
-} from "../auth/principal.ts";
+} from "../principal.ts";
 import { kvTry } from "../kv/store.ts";
 import {
   deadKey,

@@ -18,7 +18,7 @@ import {
 import { consoleState, errorPage } from "../../lib/console/render.tsx";
 import { loadConsoleSession } from "../../lib/console/session.ts";
 import { takeUploadSlot } from "../../lib/console/upload_slots.ts";
-import { toApiError } from "../../lib/api/errors.ts";
+import { toApiError } from "../../lib/errors.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import { MAX_PHOTO_BYTES } from "../../lib/photo/mod.ts";
 

@@ -13,7 +13,7 @@ import {
   type PageProps,
   requireAdmin,
 } from "../../lib/console/render.tsx";
-import { isOperator } from "../../lib/auth/principal.ts";
+import { isOperator } from "../../lib/principal.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import { type InstanceView, listInstances } from "../../lib/nodes/registry.ts";
 import { instanceStaleMs } from "../../lib/media/presence.ts";

@@ -31,11 +31,11 @@ import {
   trySessionTenant,
 } from "../../lib/console/try.ts";
 import { listPhotoAvatars } from "../../lib/photo/mod.ts";
-import { ApiError } from "../../lib/api/errors.ts";
+import { ApiError } from "../../lib/errors.ts";
 import { iceServersFor } from "../../lib/sfu/mod.ts";
 import { deploymentHasSfu } from "../../lib/nodes/registry.ts";
 import type { Ctx } from "../../lib/api/http.ts";
-import { isOperator } from "../../lib/auth/principal.ts";
+import { isOperator } from "../../lib/principal.ts";
 import {
   createSession,
   endSession,

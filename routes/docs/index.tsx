@@ -5,7 +5,7 @@
 import { type ComponentChildren, Fragment, type VNode } from "preact";
 import { renderToString } from "preact-render-to-string";
 import { createHash } from "node:crypto";
-import { ERROR_CODES, type ErrorCode } from "../../lib/api/errors.ts";
+import { ERROR_CODES, type ErrorCode } from "../../lib/errors.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import {
   API_OPERATIONS,

@@ -3,7 +3,7 @@
  * static/ folder. Only plain relative paths of known types are served; revalidated with
  * an ETag on every use so a rebuilt bundle is picked up at once.
  */
-import { ApiError } from "../../lib/api/errors.ts";
+import { ApiError } from "../../lib/errors.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 
 const ROOT = new URL("../../static/", import.meta.url);

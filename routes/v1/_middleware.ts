@@ -16,7 +16,7 @@ import {
   requestCredential,
   verifyCredential,
 } from "../../lib/auth/authenticate.ts";
-import { ApiError } from "../../lib/api/errors.ts";
+import { ApiError } from "../../lib/errors.ts";
 import type { Ctx } from "../../lib/api/http.ts";
 import { chargeUnverified } from "../../lib/api/rate_charge.ts";
 import { rateLimiterOf } from "../../lib/api/rate_limit.ts";

@@ -1,10 +1,10 @@
 /**
  * The clip as a viewer gets it: its fMP4 decoded by the npm ffmpeg, video frame by
  * frame as RGB with each frame's presentation time, and the audio track as 48-kHz PCM
- * (bench/_lipsync_lib.ts `decodeAudio`).
+ * (../lipsync/decode.ts).
  */
 import { ffmpegPath } from "../../lib/render/ffmpeg.ts";
-export { decodeAudio } from "../../bench/_lipsync_lib.ts";
+export { decodeAudio } from "../lipsync/decode.ts";
 
 /**
  * Decodes `file`'s video as `width`×`height` RGB frames, one at a time into `each`

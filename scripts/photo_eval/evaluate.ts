@@ -9,8 +9,8 @@ import { PhotoRefusal, preparePhoto } from "../../lib/photo/mod.ts";
 import { photoModels } from "../../lib/photo/models.ts";
 import { createPhotoPainter } from "../../lib/render/photo/mod.ts";
 import type { PhotoAvatar } from "../../lib/render/photo/types.ts";
-import { ssim } from "../../bench/_ssim.ts";
-import { audioOnsets, pairOnsets } from "../../bench/_lipsync_lib.ts";
+import { ssim } from "../ssim.ts";
+import { audioOnsets, pairOnsets } from "../lipsync/onsets.ts";
 import { contactSheet, TILE } from "./contact.ts";
 import { decodeAudio, eachFrame } from "./decode.ts";
 import {

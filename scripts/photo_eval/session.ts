@@ -14,7 +14,7 @@ import {
 import type { Painter } from "../../lib/render/painter.ts";
 import { photoPainters } from "../../lib/render/photo/mod.ts";
 import type { PhotoAvatar } from "../../lib/render/photo/types.ts";
-import type { RenderSink } from "../../lib/render/port.ts";
+import type { RenderSink } from "../../lib/ports/render.ts";
 import { STREAM_RATE } from "../../lib/render/voice.ts";
 
 const FRAME_MS = 40;

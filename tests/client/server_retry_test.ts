@@ -3,7 +3,7 @@
  * failures are retried, after how long, and which never are.
  */
 import assert from "node:assert/strict";
-import { ERROR_CODES } from "../../lib/api/errors.ts";
+import { ERROR_CODES } from "../../lib/errors.ts";
 import {
   errorBodySchema,
   sessionResponseSchema,

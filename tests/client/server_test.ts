@@ -22,7 +22,7 @@ import {
   type apiKeyCreatedSchema,
   apiKeyCreateSchema,
 } from "../../lib/auth/api_keys.ts";
-import { ERROR_CODES } from "../../lib/api/errors.ts";
+import { ERROR_CODES } from "../../lib/errors.ts";
 import {
   clientTokenResponseSchema,
   type createSessionSchema,

@@ -5,7 +5,7 @@
  * of hanging; nothing asserts on time.
  */
 import { memoryLogger } from "../../lib/log.ts";
-import type { EngineEvents, ProviderDeps } from "../../lib/providers/port.ts";
+import type { EngineEvents, ProviderDeps } from "../../lib/ports/providers.ts";
 import { startWssServer, type WssServer } from "./wss_server.ts";
 
 export type Json = Record<string, unknown>;

@@ -12,7 +12,7 @@ import type {
   ProviderCredentials,
   ProviderDeps,
   ProviderType,
-} from "../../lib/providers/port.ts";
+} from "../../lib/ports/providers.ts";
 import { pcmToBase64 } from "../../lib/providers/resample.ts";
 import { startEcepFake } from "./ecep_engine_fake.ts";
 import type { FakeWs, Json, RecordedEvents } from "./fake_ws.ts";

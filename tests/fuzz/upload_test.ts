@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { Rng } from "../../fuzz/_lib.ts";
 import { multipartShape } from "../../fuzz/upload_cases.ts";
 import { testApp } from "../_helpers.ts";
-import { OPERATOR } from "../../lib/auth/principal.ts";
+import { OPERATOR } from "../../lib/principal.ts";
 import { listPhotoAvatars } from "../../lib/photo/mod.ts";
 import { ORIGIN, signIn } from "../routes/admin/_console.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../lib/api/errors.ts";
+import { ApiError } from "../../lib/errors.ts";
 import {
   concurrencyLimit,
   getTenantSettings,

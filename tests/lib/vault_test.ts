@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ProviderCredentials } from "../../lib/providers/port.ts";
+import type { ProviderCredentials } from "../../lib/ports/providers.ts";
 import { CredentialVault } from "../../lib/vault.ts";
 import { testApp } from "../_helpers.ts";
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { closeDeps, createDeps } from "../../lib/wire.ts";
 import { handOffCreate } from "../../lib/nodes/handoff.ts";
 import { createSession } from "../../lib/sessions/create.ts";
-import { ApiError } from "../../lib/api/errors.ts";
+import { ApiError } from "../../lib/errors.ts";
 import type { HandOffStart } from "../../lib/deps.ts";
 import { TEST_TOKEN_SECRET } from "../_helpers.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { docUrl, ERROR_CODES, type ErrorCode } from "../../lib/api/errors.ts";
+import { docUrl, ERROR_CODES, type ErrorCode } from "../../lib/errors.ts";
 import { testApp } from "../_helpers.ts";
 
 const CODES = Object.keys(ERROR_CODES) as ErrorCode[];

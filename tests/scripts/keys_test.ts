@@ -3,7 +3,7 @@ import { getApiKey } from "../../lib/auth/api_key_admin.ts";
 import { verifyApiKey } from "../../lib/auth/api_keys.ts";
 import { closeDeps, createDeps } from "../../lib/wire.ts";
 import { memoryLogger } from "../../lib/log.ts";
-import { OPERATOR } from "../../lib/auth/principal.ts";
+import { OPERATOR } from "../../lib/principal.ts";
 import { type Run, runTask } from "./_task.ts";
 
 /** Runs `deno task keys ...args` as the operator would, against the KV file `kvPath`. */

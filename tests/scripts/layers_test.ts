@@ -58,10 +58,11 @@ Deno.test("circles() finds each strongly connected group, and a module importing
   assert.deepEqual(circles([a("x", "y"), a("y", "w")]), []);
 });
 
-Deno.test("roomOf() and upwardArrows(): a lib folder is a room, ports stand apart, arrows up a floor are found", () => {
+Deno.test("roomOf() and upwardArrows(): a lib folder is a room, the ports one of them, arrows up a floor are found", () => {
   assert.equal(roomOf("lib/sessions/create.ts"), "lib/sessions");
   assert.equal(roomOf("lib/deps.ts"), "lib/deps.ts");
-  assert.equal(roomOf("lib/sfu/port.ts"), "lib/sfu/port.ts");
+  assert.equal(roomOf("lib/ports/sfu.ts"), "lib/ports");
+  assert.ok(floorOf("lib/sfu") > floorOf("lib/ports"));
   assert.equal(roomOf("routes/v1/sessions/index.ts"), "routes");
   assert.ok(floorOf("routes") > floorOf("lib/sessions"));
   assert.ok(floorOf("lib/sessions") > floorOf("lib/kv"));

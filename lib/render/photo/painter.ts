@@ -10,7 +10,7 @@ import type { BackgroundDef } from "../../avatars.ts";
 import { findBackground, PHOTO_OWN_BG } from "../../avatars.ts";
 import type { FaceState } from "../face.ts";
 import type { Painter, PainterSource } from "../painter.ts";
-import { RenderStartError } from "../port.ts";
+import { RenderStartError } from "../../ports/render.ts";
 import { backgroundPlanes, createFrame, type Frame } from "../raster.ts";
 import { decontaminate } from "./decontaminate.ts";
 import { drawEyes } from "./eyes.ts";

@@ -13,8 +13,8 @@ import {
 } from "../../../components/PhotoAvatars.tsx";
 import { Notice, PageHeader } from "../../../components/ui.tsx";
 import { TENANT_ID_PATTERN } from "../../../lib/auth/api_keys.ts";
-import { isOperator } from "../../../lib/auth/principal.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { isOperator } from "../../../lib/principal.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import { signedInAs } from "../../../lib/console/session.ts";
 import {

@@ -21,7 +21,7 @@ import {
 } from "../../../components/ui.tsx";
 import { listApiKeys } from "../../../lib/auth/api_key_admin.ts";
 import { type ApiKeyView, createApiKey } from "../../../lib/auth/api_keys.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import { formatTime } from "../../../lib/console/format.ts";
 import {
   consoleState,
@@ -29,7 +29,7 @@ import {
   type PageProps,
   requireAdmin,
 } from "../../../lib/console/render.tsx";
-import { isOperator } from "../../../lib/auth/principal.ts";
+import { isOperator } from "../../../lib/principal.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 
 interface KeysData {

@@ -34,7 +34,7 @@ import {
   type PageProps,
   requireAdmin,
 } from "../../../lib/console/render.tsx";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import {
   type MountpointRecord,
   readMountpointRecord,

@@ -9,7 +9,7 @@ import { requireAdmin, requireSession } from "../../../lib/console/render.tsx";
 import { loadConsoleSession } from "../../../lib/console/session.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import { parseSessionFilters } from "../../../lib/console/filters.ts";
-import { isOperator } from "../../../lib/auth/principal.ts";
+import { isOperator } from "../../../lib/principal.ts";
 
 export const handler = {
   GET(ctx: Ctx): Response {

@@ -20,7 +20,7 @@ import {
   type PageProps,
   requireAdmin,
 } from "../../../lib/console/render.tsx";
-import { isOperator } from "../../../lib/auth/principal.ts";
+import { isOperator } from "../../../lib/principal.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 
 function href(path: string, f: Partial<Filters>): string {

@@ -28,10 +28,10 @@ import {
   type PageProps,
   requireAdmin,
 } from "../../../lib/console/render.tsx";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import { TENANT_ID_PATTERN } from "../../../lib/auth/api_keys.ts";
-import { administers, isOperator } from "../../../lib/auth/principal.ts";
+import { administers, isOperator } from "../../../lib/principal.ts";
 import {
   deleteOrgMapping,
   listOrgMappings,

@@ -22,8 +22,8 @@ import {
   type PageProps,
   requireAdmin,
 } from "../../../lib/console/render.tsx";
-import { isOperator } from "../../../lib/auth/principal.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { isOperator } from "../../../lib/principal.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import {
   deleteOrgMapping,

@@ -2,7 +2,7 @@
  * `GET /docs/errors/{code}`: the page behind every `doc_url`, rendered from the error
  * table. An unknown code gets a 404 page.
  */
-import { ERROR_CODES, type ErrorCode } from "../../../lib/api/errors.ts";
+import { ERROR_CODES, type ErrorCode } from "../../../lib/errors.ts";
 import type { Ctx } from "../../../lib/api/http.ts";
 import {
   API_OPERATIONS,

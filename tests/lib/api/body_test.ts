@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { readJsonObject } from "../../../lib/api/body.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import { TEST_ADMIN_KEY, testApp } from "../../_helpers.ts";
 
 /** Reads from `conn` until a whole JSON answer, a close, or `ms`; returns what arrived. */

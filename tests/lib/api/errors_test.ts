@@ -4,7 +4,7 @@ import {
   ERROR_CODES,
   type ErrorCode,
   errorResponse,
-} from "../../../lib/api/errors.ts";
+} from "../../../lib/errors.ts";
 
 Deno.test("an error body carries param on 400s only, whatever the code was given (DECISIONS 3)", async (t) => {
   for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {

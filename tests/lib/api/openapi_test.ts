@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ERROR_CODES } from "../../../lib/api/errors.ts";
+import { ERROR_CODES } from "../../../lib/errors.ts";
 import { API_OPERATIONS } from "../../../lib/api/operations.ts";
 import { buildOpenApi } from "../../../lib/api/openapi.ts";
 import { parseCreateSession } from "../../../lib/api/schemas.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import type { AppDeps } from "../../../lib/deps.ts";
 import { createDeps } from "../../../lib/wire.ts";
-import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
+import { ApiError, type ErrorCode } from "../../../lib/errors.ts";
 import { type Ctx, ResponseHeaders } from "../../../lib/api/http.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 

@@ -6,7 +6,7 @@ import {
 } from "../../../lib/auth/api_key_admin.ts";
 import { createApiKey } from "../../../lib/auth/api_keys.ts";
 import { closeDeps } from "../../../lib/wire.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { rejectsWith, setup } from "./_keys.ts";
 
 Deno.test("revokeApiKey() revokes once, reports a repeat, and 404s an unknown key", async () => {

@@ -17,7 +17,7 @@ import {
   verifyApiKey,
 } from "../../../lib/auth/api_keys.ts";
 import { closeDeps } from "../../../lib/wire.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { rejectsWith, setup } from "./_keys.ts";
 
 /** Every KV entry as text (KvU64 and bigint included), to scan for secrets. */

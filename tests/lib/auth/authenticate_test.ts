@@ -11,7 +11,7 @@ import {
 } from "../../../lib/auth/authenticate.ts";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { memoryLogger } from "../../../lib/log.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { countingKv, ctxFor, rejectsWith } from "./_keys.ts";
 
 /** A clock moved by hand (lib tests stay off the app and its route manifest). */

@@ -8,7 +8,7 @@ import { ConfigError } from "../../../lib/config.ts";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { setOrgMapping } from "../../../lib/auth/idp_orgs.ts";
 import { memoryLogger } from "../../../lib/log.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import {
   AUDIENCE,
   GOOD,

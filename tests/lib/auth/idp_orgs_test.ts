@@ -1,7 +1,7 @@
 /** Identity-provider organizations mapped to tenants (lib/auth/idp_orgs.ts). */
 import assert from "node:assert/strict";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import {
   deleteOrgMapping,
   getOrgTenant,

@@ -10,9 +10,9 @@ import {
   isOperator,
   OPERATOR,
   visibleTenant,
-} from "../../../lib/auth/principal.ts";
+} from "../../../lib/principal.ts";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 
 const ACME = { tenantId: "acme" };

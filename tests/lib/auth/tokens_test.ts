@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createDeps } from "../../../lib/wire.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import { base64url, fromBase64url } from "../../../lib/ids.ts";
 import { memoryLogger } from "../../../lib/log.ts";
 import {

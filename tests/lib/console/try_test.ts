@@ -5,9 +5,9 @@ import {
   rememberTrySession,
   trySessionTenant,
 } from "../../../lib/console/try.ts";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import { testApp, TestClock } from "../../_helpers.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 
 Deno.test("readTryForm builds the API's create body", async (t) => {
   await t.step("with an auth header", () => {

@@ -2,7 +2,7 @@
 import { memoryLogger } from "../../../lib/log.ts";
 import { closeDeps, createDeps } from "../../../lib/wire.ts";
 import { LiveSession } from "../../../lib/media/live.ts";
-import type { RenderSession, RenderSink } from "../../../lib/render/port.ts";
+import type { RenderSession, RenderSink } from "../../../lib/ports/render.ts";
 import type { Json } from "./_live.ts";
 /** The slice of a server WebSocket that LiveSession uses, with a settable buffer. */
 export class SlowSocket {

@@ -4,7 +4,7 @@
  * past the renderer's bound.
  */
 import assert from "node:assert/strict";
-import type { EngineConnection } from "../../../lib/providers/port.ts";
+import type { EngineConnection } from "../../../lib/ports/providers.ts";
 import { MAX_FRAME_BYTES } from "../../../lib/media/protocol.ts";
 import {
   capturingRender,

@@ -4,7 +4,7 @@
  * transparent when asked (DECISIONS 6: the alpha stacked under the colour).
  */
 import assert from "node:assert/strict";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { addPhotoAvatar } from "../../../lib/photo/mod.ts";
 import { videoSize } from "../render/_helpers.ts";
 import {

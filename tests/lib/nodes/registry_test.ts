@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { instanceKey, instanceStaleMs } from "../../../lib/media/presence.ts";
 import { listInstances, sessionHolder } from "../../../lib/nodes/registry.ts";
 import { testApp, TestClock } from "../../_helpers.ts";

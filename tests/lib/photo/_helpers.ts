@@ -3,7 +3,7 @@ import { encode as encodePng } from "fast-png";
 import assert from "node:assert/strict";
 import { decodePhoto, type RgbImage } from "../../../lib/photo/decode.ts";
 import { PhotoRefusal } from "../../../lib/photo/refusal.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { addPhotoAvatar } from "../../../lib/photo/store.ts";
 
 export const FIXTURES = new URL("../../fixtures/photo/", import.meta.url);

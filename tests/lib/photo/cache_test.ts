@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { loadPhotoAvatar, removePhotoAvatar } from "../../../lib/photo/mod.ts";
 import { add, setup } from "./_helpers.ts";
 

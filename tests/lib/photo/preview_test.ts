@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { decode as decodePng } from "fast-png";
-import { type Administrator, OPERATOR } from "../../../lib/auth/principal.ts";
+import { type Administrator, OPERATOR } from "../../../lib/principal.ts";
 import { photoPreview, removePhotoAvatar } from "../../../lib/photo/mod.ts";
 import {
   PreviewCache,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../../lib/api/errors.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { ApiError } from "../../../lib/errors.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import {
   addPhotoAvatar,
   getPhotoManifest,

@@ -9,7 +9,7 @@ import type {
   EngineFactory,
   ProviderCredentials,
   ProviderType,
-} from "../../../lib/providers/port.ts";
+} from "../../../lib/ports/providers.ts";
 import { engineFactoryFor } from "../../../lib/providers/registry.ts";
 import {
   providerDeps,

@@ -1,5 +1,5 @@
 /** The vendor_b adapter's tests: a fake Cartesia agents socket and an engine ready on it. */
-import type { ProviderCredentials } from "../../../lib/providers/port.ts";
+import type { ProviderCredentials } from "../../../lib/ports/providers.ts";
 import {
   createVendorBEngine,
   type VendorBOptions,

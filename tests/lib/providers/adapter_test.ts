@@ -11,7 +11,7 @@ import {
   type EngineConnection,
   EngineStartError,
   type UserAudioStats,
-} from "../../../lib/providers/port.ts";
+} from "../../../lib/ports/providers.ts";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import {
   providerDeps,

@@ -4,7 +4,7 @@
  * process (like the service) would die of an uncaught error otherwise.
  */
 import assert from "node:assert/strict";
-import type { EngineEvents } from "../../../lib/providers/port.ts";
+import type { EngineEvents } from "../../../lib/ports/providers.ts";
 import { createVendorCEngine } from "../../../lib/providers/vendor_c.ts";
 import { connectWs } from "../../../lib/providers/ws_client.ts";
 import {

@@ -10,7 +10,7 @@ import {
   INVALID_FRAME_WINDOW_MS,
   MAX_ENGINE_FRAME_BYTES,
 } from "../../../lib/providers/frames.ts";
-import { PROVIDER_TYPES } from "../../../lib/providers/port.ts";
+import { PROVIDER_TYPES } from "../../../lib/ports/providers.ts";
 import { typeKey } from "../../fakes/providers.ts";
 import { fieldPaths, withField } from "../../fakes/json_paths.ts";
 import { readyEngine } from "./_helpers.ts";

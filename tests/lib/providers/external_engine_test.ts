@@ -4,7 +4,7 @@ import {
   type EngineConnection,
   EngineStartError,
   type ProviderCredentials,
-} from "../../../lib/providers/port.ts";
+} from "../../../lib/ports/providers.ts";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import {
   providerDeps,

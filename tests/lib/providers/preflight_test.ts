@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ApiError, type ErrorCode } from "../../../lib/api/errors.ts";
-import type { ProviderCredentials } from "../../../lib/providers/port.ts";
+import { ApiError, type ErrorCode } from "../../../lib/errors.ts";
+import type { ProviderCredentials } from "../../../lib/ports/providers.ts";
 import { preflightProvider } from "../../../lib/providers/preflight.ts";
 import { testApp } from "../../_helpers.ts";
 import { fakeSignedUrl, startVendorCApi } from "./_vendor_c_api.ts";

@@ -5,7 +5,7 @@ import {
   PROVIDER_TYPES,
   type ProviderCredentials,
   turnErrorCodeFor,
-} from "../../../lib/providers/port.ts";
+} from "../../../lib/ports/providers.ts";
 import { classifyConnectFailure } from "../../../lib/providers/ws_client.ts";
 import { providerDeps, recordEvents } from "../../fakes/fake_ws.ts";
 

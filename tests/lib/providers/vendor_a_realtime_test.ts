@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import {
   EngineStartError,
   type ProviderCredentials,
-} from "../../../lib/providers/port.ts";
+} from "../../../lib/ports/providers.ts";
 import { createVendorAEngine } from "../../../lib/providers/vendor_a_realtime.ts";
 import { providerDeps, recordEvents } from "../../fakes/fake_ws.ts";
 import { startVendorAFake } from "../../fakes/vendor_a_fake.ts";

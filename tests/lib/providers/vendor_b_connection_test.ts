@@ -6,7 +6,7 @@
  * vendor_b_test.ts.
  */
 import assert from "node:assert/strict";
-import { EngineStartError } from "../../../lib/providers/port.ts";
+import { EngineStartError } from "../../../lib/ports/providers.ts";
 import { recordEvents } from "../../fakes/fake_ws.ts";
 import { CARTESIA_AGENTS_VERSION } from "../../fakes/vendor_b_fake.ts";
 import { startEngine } from "./_helpers.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import {
   EngineStartError,
   type ProviderCredentials,
-} from "../../../lib/providers/port.ts";
+} from "../../../lib/ports/providers.ts";
 import {
   createVendorCEngine,
   vendorCUrl,

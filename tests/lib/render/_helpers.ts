@@ -12,7 +12,7 @@ import { Encoder, liveEncoderPids } from "../../../lib/render/encoder.ts";
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import { child, parseBoxes } from "../../../lib/render/mp4_boxes.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
-import type { RenderSink } from "../../../lib/render/port.ts";
+import type { RenderSink } from "../../../lib/ports/render.ts";
 
 /** A render clock whose time moves only when the test advances it. */
 export class ManualClock implements RenderClock {

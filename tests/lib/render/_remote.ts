@@ -2,7 +2,7 @@
  * Fixtures shared by the remote renderer tests: the session they open, and a matcher
  * for a RenderStartError of one kind.
  */
-import { RenderStartError } from "../../../lib/render/port.ts";
+import { RenderStartError } from "../../../lib/ports/render.ts";
 
 export const OPEN = {
   sessionId: "session:remote",

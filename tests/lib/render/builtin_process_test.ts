@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import { RenderStartError } from "../../../lib/render/port.ts";
+import { RenderStartError } from "../../../lib/ports/render.ts";
 import { pidExists, poll, RecordingSink } from "./_helpers.ts";
 import {
   attached,

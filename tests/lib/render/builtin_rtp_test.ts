@@ -4,7 +4,7 @@ import { createSocket, type Socket } from "node:dgram";
 import { memoryLogger } from "../../../lib/log.ts";
 import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import type { SpeechEvent } from "../../../lib/render/port.ts";
+import type { SpeechEvent } from "../../../lib/ports/render.ts";
 import { MAX_RTP_RESTARTS } from "../../../lib/render/rtp.ts";
 import { pidExists } from "./_helpers.ts";
 

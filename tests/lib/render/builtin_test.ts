@@ -12,7 +12,7 @@ import {
   realClock,
 } from "../../../lib/render/builtin.ts";
 import { parseFragment, parseInit } from "../../../lib/render/mp4_parse.ts";
-import { RenderStartError } from "../../../lib/render/port.ts";
+import { RenderStartError } from "../../../lib/ports/render.ts";
 import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";
 import {
   assertNoEncoders,

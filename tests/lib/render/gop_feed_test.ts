@@ -10,7 +10,7 @@ import { memoryLogger } from "../../../lib/log.ts";
 import { GopFeed } from "../../../lib/render/gop_feed.ts";
 import { initSegment, mediaFragment } from "../../../lib/render/fmp4_writer.ts";
 import { parseFragment } from "../../../lib/render/mp4_parse.ts";
-import type { RenderSink } from "../../../lib/render/port.ts";
+import type { RenderSink } from "../../../lib/ports/render.ts";
 
 const VIDEO_SCALE = 12800; // 25 fps × 512
 const AUDIO_RATE = 96000;

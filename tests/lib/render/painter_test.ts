@@ -5,7 +5,7 @@ import type { Painter, PainterSource } from "../../../lib/render/painter.ts";
 import {
   type RenderOpenOptions,
   RenderStartError,
-} from "../../../lib/render/port.ts";
+} from "../../../lib/ports/render.ts";
 import {
   assertNoEncoders,
   ManualClock,

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { memoryLogger } from "../../../lib/log.ts";
 import { liveEncoderPids } from "../../../lib/render/encoder.ts";
-import type { SpeechEvent } from "../../../lib/render/port.ts";
+import type { SpeechEvent } from "../../../lib/ports/render.ts";
 import { createRemoteRenderer } from "../../../lib/render/remote.ts";
 import { MAX_MARKS } from "../../../lib/render/speech_runs.ts";
 import { MAX_AGENT_AUDIO_AHEAD_MS } from "../../../lib/render/voice.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { RenderSlots } from "../../../lib/render/slots.ts";
+import { RenderSlots } from "../../../lib/ports/slots.ts";
 
 /** Slots on a hand-moved clock with a 30-s reservation lease. */
 function slots(max: number) {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { memoryLogger } from "../../../lib/log.ts";
 import { createBuiltinRenderer } from "../../../lib/render/builtin.ts";
-import type { SpeechEvent } from "../../../lib/render/port.ts";
+import type { SpeechEvent } from "../../../lib/ports/render.ts";
 import { SpeechTimeline } from "../../../lib/render/speech.ts";
 import { AudioQueue } from "../../../lib/render/voice.ts";
 import { mouthRegion } from "../../../lib/render/draw.ts";

@@ -6,7 +6,7 @@ import { drawAvatarAlpha } from "../../../lib/render/draw.ts";
 import { FaceDriver } from "../../../lib/render/face.ts";
 import { ffmpegPath } from "../../../lib/render/ffmpeg.ts";
 import { concat } from "../../../lib/render/mp4_boxes.ts";
-import { RenderStartError } from "../../../lib/render/port.ts";
+import { RenderStartError } from "../../../lib/ports/render.ts";
 import { stackAlpha } from "../../../lib/render/stacked.ts";
 import { parseInitSegment } from "../../../client/webcodecs/fmp4.ts";
 import { ManualClock, RecordingSink } from "./_helpers.ts";

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { instanceStaleMs } from "../../../lib/media/presence.ts";
-import { DEFAULT_HEARTBEAT_MS } from "../../../lib/nodes/config.ts";
+import { DEFAULT_HEARTBEAT_MS } from "../../../lib/config_nodes.ts";
 import { reapOnce } from "../../../lib/media/reaper.ts";
 import { startEcepFake } from "../../fakes/ecep_engine_fake.ts";
 import { TEST_ADMIN_KEY, testApp, TestClock } from "../../_helpers.ts";

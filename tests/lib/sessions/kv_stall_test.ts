@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { ApiError } from "../../../lib/api/errors.ts";
+import { ApiError } from "../../../lib/errors.ts";
 import { KV_TIMEOUT_MS, KvBudget } from "../../../lib/kv/store.ts";
 import { insertSession } from "../../../lib/sessions/insert.ts";
 import {

@@ -13,7 +13,7 @@ import {
   strictPolicy,
 } from "../../../lib/sfu/candidates.ts";
 import { createJanusSfu } from "../../../lib/sfu/janus.ts";
-import { SfuLink } from "../../../lib/sfu/signalling.ts";
+import { SfuLink } from "../../../lib/media/sfu_signalling.ts";
 import type { ServerMessage } from "../../../lib/media/protocol.ts";
 import { startTestJanus } from "./_janus.ts";
 import { detectIceInterface } from "../../../lib/sfu/launch.ts";

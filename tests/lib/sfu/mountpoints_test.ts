@@ -8,8 +8,8 @@ import {
   mountpointKey,
   type MountpointRecord,
 } from "../../../lib/sfu/mountpoints.ts";
-import type { SfuPort } from "../../../lib/sfu/port.ts";
-import { sweepMountpoints } from "../../../lib/sfu/sweep.ts";
+import type { SfuPort } from "../../../lib/ports/sfu.ts";
+import { sweepMountpoints } from "../../../lib/media/sfu_sweep.ts";
 import { sfuHealthy } from "../../../lib/sfu/health.ts";
 import type { TestApp } from "../../_helpers.ts";
 import {

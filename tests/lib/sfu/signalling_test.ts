@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { memoryLogger } from "../../../lib/log.ts";
 import type { ServerMessage } from "../../../lib/media/protocol.ts";
 import { createJanusSfu } from "../../../lib/sfu/janus.ts";
-import { SfuLink } from "../../../lib/sfu/signalling.ts";
+import { SfuLink } from "../../../lib/media/sfu_signalling.ts";
 import { SFU_RECOVERY_MS } from "../../../lib/sfu/recovery.ts";
 import { janusSessions, type RunningJanus, startTestJanus } from "./_janus.ts";
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import type { AppDeps } from "../../../lib/deps.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import {
   getWebhookSecret,
   type WebhookAttempt,

@@ -8,7 +8,7 @@ import {
   startReceiver,
   waitForState,
 } from "./_helpers.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 
 Deno.test("webhooks: a retry scheduled before a restart is delivered after it", async () => {
   const dir = await Deno.makeTempDir();

@@ -18,7 +18,7 @@ import {
   waitForState,
   WEBHOOK_ENV as ENV,
 } from "./_helpers.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 
 Deno.test("webhooks: a receiver failing twice still gets the event, same webhook-id", async () => {
   const rx = startReceiver((n) =>

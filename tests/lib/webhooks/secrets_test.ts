@@ -20,7 +20,7 @@ import {
   startReceiver,
   waitForState,
 } from "./_helpers.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 
 const ENV = {
   ALLOW_PRIVATE_NETWORK_TARGETS: "true",

@@ -8,7 +8,7 @@ import {
 } from "../../../lib/webhooks/index.ts";
 import type { AppDeps } from "../../../lib/deps.ts";
 import { allEvents, startReceiver, waitForState } from "./_helpers.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 
 const ENGINE_BEARER = "Bearer ENGINE-SECRET-0123456789";
 const ENGINE_TOKEN = "ENGINE-URL-TOKEN-0123456789";

@@ -3,7 +3,7 @@
  * upload form as a browser does, and the avatar ids a tenant has stored.
  */
 import type { testApp } from "../../_helpers.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { listPhotoAvatars } from "../../../lib/photo/mod.ts";
 import { type Console, ORIGIN } from "./_console.ts";
 

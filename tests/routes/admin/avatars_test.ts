@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { decode as decodePng } from "fast-png";
 import { testApp } from "../../_helpers.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { addPhotoAvatar } from "../../../lib/photo/mod.ts";
 import { get, mintViaApi, post, signIn } from "./_console.ts";
 import { HOPPER, stored, upload } from "./_avatars.ts";

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { SessionsSnapshot } from "../../../lib/console/live.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 import { getOrgTenant } from "../../../lib/auth/idp_orgs.ts";
 import { moveSession, readSession } from "../../../lib/sessions.ts";
 import { getTenantSettings } from "../../../lib/tenants.ts";

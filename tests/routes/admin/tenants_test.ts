@@ -10,7 +10,7 @@ import {
   signIn,
   storeDeadEvent,
 } from "./_console.ts";
-import { OPERATOR } from "../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../lib/principal.ts";
 
 const SECRET = /whsec_[A-Za-z0-9+/=]+/;
 const SECRETS = /whsec_[A-Za-z0-9+/=]+/g;

@@ -5,7 +5,7 @@
  * served with its ETag: a browser's current copy is answered 304 without a body.
  */
 import type { Ctx } from "../../../../lib/api/http.ts";
-import { isOperator } from "../../../../lib/auth/principal.ts";
+import { isOperator } from "../../../../lib/principal.ts";
 import { errorPage, requireAdmin } from "../../../../lib/console/render.tsx";
 import { photoPreview } from "../../../../lib/photo/mod.ts";
 

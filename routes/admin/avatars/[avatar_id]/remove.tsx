@@ -6,7 +6,7 @@
 import { ConfirmForm } from "../../../../components/ConfirmAction.tsx";
 import { Notice, PageHeader } from "../../../../components/ui.tsx";
 import type { Ctx } from "../../../../lib/api/http.ts";
-import { isOperator } from "../../../../lib/auth/principal.ts";
+import { isOperator } from "../../../../lib/principal.ts";
 import { redirect } from "../../../../lib/console/http.ts";
 import {
   consoleState,

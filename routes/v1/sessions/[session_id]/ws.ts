@@ -1,4 +1,4 @@
-import { ApiError } from "../../../../lib/api/errors.ts";
+import { ApiError } from "../../../../lib/errors.ts";
 import { type Ctx, upgradeWebSocket } from "../../../../lib/api/http.ts";
 import { holderSocketUrl, relaySocket } from "../../../../lib/media/relay.ts";
 import {

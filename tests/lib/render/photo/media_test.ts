@@ -34,7 +34,7 @@ import {
   point,
   testAvatar,
 } from "./_avatar.ts";
-import { ssim } from "../../../../bench/_ssim.ts";
+import { ssim } from "../../../../scripts/ssim.ts";
 
 const OUT = new URL("../../../../test-output/photo/", import.meta.url);
 const avatar = await testAvatar();

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { photoPainters } from "../../../../lib/render/photo/mod.ts";
 import { rigOf } from "../../../../lib/render/photo/painter.ts";
-import { RenderStartError } from "../../../../lib/render/port.ts";
+import { RenderStartError } from "../../../../lib/ports/render.ts";
 import { AVATAR_ID, smileAvatar, testAvatar } from "./_avatar.ts";
 
 const avatar = await testAvatar();

@@ -21,7 +21,7 @@ import {
   testAvatar,
 } from "./_avatar.ts";
 import { buildRig } from "../../../../lib/render/photo/rig.ts";
-import { ssim } from "../../../../bench/_ssim.ts";
+import { ssim } from "../../../../scripts/ssim.ts";
 
 const avatar = await testAvatar();
 const W = avatar.width, N = W * avatar.height;

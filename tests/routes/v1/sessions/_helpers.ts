@@ -10,9 +10,9 @@ import {
 } from "../../../_helpers.ts";
 import { createApiKey } from "../../../../lib/auth/api_keys.ts";
 import type { AppDeps } from "../../../../lib/deps.ts";
-import { ERROR_CODES, type ErrorCode } from "../../../../lib/api/errors.ts";
-import { OPERATOR, type Scope } from "../../../../lib/auth/principal.ts";
-import type { ProviderType } from "../../../../lib/providers/port.ts";
+import { ERROR_CODES, type ErrorCode } from "../../../../lib/errors.ts";
+import { OPERATOR, type Scope } from "../../../../lib/principal.ts";
+import type { ProviderType } from "../../../../lib/ports/providers.ts";
 import {
   errorBodySchema,
   type SessionStatus,

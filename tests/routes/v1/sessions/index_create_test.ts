@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { TestClock } from "../../../_helpers.ts";
-import { PROVIDER_TYPES } from "../../../../lib/providers/port.ts";
+import { PROVIDER_TYPES } from "../../../../lib/ports/providers.ts";
 import { sessionResponseSchema } from "../../../../lib/api/schemas.ts";
 import { readSession } from "../../../../lib/sessions.ts";
 import { verifyToken } from "../../../../lib/auth/tokens.ts";

@@ -4,7 +4,7 @@
  * catalog id. Without `bg_id` the photo keeps its own background.
  */
 import assert from "node:assert/strict";
-import { OPERATOR } from "../../../../lib/auth/principal.ts";
+import { OPERATOR } from "../../../../lib/principal.ts";
 import { PHOTO_OWN_BG } from "../../../../lib/avatars.ts";
 import {
   addPhotoAvatar,

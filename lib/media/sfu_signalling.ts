@@ -15,28 +15,32 @@ import {
   mountpointOf,
   setViewerState,
   type ViewerState,
-} from "./mountpoints.ts";
-// layers: the signalling speaks the media socket's own webrtc.* messages (its protocol)
-import type { ClientMessage, ServerMessage } from "../media/protocol.ts";
-import type { RenderSession, SpeechEvent } from "../render/port.ts";
+} from "../sfu/mountpoints.ts";
+import type { ClientMessage, ServerMessage } from "./protocol.ts";
+import type { RenderSession, SpeechEvent } from "../ports/render.ts";
 
 type WebrtcClientMessage = Extract<
   ClientMessage,
   { type: "webrtc.answer" | "webrtc.candidate" }
 >;
-import type { IceCandidate, Mountpoint, SfuPort, Viewer } from "./port.ts";
+import type {
+  IceCandidate,
+  Mountpoint,
+  SfuPort,
+  Viewer,
+} from "../ports/sfu.ts";
 import {
   type CandidatePolicy,
   screenAnswerSdp,
   screenCandidate,
   strictPolicy,
-} from "./candidates.ts";
+} from "../sfu/candidates.ts";
 import {
   awaitMountpoint,
   checkMountpoint,
   type MountpointCheck,
   SFU_RECOVERY_MS,
-} from "./recovery.ts";
+} from "../sfu/recovery.ts";
 
 /** New viewers offered a minute after the SFU dropped one, and the pause before each. */
 const MAX_RETRIES = 3;
@@ -208,7 +212,7 @@ export class SfuLink {
    * Starts the session's RTP output toward the mountpoint (for its whole life);
    * `onFailed` when the renderer cannot publish RTP or its RTP output failed for good
    * (the renderer restarts a failed encoder itself, ../render/rtp.ts); `onSpeech`
-   * gets the speech events of the audio it sends (lib/render/port.ts `RtpSink`).
+   * gets the speech events of the audio it sends (lib/ports/render.ts `RtpSink`).
    */
   publish(
     render: RenderSession,

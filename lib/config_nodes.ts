@@ -3,7 +3,7 @@
  * nodes"): which role this process plays, the secret control plane and media nodes share
  * for session handoffs, and how often instances heartbeat.
  */
-import { ConfigError } from "../config_error.ts";
+import { ConfigError } from "./config_error.ts";
 
 /**
  * `all`: one process does everything (the default). `control`: the control plane (REST,

@@ -8,13 +8,11 @@
  */
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
-// layers: the sweep reconciles Janus with KV, so it reads which instances are alive
 import {
   heartbeatFresh,
   instanceKey,
   type InstanceRecord,
-} from "../media/presence.ts";
-// layers: the sweep reconciles Janus with KV, so it reads whether a session is over
+} from "./presence.ts";
 import {
   isTerminal,
   recordOf,
@@ -27,8 +25,8 @@ import {
   mountpointKey,
   type MountpointRecord,
   onThisSfu,
-} from "./mountpoints.ts";
-import { lastSfuHealth, sfuHealthy } from "./health.ts";
+} from "../sfu/mountpoints.ts";
+import { lastSfuHealth, sfuHealthy } from "../sfu/health.ts";
 
 /** How often each instance sweeps leftover mountpoints. */
 export const SWEEP_INTERVAL_MS = 10_000;

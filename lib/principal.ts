@@ -59,3 +59,13 @@ export function visibleTenant(
   if (requested !== undefined && requested !== by.tenantId) return null;
   return by.tenantId;
 }
+
+/**
+ * A key-shaped credential as a request presents it: the key id and the SHA-256 of the
+ * secret, in the stored form (`secret_hash`). The secret itself is not kept. One hash per
+ * request serves both the rate limiter (its subject) and the check against the record.
+ */
+export interface PresentedKey {
+  keyId: string;
+  secretHash: string;
+}
