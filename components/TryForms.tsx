@@ -8,7 +8,7 @@ import { AVATARS, BACKGROUNDS } from "../lib/avatars.ts";
 import { WORKLET_URL } from "../lib/console/bundle.ts";
 import { sessionHref } from "../lib/console/format.ts";
 import { Island } from "../lib/console/island.tsx";
-import type { TryField, TryInput } from "../lib/console/try.ts";
+import type { TryField, TryInput } from "../lib/console/try_it.ts";
 import type { IceServer } from "../lib/config.ts";
 import type { SessionRecord } from "../lib/sessions.ts";
 import type { PhotoAvatarEntry } from "../lib/photo/mod.ts";

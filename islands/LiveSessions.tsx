@@ -5,6 +5,8 @@
  * snapshot on every (re)connect, so the table resumes where the stream left off.
  */
 import { useEffect, useState } from "preact/hooks";
+// The live table is the sessions page's own table, hydrated: the same components
+// render it on the server and in the browser.
 import { DataTable, EmptyState, StatusBadge } from "../components/ui.tsx";
 import {
   formatDuration,

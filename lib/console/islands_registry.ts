@@ -4,6 +4,8 @@
  * module under islands/ is listed here.
  */
 import type { ComponentType } from "preact";
+// The one place lib/console/ reaches up into islands/: the browser bundle (./client.ts)
+// hydrates whatever island a page holds, so its registry names them all.
 import ConfirmButton from "../../islands/ConfirmButton.tsx";
 import CopyButton from "../../islands/CopyButton.tsx";
 import LiveSessions from "../../islands/LiveSessions.tsx";

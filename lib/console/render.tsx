@@ -5,6 +5,8 @@
  */
 import type { ComponentType, VNode } from "preact";
 import { renderToString } from "preact-render-to-string";
+// Up into components/, as Fresh's renderer does: every page is wrapped in the one
+// layout, and error pages are its notices.
 import { Layout, type Section } from "../../components/Layout.tsx";
 import { Notice } from "../../components/ui.tsx";
 import type { Ctx } from "../api/http.ts";

@@ -29,7 +29,7 @@ import {
   rememberTrySession,
   TRY_TENANT_PATTERN,
   trySessionTenant,
-} from "../../lib/console/try.ts";
+} from "../../lib/console/try_it.ts";
 import { listPhotoAvatars } from "../../lib/photo/mod.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { iceServersFor } from "../../lib/sfu/mod.ts";

@@ -8,7 +8,7 @@
  * HTML or a URL other than the media socket's own.
  */
 import { consoleState, requireSession } from "../../../lib/console/render.tsx";
-import { trySessionTenant } from "../../../lib/console/try.ts";
+import { trySessionTenant } from "../../../lib/console/try_it.ts";
 import { type Ctx, json } from "../../../lib/api/http.ts";
 import { isSessionId, isTerminal, readSession } from "../../../lib/sessions.ts";
 import { mintToken } from "../../../lib/auth/tokens.ts";

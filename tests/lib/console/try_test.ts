@@ -4,7 +4,7 @@ import {
   readTryForm,
   rememberTrySession,
   trySessionTenant,
-} from "../../../lib/console/try.ts";
+} from "../../../lib/console/try_it.ts";
 import { ApiError } from "../../../lib/errors.ts";
 import { testApp, TestClock } from "../../_helpers.ts";
 import { OPERATOR } from "../../../lib/principal.ts";
