@@ -2,14 +2,14 @@
  * The client packages as a customer gets them: `deno task pack` builds the tarballs,
  * `npm install` puts them into fresh projects, and then
  * - a Node backend (plain JavaScript, Node ≥ 20) creates, reads, refreshes and ends a
- *   session against the real service;
+ *   session against the real service, and Bun runs the same script;
  * - `tsc --noEmit` checks a TypeScript backend on Node (no DOM types) and the React
  *   example with a typed consumer: the types resolve and nothing answered is `any`;
  * - the React example (examples/react) is built by Vite from the tarballs and plays in
  *   headless Chromium: the avatar shows, a typed turn makes it speak, the caption
  *   shows. Screenshot: test-output/screenshots/react_example.png.
  *
- * npm brings React, Vite and TypeScript (pinned by examples/react/package.json).
+ * npm brings React, Vite and TypeScript (pinned by examples/react/package.json) and Bun.
  */
 import assert from "node:assert/strict";
 import { pack } from "../../scripts/pack.ts";
@@ -21,6 +21,8 @@ import { startPlayerStack } from "../e2e/_player.ts";
 const HERE = new URL("./consumer/", import.meta.url).pathname;
 const EXAMPLE = new URL("../../examples/react/", import.meta.url).pathname;
 const NPM = ["--no-audit", "--no-fund", "--loglevel=error"];
+/** Bun, from npm like the rest, runs the same backend script. */
+const BUN = "1.4.5";
 
 /** A fresh project in a temp folder; returns its path. */
 async function project(prefix: string): Promise<string> {
@@ -68,7 +70,7 @@ Deno.test({
   });
   try {
     await t.step(
-      "a Node backend creates, reads, refreshes and ends a session",
+      "a Node backend creates, reads, refreshes and ends a session; Bun runs it too",
       async () => {
         const dir = await project("live-avatar-node-");
         dirs.push(dir);
@@ -76,25 +78,30 @@ Deno.test({
           `${dir}/package.json`,
           JSON.stringify({ private: true, type: "module" }),
         );
-        await run("npm", ["install", ...NPM, server], { cwd: dir });
-        await Deno.copyFile(`${HERE}backend.mjs`, `${dir}/backend.mjs`);
-        const printed = await run("node", ["backend.mjs"], {
+        await run("npm", ["install", ...NPM, server, `bun@${BUN}`], {
           cwd: dir,
-          env: {
-            AVATAR_BASE_URL: stack.serviceBase,
-            AVATAR_API_KEY: TEST_ADMIN_KEY,
-            ENGINE_URL: stack.engine.url,
-            ENGINE_TOKEN: stack.engine.token,
-          },
         });
-        const r = JSON.parse(printed);
-        assert.ok(Number(r.node.split(".")[0]) >= 20, `node ${r.node}`);
-        assert.match(r.id, /^session:/);
-        assert.equal(r.created, "created");
-        assert.equal(r.read, "created");
-        assert.equal(r.token, true);
-        assert.equal(r.ended, "ended");
-        assert.equal(r.missing, "AVTR_SESSION_NOT_FOUND");
+        await Deno.copyFile(`${HERE}backend.mjs`, `${dir}/backend.mjs`);
+        const env = {
+          AVATAR_BASE_URL: stack.serviceBase,
+          AVATAR_API_KEY: TEST_ADMIN_KEY,
+          ENGINE_URL: stack.engine.url,
+          ENGINE_TOKEN: stack.engine.token,
+        };
+        for (const runtime of ["node", `${dir}/node_modules/.bin/bun`]) {
+          const r = JSON.parse(
+            await run(runtime, ["backend.mjs"], { cwd: dir, env }),
+          );
+          if (runtime === "node") {
+            assert.ok(Number(r.node.split(".")[0]) >= 20, `node ${r.node}`);
+          }
+          assert.match(r.id, /^session:/, runtime);
+          assert.equal(r.created, "created");
+          assert.equal(r.read, "created");
+          assert.equal(r.token, true);
+          assert.equal(r.ended, "ended");
+          assert.equal(r.missing, "AVTR_SESSION_NOT_FOUND");
+        }
       },
     );
 
