@@ -82,8 +82,8 @@ export interface AvatarSession {
   muted: boolean;
   /**
    * Creates a session (your `createSession`) and connects; rejects when either fails.
-   * Resolves without connecting when the component unmounted meanwhile (that session
-   * is ended through your `endSession`).
+   * Resolves without connecting when `stop()` came or the component unmounted
+   * meanwhile (that session is ended through your `endSession`).
    */
   start(): Promise<void>;
   /** Disconnects, and ends the session through your `endSession` when given. */
@@ -114,8 +114,10 @@ export function useAvatarSession(
   const [muted, setMutedState] = useState(false);
   const mutedNow = useRef(false);
   const live = useRef<{ player: AvatarPlayer; id: string } | null>(null);
-  /** A `start` waiting for your backend (a newer start or an unmount voids it). */
-  const pending = useRef<object | null>(null);
+  /** Bumped by each start, stop and unmount: a start whose number moved is void. */
+  const generation = useRef(0);
+  /** A start is waiting for your backend. */
+  const starting = useRef(false);
   const mounted = useRef(false);
 
   const start = useCallback(async () => {
@@ -124,14 +126,14 @@ export function useAvatarSession(
       live.current.player.close();
       live.current = null;
     }
-    if (live.current || pending.current) {
+    if (live.current || starting.current) {
       throw new Error("the session is already started");
     }
     const video = videoRef.current;
     if (!video) throw new Error("videoRef is not attached to a <video>");
     const o = opts.current;
-    const mine = {};
-    pending.current = mine;
+    const mine = ++generation.current;
+    starting.current = true;
     setError(null);
     setEnded(null);
     setCaptions([]);
@@ -139,11 +141,11 @@ export function useAvatarSession(
     try {
       grant = await o.createSession();
     } finally {
-      if (pending.current === mine) pending.current = null;
+      if (generation.current === mine) starting.current = false;
     }
-    // Unmounted while the backend answered (and maybe mounted again, as React's
-    // StrictMode does, with a start of its own): this session is not needed.
-    if (pending.current !== null || !mounted.current || live.current) {
+    // Stopped or unmounted while your backend answered (and maybe mounted again, as
+    // React's StrictMode does, with a start of its own): this session is not needed.
+    if (generation.current !== mine || !mounted.current) {
       await o.endSession?.(grant.session_id);
       return;
     }
@@ -179,6 +181,8 @@ export function useAvatarSession(
   }, []);
 
   const stop = useCallback(async () => {
+    generation.current++;
+    starting.current = false;
     const l = live.current;
     live.current = null;
     if (!l) return;
@@ -210,7 +214,8 @@ export function useAvatarSession(
     mounted.current = true;
     return () => {
       mounted.current = false;
-      pending.current = null;
+      generation.current++;
+      starting.current = false;
       live.current?.player.close();
       live.current = null;
     };
