@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 // @ts-types="npm:@types/react@18.3.32"
 import { createElement } from "react";
 // @ts-types="npm:@types/react-test-renderer@18.3.1"
-import { act, create } from "npm:react-test-renderer@18.3.1";
+import { act, create } from "react-test-renderer";
 import {
   type AvatarSession,
   type AvatarSessionGrant,
