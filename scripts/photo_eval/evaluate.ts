@@ -16,6 +16,7 @@ import { decodeAudio, eachFrame } from "./decode.ts";
 import {
   correlation,
   eyeOpening,
+  eyeTones,
   followEyes,
   irisPercent,
   LEFT_EYE,
@@ -38,8 +39,13 @@ import {
   type Speech,
 } from "./speech.ts";
 
-/** Lips this close (inner gap over face height) count as shut. */
+/**
+ * Lips this close (inner gap over face height) count as shut; or, on a portrait whose
+ * painted rest (shut by construction) the mesh reads wider (full lips), within
+ * `REST_SLACK` of the rest's gap.
+ */
 export const SHUT_GAP = 0.02;
+const REST_SLACK = 0.005;
 /** Idle frames: at least this many frames after the stream's start or the speech. */
 const IDLE_AFTER = 10;
 /** A blink: the lids this much closer than at rest, or the iris this much hidden. */
@@ -52,10 +58,16 @@ const r3 = (x: number) =>
 const deg = (r: number) => r * 180 / Math.PI;
 const meshOf = async (f: RgbFrame) => (await photoModels.faces(f))[0] ?? null;
 
-/** Iris-dark pixels (%) of both eyes, their outline from `eyeMesh`. */
-function bothIris(f: RgbFrame, eyeMesh: Float32Array, skin: Float32Array) {
-  return (irisPercent(f, eyeMesh, skin, RIGHT_EYE) +
-    irisPercent(f, eyeMesh, skin, LEFT_EYE)) / 2;
+/** Iris pixels (%) of both eyes, their outline from `eyeMesh`, tones from `rest`. */
+function bothIris(f: RgbFrame, eyeMesh: Float32Array, rest: SheetTile) {
+  const mesh = rest.face!.mesh;
+  return (irisPercent(
+    f,
+    eyeMesh,
+    eyeTones(rest.rgb, mesh, RIGHT_EYE),
+    RIGHT_EYE,
+  ) +
+    irisPercent(f, eyeMesh, eyeTones(rest.rgb, mesh, LEFT_EYE), LEFT_EYE)) / 2;
 }
 
 /** Frames of a clip of `frames` in which the user speaks first (the avatar listens). */
@@ -179,7 +191,7 @@ async function readClip(
       s.gap = lipGap(face.mesh);
       s.eyes = eyeOpening(face.mesh);
       s.teeth = teethPercent(f, face.mesh);
-      s.iris = bothIris(f, followEyes(restMesh, face.mesh), face.mesh);
+      s.iris = bothIris(f, followEyes(restMesh, face.mesh), rest);
       const luma = new Uint8Array(W * H);
       for (let i = 0; i < luma.length; i++) {
         luma[i] = 16 +
@@ -218,6 +230,8 @@ function summarize(
   const rest = tileOf("rest"), pp = tileOf("PP"), blink = tileOf("blink");
   const restMesh = rest.face!.mesh;
   const restOpen = eyeOpening(restMesh);
+  const sheetGap = lipGap(restMesh);
+  const shutGap = Math.max(SHUT_GAP, sheetGap + REST_SLACK);
   const photo = i420ToRgb(avatar.i420, avatar.width, avatar.height);
   const withFace = seen.filter((s) => s.face);
   const talking = withFace.filter((s) => s.u >= 0 && s.u < clip.spoken);
@@ -268,20 +282,21 @@ function summarize(
     sheet_rest_teeth_pct: r1(rest.teeth),
     sheet_pp_teeth_pct: r1(pp.teeth),
     pp_frames: ppSeen.length,
+    rest_gap: r3(sheetGap),
     pp_shut_share: r3(
-      ppSeen.filter((s) => s.gap <= SHUT_GAP).length / ppSeen.length,
+      ppSeen.filter((s) => s.gap <= shutGap).length / ppSeen.length,
     ),
     pp_teeth_p95_pct: r1(quantile(ppSeen.map((s) => s.teeth), 0.95)),
     // Every clip frame whose lips are shut (talking or not): the teeth through them.
     shut_teeth_p95_pct: r1(
       quantile(
-        withFace.filter((s) => s.gap <= SHUT_GAP).map((s) => s.teeth),
+        withFace.filter((s) => s.gap <= shutGap).map((s) => s.teeth),
         0.95,
       ),
     ),
     idle_teeth_p50_pct: r1(quantile(idle.map((s) => s.teeth), 0.5)),
-    sheet_open_iris_pct: r1(bothIris(rest.rgb, restMesh, restMesh)),
-    sheet_blink_iris_pct: r1(bothIris(blink.rgb, restMesh, restMesh)),
+    sheet_open_iris_pct: r1(bothIris(rest.rgb, restMesh, rest)),
+    sheet_blink_iris_pct: r1(bothIris(blink.rgb, restMesh, rest)),
     clip_blinks: deepest.length,
     clip_blink_iris_p50_pct: r1(quantile(deepest, 0.5)),
     talk_yaw_deg: angles("yaw", talking),

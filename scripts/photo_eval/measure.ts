@@ -167,23 +167,119 @@ export function teethPercent(f: RgbFrame, mesh: ArrayLike<number>): number {
   return 100 * n / px.length;
 }
 
+/** The open eye's tones (luma) on the rest frame: its iris and the lid above it. */
+export interface EyeTones {
+  iris: number;
+  lid: number;
+}
+
+/** Mesh points of an iris: its centre, then four on its rim (MediaPipe's 468–477). */
+const IRIS_A = 468, IRIS_B = 473;
+
 /**
- * Share (%) of the pixels inside an eye (`eye`'s lid margin, shrunk by 15 % to leave
- * the lash line out) darker than 0.55 of the skin's luma: the iris and pupil where the
- * eye shows them. `eyeMesh` gives the eye's outline (the open eye's, for a blink
- * frame, whose own outline has closed), `skinMesh` the cheeks of this frame.
+ * `eye`'s tones on a frame where it is open: the iris's (the median luma of the
+ * mesh's iris disc inside the lid margin) and the lid's (the p75 luma of a band from
+ * 0.3 to 1 of the eye's height above its upper margin, over the middle 60 % of its
+ * width: where a closing lid's skin comes from; the p75, its skin rather than lashes).
+ */
+export function eyeTones(
+  f: RgbFrame,
+  mesh: ArrayLike<number>,
+  eye: number[],
+): EyeTones {
+  const poly = polygon(mesh, eye);
+  const cx = poly.reduce((s, p) => s + p[0], 0) / poly.length;
+  const cy = poly.reduce((s, p) => s + p[1], 0) / poly.length;
+  const near = (c: number) =>
+    Math.hypot(pt(mesh, c)[0] - cx, pt(mesh, c)[1] - cy);
+  const c = near(IRIS_A) <= near(IRIS_B) ? IRIS_A : IRIS_B;
+  const [ix, iy] = pt(mesh, c);
+  let r = 0;
+  for (let k = 1; k < 5; k++) {
+    r += Math.hypot(pt(mesh, c + k)[0] - ix, pt(mesh, c + k)[1] - iy) / 4;
+  }
+  const iris: number[] = [];
+  for (const i of insidePolygon(poly, f.width, f.height)) {
+    const x = i % f.width + 0.5, y = Math.floor(i / f.width) + 0.5;
+    if (Math.hypot(x - ix, y - iy) <= r) iris.push(lumaAt(f, i));
+  }
+  const ys = poly.map((p) => p[1]), xs = poly.map((p) => p[0]);
+  const h = Math.max(...ys) - Math.min(...ys);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs);
+  const lid: number[] = [];
+  for (
+    let x = Math.ceil(x0 + 0.2 * (x1 - x0));
+    x <= x1 - 0.2 * (x1 - x0);
+    x++
+  ) {
+    const top = topAt(poly, x + 0.5);
+    for (let y = Math.round(top - h); y <= top - 0.3 * h; y++) {
+      if (x >= 0 && y >= 0 && x < f.width && y < f.height) {
+        lid.push(lumaAt(f, y * f.width + x));
+      }
+    }
+  }
+  return { iris: quantile(iris, 0.5), lid: quantile(lid, 0.75) };
+}
+
+/** The highest (least y) point of `poly`'s outline over the column `x`. */
+function topAt(poly: Array<[number, number]>, x: number): number {
+  let top = Infinity;
+  for (let a = 0, b = poly.length - 1; a < poly.length; b = a++) {
+    const [xa, ya] = poly[a], [xb, yb] = poly[b];
+    if ((xa > x) !== (xb > x)) {
+      top = Math.min(top, ya + (x - xa) * (yb - ya) / (xb - xa));
+    }
+  }
+  return top;
+}
+
+/**
+ * Share (%) of the pixels inside an eye (`eye`'s lid margin from `eyeMesh`, shrunk by
+ * 15 %: the open eye's, for a blink frame, whose own margin has closed) that show the
+ * iris: darker than halfway from the open iris's luma to the lid's (`tones`), and
+ * part of a patch at least 3 px thick (an opening by a 3×3 square drops the lashes'
+ * line, 1–2 px at 512, where a closed lid meets the lower one; an iris showing
+ * through a lid is a wedge, thicker).
  */
 export function irisPercent(
   f: RgbFrame,
   eyeMesh: ArrayLike<number>,
-  skinMesh: ArrayLike<number>,
+  tones: EyeTones,
   eye: number[],
 ): number {
   const px = insidePolygon(polygon(eyeMesh, eye, 0.15), f.width, f.height);
   if (px.length === 0) return 0;
-  const dark = 0.55 * skinTone(f, skinMesh).luma;
+  const cut = (tones.iris + tones.lid) / 2;
+  const W = f.width, H = f.height;
+  const at = (x: number, y: number) =>
+    x >= 0 && y >= 0 && x < W && y < H ? y * W + x : -1;
+  const dark = new Set<number>();
+  for (const i of px) {
+    const x = i % W, y = Math.floor(i / W);
+    for (let dy = -2; dy <= 2; dy++) {
+      for (let dx = -2; dx <= 2; dx++) {
+        const j = at(x + dx, y + dy);
+        if (j >= 0 && lumaAt(f, j) < cut) dark.add(j);
+      }
+    }
+  }
+  // Erode, then dilate: a pixel counts if some 3×3 square of dark pixels holds it.
+  const square = (i: number, test: (j: number) => boolean, all: boolean) => {
+    const x = i % W, y = Math.floor(i / W);
+    for (let dy = -1; dy <= 1; dy++) {
+      for (let dx = -1; dx <= 1; dx++) {
+        const j = at(x + dx, y + dy);
+        const hit = j >= 0 && test(j);
+        if (all ? !hit : hit) return !all;
+      }
+    }
+    return all;
+  };
+  const core = new Set<number>();
+  for (const i of dark) if (square(i, (j) => dark.has(j), true)) core.add(i);
   let n = 0;
-  for (const i of px) if (lumaAt(f, i) < dark) n++;
+  for (const i of px) if (square(i, (j) => core.has(j), false)) n++;
   return 100 * n / px.length;
 }
 

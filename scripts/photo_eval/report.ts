@@ -10,6 +10,7 @@ const HEADS: Record<keyof Row, string> = {
   sheet_pp_teeth_pct: "PP teeth %",
   shut_teeth_p95_pct: "shut teeth p95 %",
   pp_frames: "p/b/m frames",
+  rest_gap: "rest gap",
   pp_shut_share: "p/b/m shut",
   pp_teeth_p95_pct: "p/b/m teeth p95 %",
   idle_teeth_p50_pct: "idle teeth p50 %",

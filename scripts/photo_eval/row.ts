@@ -33,6 +33,8 @@ export interface Row {
   sheet_pp_teeth_pct: number | null;
   shut_teeth_p95_pct: number | null;
   pp_frames: number | null;
+  /** The painted rest's inner-lip gap as the mesh reads it (shut: ≤ 0.02 mostly). */
+  rest_gap: number | null;
   pp_shut_share: number | null;
   pp_teeth_p95_pct: number | null;
   idle_teeth_p50_pct: number | null;
@@ -63,6 +65,7 @@ export const ROW_KEYS: Array<keyof Row> = [
   "sheet_rest_teeth_pct",
   "sheet_pp_teeth_pct",
   "pp_frames",
+  "rest_gap",
   "pp_shut_share",
   "shut_teeth_p95_pct",
   "pp_teeth_p95_pct",

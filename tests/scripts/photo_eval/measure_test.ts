@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import {
   eyeOpening,
+  eyeTones,
   followEyes,
   insidePolygon,
   irisPercent,
@@ -51,6 +52,11 @@ function faceMesh(): Float32Array {
   ring(m, LIPS_OUTER, [100, 170], [36, 16]);
   ring(m, RIGHT_EYE, [70, 90], [18, 8]);
   ring(m, LEFT_EYE, [130, 90], [18, 8]);
+  // The irises: a centre, then four points on a rim of radius 7.
+  for (const [c, cx] of [[468, 70], [473, 130]]) {
+    set(c, cx, 90);
+    ring(m, [c + 1, c + 2, c + 3, c + 4], [cx, 90], [7, 7]);
+  }
   return m;
 }
 
@@ -158,33 +164,44 @@ Deno.test("teethPercent() counts teeth between the lips, not lips or skin", asyn
   }
 });
 
-Deno.test("irisPercent() sees the iris of an open eye, none under a shut lid", () => {
+Deno.test("irisPercent() sees the iris of an open eye, none under a shut lid, a wedge through it", () => {
   const mesh = faceMesh();
   const skin: Rgb = [200, 160, 140];
+  const iris: Rgb = [40, 30, 25];
   const eye = (x: number, y: number): Rgb | null => {
     for (const cx of [70, 130]) {
       if (!inEllipse(x, y, cx, 90, 18, 8)) continue;
-      return Math.hypot(x - cx, y - 90) < 7 ? [40, 30, 25] : [235, 235, 230];
+      return Math.hypot(x - cx, y - 90) < 7 ? iris : [235, 235, 230];
     }
     return null;
   };
   const open = frame(skin, eye);
-  const r = irisPercent(open, mesh, mesh, RIGHT_EYE);
-  const l = irisPercent(open, mesh, mesh, LEFT_EYE);
+  const tones = eyeTones(open, mesh, RIGHT_EYE);
+  assert.ok(tones.iris < 50 && tones.lid > 150, JSON.stringify(tones));
+  const r = irisPercent(open, mesh, tones, RIGHT_EYE);
+  const l = irisPercent(open, mesh, eyeTones(open, mesh, LEFT_EYE), LEFT_EYE);
   assert.ok(r > 40 && r < 90, `right ${r}%`);
   assert.ok(Math.abs(r - l) < 2, `right ${r}%, left ${l}%`);
-  // The lid shut: skin where the eye was, the lashes' dark line along its bottom.
-  const shut = frame(
+  // The lid shut: skin where the eye was, the lashes' dark line (2 px) along its
+  // bottom: no iris.
+  const lash = (x: number, y: number) =>
+    (x > 52 && x < 88 || x > 112 && x < 148) && Math.abs(y - 93) < 1;
+  const shut = frame(skin, (x, y) => lash(x, y) ? [60, 40, 35] : null);
+  const shutPct = irisPercent(shut, mesh, tones, RIGHT_EYE);
+  assert.ok(shutPct < 1, `shut ${shutPct}%`);
+  // The iris poking through the lid as a wedge above the lashes (the defect the
+  // measure is for): counted.
+  const wedge = frame(
     skin,
     (x, y) =>
-      (x > 52 && x < 88 || x > 112 && x < 148) && Math.abs(y - 97.5) < 1
+      lash(x, y)
         ? [60, 40, 35]
+        : y < 93 && y > 87 + Math.abs(x - 70) / 2
+        ? iris
         : null,
   );
-  assert.ok(
-    irisPercent(shut, mesh, mesh, RIGHT_EYE) < 5,
-    `${irisPercent(shut, mesh, mesh, RIGHT_EYE)}%`,
-  );
+  const wedgePct = irisPercent(wedge, mesh, tones, RIGHT_EYE);
+  assert.ok(wedgePct > 8, `wedge ${wedgePct}%`);
 });
 
 Deno.test("lipGap() and eyeOpening() measure along the face, whatever its roll", () => {
