@@ -12,6 +12,7 @@
  * `endstreaming` events); segments arriving in between are held, the oldest dropped
  * past `HELD_MAX`, and the live-edge jump of `tick()` catches up once it streams again.
  */
+import { ArrivalWait } from "./arrival_wait.ts";
 import { errorText } from "./errors.ts";
 
 /** How close to the end of a buffered range the playhead counts as stalled at a hole. */
@@ -67,6 +68,8 @@ export interface LiveBufferStats {
   segmentsDropped: number;
   liveEdgeJumps: number;
   gapSkips: number;
+  /** How long a segment waits to play once appended (./arrival_wait.ts), null before. */
+  arrivalWaitMs: number | null;
 }
 
 /** Low-latency MSE playback of one fMP4 stream at a time into a `<video>`. */
@@ -77,7 +80,11 @@ export class LiveBuffer {
     segmentsDropped: 0,
     liveEdgeJumps: 0,
     gapSkips: 0,
+    arrivalWaitMs: null,
   };
+  readonly #wait = new ArrivalWait();
+  /** The append under way is a media segment (not the init segment). */
+  #appendingMedia = false;
   #source: MediaSource | null = null;
   #url: string | null = null;
   #sb: SourceBuffer | null = null;
@@ -156,6 +163,11 @@ export class LiveBuffer {
         sb.mode = "segments";
         sb.addEventListener("updateend", () => {
           if (generation !== this.#generation) return;
+          if (this.#appendingMedia) {
+            this.#appendingMedia = false;
+            this.#wait.sample(this.latencyS * 1000);
+            this.stats.arrivalWaitMs = this.#wait.ms;
+          }
           this.#onAppended();
           this.#pump();
         });
@@ -238,6 +250,9 @@ export class LiveBuffer {
   #detach(): void {
     this.#generation++;
     this.#queue = [];
+    this.#appendingMedia = false;
+    this.#wait.reset();
+    this.stats.arrivalWaitMs = null;
     this.#sb = null;
     this.#mime = null;
     if (this.#source?.readyState === "open") {
@@ -280,10 +295,12 @@ export class LiveBuffer {
     if (this.#source?.readyState !== "open" || !this.#streaming) return;
     const data = this.#queue.shift()!;
     try {
+      this.#appendingMedia = !this.#initPending;
       sb.appendBuffer(data);
       this.#initPending = false;
       this.stats.segmentsAppended++;
     } catch (err) {
+      this.#appendingMedia = false;
       if (err instanceof DOMException && err.name === "QuotaExceededError") {
         // Full: drop this segment and free what is behind the playhead.
         this.stats.segmentsDropped++;

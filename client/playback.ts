@@ -168,6 +168,7 @@ export class Playback {
       segmentsDropped: 0,
       liveEdgeJumps: w.liveEdgeJumps,
       gapSkips: 0,
+      arrivalWaitMs: w.arrivalWaitMs,
     };
   }
 

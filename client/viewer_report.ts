@@ -4,7 +4,9 @@
  * Only what the player measures: the decoder in use, socket open → first frame shown,
  * stalls (MediaSource playheads stuck at a hole), audio underruns (WebCodecs), the audio
  * queued ahead of the ear (WebCodecs) or WebRTC's playout delay, the audio output's
- * latency (WebCodecs' AudioContext), frames shown and dropped. No estimate the player cannot make (glass to glass) is sent.
+ * latency (WebCodecs' AudioContext), frames shown and dropped, and its share of glass to
+ * glass: how long arrived media waits to play (../arrival_wait.ts), plus the audio
+ * output's latency where it is known; WebRTC's playout delay.
  */
 import type { PlayerStats } from "./player_types.ts";
 
@@ -57,17 +59,28 @@ export class ViewerReport {
     if (this.#firstFrameMs !== null) {
       msg.first_frame_ms = Math.round(this.#firstFrameMs);
     }
-    if (s.decoder === "mse") msg.stalls = s.gapSkips;
+    if (s.decoder === "mse") {
+      msg.stalls = s.gapSkips;
+      if (s.arrivalWaitMs !== null) msg.glass_to_glass_ms_est = s.arrivalWaitMs;
+    }
     if (s.decoder === "webcodecs") {
       msg.underruns = s.webcodecs.underruns;
       msg.jitter_buffer_ms = Math.round(s.webcodecs.latencyMs);
-      msg.audio_output_latency_ms = Math.round(s.webcodecs.outputLatencyMs);
+      const output = Math.round(s.webcodecs.outputLatencyMs);
+      msg.audio_output_latency_ms = output;
       msg.frames_shown = s.webcodecs.framesDrawn;
       msg.frames_dropped = s.webcodecs.framesSkipped;
+      const wait = s.webcodecs.arrivalWaitMs;
+      if (wait !== null) {
+        msg.glass_to_glass_ms_est = wait + output;
+      }
     }
     if (s.decoder === "webrtc") {
       msg.jitter_buffer_ms = Math.round(s.rtc.playoutDelayMs);
       msg.frames_shown = s.rtc.framesDecoded;
+      if (s.rtc.framesDecoded > 0) {
+        msg.glass_to_glass_ms_est = msg.jitter_buffer_ms;
+      }
     }
     return msg;
   }

@@ -8,6 +8,7 @@
  */
 import { AudioOut, NO_AUDIO_STATS } from "./audio_out.ts";
 import type { WebCodecsStats } from "./stats.ts";
+import { ArrivalWait } from "../arrival_wait.ts";
 import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
 import { dueFrame, type FrameSink, SizedSink } from "./frames.ts";
 import { audioConfig, videoConfig } from "./support.ts";
@@ -61,6 +62,9 @@ export class WebCodecsPlayback {
   /** Where the newest decoded audio ends (µs). */
   #audioEndUs = 0;
   #shownUs: number | null = null;
+  /** A segment landed: its audio's wait is taken once the decoder has it all. */
+  #landed = false;
+  readonly #wait = new ArrivalWait();
 
   constructor(o: WebCodecsOptions) {
     this.#o = o;
@@ -79,6 +83,7 @@ export class WebCodecsPlayback {
       latencyMs: clock === null
         ? 0
         : Math.max(0, Math.round(this.#audioEndUs / 1000 - clock)),
+      arrivalWaitMs: this.#wait.ms,
     };
   }
 
@@ -123,6 +128,7 @@ export class WebCodecsPlayback {
         this.#start(bytes);
       } else if (this.#tracks.length > 0) {
         this.#stats.segments++;
+        this.#landed = true;
         this.#feed(bytes);
       }
     } catch (err) {
@@ -288,6 +294,12 @@ export class WebCodecsPlayback {
         if (this.#pendingPcm.length > 96) this.#pendingPcm.shift();
       }
       this.#audioEndUs = d.timestamp + d.duration;
+      // The segment's newest audio decoded: how long it waits to be heard.
+      const clock = this.mediaTimeMs;
+      if (this.#landed && this.#audioDec?.decodeQueueSize === 0) {
+        this.#landed = false;
+        if (clock !== null) this.#wait.sample(this.#audioEndUs / 1000 - clock);
+      }
     } finally {
       d.close();
     }
@@ -365,6 +377,8 @@ export class WebCodecsPlayback {
     this.#video = null;
     this.#audioDec = null;
     this.#tracks = [];
+    this.#landed = false;
+    this.#wait.reset();
   }
 }
 

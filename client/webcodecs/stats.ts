@@ -19,6 +19,8 @@ export interface WebCodecsStats extends AudioOutStats {
   shownMs: number | null;
   /** Decoded audio not yet heard: the newest media minus the clock (ms). */
   latencyMs: number;
+  /** How long a segment's audio waits to be heard once it lands (../arrival_wait.ts). */
+  arrivalWaitMs: number | null;
 }
 
 /** The stats of a player that decodes nothing with WebCodecs. */
@@ -32,5 +34,6 @@ export const NO_WEBCODECS: WebCodecsStats = {
   clockMs: null,
   shownMs: null,
   latencyMs: 0,
+  arrivalWaitMs: null,
   ...NO_AUDIO_STATS,
 };

@@ -10,6 +10,7 @@ import {
   ViewerReport,
 } from "../../client/viewer_report.ts";
 import type { PlayerStats } from "../../client/player_types.ts";
+import { ARRIVALS_KEPT, ArrivalWait } from "../../client/arrival_wait.ts";
 import { NO_WEBCODECS } from "../../client/webcodecs/player.ts";
 
 const base: PlayerStats = {
@@ -18,6 +19,7 @@ const base: PlayerStats = {
   segmentsDropped: 0,
   liveEdgeJumps: 0,
   gapSkips: 2,
+  arrivalWaitMs: 180,
   micFramesSent: 0,
   reconnects: 0,
   rtc: {
@@ -31,6 +33,7 @@ const base: PlayerStats = {
     ...NO_WEBCODECS,
     underruns: 3,
     latencyMs: 41.6,
+    arrivalWaitMs: 52,
     outputLatencyMs: 10.4,
     framesDrawn: 250,
     framesSkipped: 4,
@@ -59,6 +62,7 @@ Deno.test("ViewerReport: due every 5 s, soon after the first frame, never within
     underruns: 3,
     jitter_buffer_ms: 42,
     audio_output_latency_ms: 10,
+    glass_to_glass_ms_est: 62,
     frames_shown: 250,
     frames_dropped: 4,
   });
@@ -78,6 +82,7 @@ Deno.test("ViewerReport: each decoder reports what it measures; a new socket tim
     decoder: "mse",
     first_frame_ms: 700,
     stalls: 2,
+    glass_to_glass_ms_est: 180,
   });
   r.opened();
   assert.deepEqual(
@@ -91,6 +96,29 @@ Deno.test("ViewerReport: each decoder reports what it measures; a new socket tim
       decoder: "webrtc",
       jitter_buffer_ms: 33,
       frames_shown: 90,
+      glass_to_glass_ms_est: 33,
     },
   );
+  // Nothing arrived yet: no estimate.
+  assert.equal(
+    "glass_to_glass_ms_est" in r.message({
+      ...base,
+      webcodecs: { ...base.webcodecs, arrivalWaitMs: null },
+    }),
+    false,
+  );
+});
+
+Deno.test("ArrivalWait: the median wait over the latest arrivals, a new stream starts over", () => {
+  const w = new ArrivalWait();
+  assert.equal(w.ms, null);
+  for (const ms of [40, 60, 50, -5, NaN]) w.sample(ms);
+  assert.equal(w.ms, 50, "the median; a negative or NaN wait ignored");
+  w.sample(1000);
+  assert.equal(w.ms, 55, "an even count: the mean of the middle two");
+  // Only the latest ARRIVALS_KEPT count: an old burst of long waits is forgotten.
+  for (let i = 0; i < ARRIVALS_KEPT; i++) w.sample(30);
+  assert.equal(w.ms, 30);
+  w.reset();
+  assert.equal(w.ms, null);
 });

@@ -133,6 +133,21 @@ Deno.test("WebCodecs playback: plays, jumps to live after a takeover, stands tra
           text,
           /avatar_viewer_first_frame_seconds_count\{decoder="webcodecs"\} 1\n/,
         );
+        // And its share of glass to glass: how long arrived audio waits to be heard,
+        // plus the output's latency (the next report, at most 5 s on).
+        const wait = (await stats(page)).webcodecs.arrivalWaitMs;
+        assert.ok(wait !== null && wait >= 0 && wait < 1000, `wait ${wait} ms`);
+        const glass =
+          /avatar_viewer_glass_to_glass_seconds_sum\{decoder="webcodecs"\} ([\d.e-]+)\navatar_viewer_glass_to_glass_seconds_count\{decoder="webcodecs"\} (\d+)/;
+        const until = Date.now() + 10_000;
+        while (Date.now() < until && !glass.test(text)) {
+          await new Promise((r) => setTimeout(r, 250));
+          text = (await metrics.expose()).body;
+        }
+        const [, sum, count] = text.match(glass) ?? [];
+        assert.ok(Number(count) >= 1, `glass to glass reports: ${count}`);
+        const mean = Number(sum) / Number(count);
+        assert.ok(mean > 0 && mean < 1, `glass to glass ${mean} s`);
       },
     );
 
