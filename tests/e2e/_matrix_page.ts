@@ -23,10 +23,24 @@ export async function until<T>(
     if (last) return last as T;
     await new Promise((r) => setTimeout(r, 100));
   }
+  const seen = await page.eval<unknown>(PAGE_STATE).catch((e) => String(e));
   throw new Error(
-    `waited too long for ${what} (last: ${JSON.stringify(last)})`,
+    `waited too long for ${what} (last: ${JSON.stringify(last)}; page: ${
+      JSON.stringify(seen)
+    })`,
   );
 }
+
+/** What the example page shows and saw, for a wait's failure. */
+const PAGE_STATE = `(() => ({
+  url: location.href,
+  ready: document.readyState,
+  startDisabled: document.getElementById("start")?.disabled ?? null,
+  player: globalThis.avatarPlayer?.state ?? null,
+  shown: document.getElementById("state")?.textContent ?? null,
+  problems: globalThis.__problems ?? null,
+  log: (document.getElementById("log")?.textContent ?? "").slice(-400),
+}))()`;
 
 /** Polls `check` until it holds. */
 /** No microphone frame at the engine for this long: the muted microphone drained. */

@@ -17,6 +17,7 @@ import {
 } from "../../../lib/render/muxer.ts";
 import { opusPacketSamples } from "../../../lib/render/nut_opus.ts";
 import { poll } from "./_helpers.ts";
+import { ffmpeg } from "../../../scripts/lipsync/decode.ts";
 
 const FORMAT = { width: 64, height: 64, fps: 25, sampleRate: 48000 };
 const FRAMES = 50; // 2 s
@@ -49,12 +50,12 @@ interface Run {
 
 /** Feeds the same 2 s of frames and tone to an AAC and an Opus encoder in real time. */
 async function encodeBoth(): Promise<{ aac: Run; opus: Run }> {
-  const ffmpeg = await ffmpegPath();
+  const bin = await ffmpegPath();
   const start = (audio: "aac" | "opus") => {
     const run: Run = { init: new Uint8Array(0), segments: [], frames: [] };
     let audioCount = 0;
     let writtenAt = 0;
-    const enc = new Encoder({ ffmpeg, ...FORMAT, audio }, {
+    const enc = new Encoder({ ffmpeg: bin, ...FORMAT, audio }, {
       onInit: (b) => (run.init = b),
       onSegment: (b) => {
         run.segments.push(b);
@@ -188,33 +189,22 @@ Deno.test("ffmpeg reads the Opus stream as Opus in MP4 and hears the tone where 
     const bytes = new Uint8Array(all.reduce((n, b) => n + b.length, 0));
     all.reduce((at, b) => (bytes.set(b, at), at + b.length), 0);
     await Deno.writeFile(file, bytes);
-    const out = await new Deno.Command(await ffmpegPath(), {
-      args: [
-        "-hide_banner",
-        "-i",
-        file,
-        "-map",
-        "0:a",
-        "-f",
-        "s16le",
-        "-ac",
-        "1",
-        "-ar",
-        "48000",
-        "pipe:1",
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const log = new TextDecoder().decode(out.stderr);
-    assert.equal(out.success, true, log);
+    const { out, err: log } = await ffmpeg([
+      "-i",
+      file,
+      "-map",
+      "0:a",
+      "-f",
+      "s16le",
+      "-ac",
+      "1",
+      "-ar",
+      "48000",
+      "pipe:1",
+    ]);
     assert.match(log, /Audio: opus \(Opus \/ 0x7375704F\), 48000 Hz, mono/);
     assert.doesNotMatch(log, /error|invalid/i);
-    const pcm = new Int16Array(
-      out.stdout.buffer,
-      out.stdout.byteOffset,
-      out.stdout.length >> 1,
-    );
+    const pcm = new Int16Array(out.buffer, out.byteOffset, out.length >> 1);
     // The decoder dropped the pre-skip: one sample out per input sample, plus the
     // encoder's last packet's padding.
     assert.ok(pcm.length >= FRAMES * PER_FRAME, `${pcm.length} samples`);
