@@ -55,6 +55,8 @@ export interface PlaybackOptions {
   onAutoplayBlocked: () => void;
   /** Media is flowing again: the connection is healthy. */
   onPlaying: () => void;
+  /** A picture is shown: the video plays (MSE, WebRTC) or a frame is drawn (WebCodecs). */
+  onShown: () => void;
   /** The WebRTC connection failed for good: renegotiate on a new socket. */
   onFailed: () => void;
   /** The avatar starts or stops speaking at the playback clock's time. */
@@ -101,6 +103,9 @@ export class Playback {
     this.#media = o.transport === "webrtc_sfu" ? "rtc" : "fmp4";
     this.#surface = new AvatarSurface(o.video, o.canvas);
     this.#autoplay = new Autoplay(o.video, o.onAutoplayBlocked);
+    o.video.addEventListener("playing", () => {
+      if (this.decoder !== "webcodecs") o.onShown();
+    });
     // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
     // plays once the receiver's jitter buffer lets it (docs/media-protocol.md).
     // WebCodecs: the audio worklet's heard time (-1 until audio plays). MSE: the video.
@@ -267,7 +272,7 @@ export class Playback {
         sink: (w, h) =>
           pictureCanvas(this.#surface.canvas(), this.#alpha, w, h),
         onError: this.#o.onError,
-        onFirstFrame: () => this.#startIfPlayable(true),
+        onFirstFrame: () => (this.#o.onShown(), this.#startIfPlayable(true)),
         workletUrl: this.#o.audioWorkletUrl,
       });
       this.#wc.reset();

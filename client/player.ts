@@ -89,7 +89,8 @@ export class AvatarPlayer extends EventTarget {
         this.#emit("error", { code, fatal: false, message }),
       onAutoplayBlocked: () =>
         this.#emit("error", { code: "autoplay_blocked", fatal: false }),
-      onPlaying: () => (this.#redial.playing(), this.#report.playing()),
+      onPlaying: () => this.#redial.playing(),
+      onShown: () => this.#report.shown(),
       // A new socket takes the session over and gets a fresh offer.
       onFailed: () => this.#dropSocket(),
       onSpeaking: (d) => this.#emit("speaking", d),

@@ -12,8 +12,11 @@ import type { PlayerStats } from "./player_types.ts";
 
 /** How often a report goes out, ms. */
 export const REPORT_EVERY_MS = 5000;
-/** Reports are never closer than this (the service takes at most one a second), ms. */
-export const REPORT_MIN_GAP_MS = 1100;
+/**
+ * Reports are never closer than this, ms: the service takes at most one a second, timed
+ * as they arrive, and a socket or a busy page can bunch two by a few hundred ms.
+ */
+export const REPORT_MIN_GAP_MS = 1500;
 
 export class ViewerReport {
   #openedAt: number | null = null;
@@ -30,8 +33,8 @@ export class ViewerReport {
     this.#firstFrameMs = null;
   }
 
-  /** Media plays: the first time since the socket opened, its first frame. */
-  playing(): void {
+  /** A picture is shown: the first time since the socket opened, its first frame. */
+  shown(): void {
     if (this.#openedAt !== null && this.#firstFrameMs === null) {
       this.#firstFrameMs = this.now() - this.#openedAt;
       this.#news = true;

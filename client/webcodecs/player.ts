@@ -62,8 +62,6 @@ export class WebCodecsPlayback {
   /** Where the newest decoded audio ends (µs). */
   #audioEndUs = 0;
   #shownUs: number | null = null;
-  /** A segment landed: its audio's wait is taken once the decoder has it all. */
-  #landed = false;
   readonly #wait = new ArrivalWait();
 
   constructor(o: WebCodecsOptions) {
@@ -128,7 +126,6 @@ export class WebCodecsPlayback {
         this.#start(bytes);
       } else if (this.#tracks.length > 0) {
         this.#stats.segments++;
-        this.#landed = true;
         this.#feed(bytes);
       }
     } catch (err) {
@@ -253,6 +250,9 @@ export class WebCodecsPlayback {
 
   #feed(seg: Uint8Array): void {
     const samples = parseMediaSegment(seg, this.#tracks);
+    // How long the newest audio that just landed waits to be heard.
+    const clock = this.mediaTimeMs;
+    let audioEndUs = -Infinity;
     for (const s of samples) {
       const t = this.#tracks.find((x) => x.trackId === s.trackId)!;
       if (t.kind === "video") {
@@ -270,6 +270,7 @@ export class WebCodecsPlayback {
           }),
         );
       } else if (this.#audioDec?.state === "configured") {
+        audioEndUs = Math.max(audioEndUs, s.ptsUs + s.durationUs);
         this.#audioDec.decode(
           new EncodedAudioChunk({
             type: "key",
@@ -279,6 +280,9 @@ export class WebCodecsPlayback {
           }),
         );
       }
+    }
+    if (clock !== null && audioEndUs > 0) {
+      this.#wait.sample(audioEndUs / 1000 - clock);
     }
   }
 
@@ -294,12 +298,6 @@ export class WebCodecsPlayback {
         if (this.#pendingPcm.length > 96) this.#pendingPcm.shift();
       }
       this.#audioEndUs = d.timestamp + d.duration;
-      // The segment's newest audio decoded: how long it waits to be heard.
-      const clock = this.mediaTimeMs;
-      if (this.#landed && this.#audioDec?.decodeQueueSize === 0) {
-        this.#landed = false;
-        if (clock !== null) this.#wait.sample(this.#audioEndUs / 1000 - clock);
-      }
     } finally {
       d.close();
     }
@@ -377,7 +375,6 @@ export class WebCodecsPlayback {
     this.#video = null;
     this.#audioDec = null;
     this.#tracks = [];
-    this.#landed = false;
     this.#wait.reset();
   }
 }

@@ -46,12 +46,12 @@ Deno.test("ViewerReport: due every 5 s, soon after the first frame, never within
   r.opened();
   assert.equal(r.due(), true, "the first at once");
   now += 300;
-  r.playing();
+  r.shown();
   assert.equal(r.due(), false, "the first frame's waits for the gap");
   now = REPORT_MIN_GAP_MS;
   assert.equal(r.due(), true, "then goes out");
   now += REPORT_MIN_GAP_MS;
-  r.playing(); // not the first frame any more: no news
+  r.shown(); // not the first frame any more: no news
   assert.equal(r.due(), false);
   now = REPORT_MIN_GAP_MS + REPORT_EVERY_MS;
   assert.equal(r.due(), true, "every 5 s");
@@ -76,7 +76,7 @@ Deno.test("ViewerReport: each decoder reports what it measures; a new socket tim
   });
   r.opened();
   now = 700;
-  r.playing();
+  r.shown();
   assert.deepEqual(r.message({ ...base, decoder: "mse" }), {
     type: "client.stats",
     decoder: "mse",
