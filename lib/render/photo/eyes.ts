@@ -5,6 +5,7 @@
 import { polylineY, smoothstep } from "./geometry.ts";
 import { type DrawArgs, type DrawInterior, fillLens, line } from "./lens.ts";
 import { unhead } from "./pose.ts";
+import { riseAt } from "./regions.ts";
 import type { EyeRig, Rig } from "./rig.ts";
 import { bilinear } from "./warp.ts";
 
@@ -88,15 +89,24 @@ function drawEye(
   }
   // The lid's skin is never much lighter than the lid's usual (its median over the
   // band above the lid line) or the cheek's: a glint on glasses or a lit brow above
-  // the lid is not stretched over the eye as a streak.
-  const band: number[] = [];
+  // the lid is not stretched over the eye as a streak. Nor much darker than its lit
+  // part (the band's p75): closed, the lid unfolds out of the crease's shade.
+  const band: number[] = [], lidBand: number[] = [];
   for (let k = 1; k < 10; k++) {
     const bx = x0 + (x1 - x0) * k / 10;
-    const by = polylineY(rUp.x, rUp.y, bx) - 0.5 * e.gap;
-    band.push(bilinear(src.y, w, h, bx - 0.5, by - 0.5));
+    const yl = polylineY(rUp.x, rUp.y, bx);
+    band.push(bilinear(src.y, w, h, bx - 0.5, yl - 0.5 * e.gap - 0.5));
+    for (let d = 0.3; d <= 1.01; d += 0.1) {
+      lidBand.push(bilinear(src.y, w, h, bx - 0.5, yl - d * e.gap - 0.5));
+    }
   }
   band.sort((a, b) => a - b);
+  lidBand.sort((a, b) => a - b);
   const brightest = Math.min(rig.skin.y + 14, band[4] + 12);
+  const darkest = Math.min(
+    brightest,
+    16 + 0.85 * (lidBand[Math.floor(0.75 * (lidBand.length - 1))] - 16),
+  );
   const across = (Y: number, X: number) => {
     const yt = polylineY(top.x, top.y, X),
       yl = polylineY(bottom.x, bottom.y, X);
@@ -112,11 +122,12 @@ function drawEye(
       unhead(pose, rig, X, Y, p);
       const yl = polylineY(bottom.x, bottom.y, X), t = across(Y, X);
       const lx = p[0], lidLine = polylineY(rUp.x, rUp.y, lx);
-      // The lid's skin above the photo's lid line, stretched down to the lashes, a
-      // little darker as it curves down over the eyeball.
-      const ly = lidLine - e.gap * (0.75 - 0.45 * t);
+      // The lid's skin above the photo's lid line and its lashes, stretched down to
+      // the lashes' line, a little darker as it curves down over the eyeball.
+      const ly = lidLine - riseAt(e, lx) - e.gap * (0.15 + 0.45 * (1 - t));
       const seen = bilinear(src.y, w, h, lx - 0.5, ly - 0.5);
-      let y = 16 + (Math.min(brightest, seen) - 16) * (1 - 0.1 * t);
+      const lit = Math.max(darkest, Math.min(brightest, seen));
+      let y = 16 + (lit - 16) * (1 - 0.1 * t);
       let u = bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
       let v = bilinear(src.v, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);
       // A glint's colour goes with its light: the skin's instead.
@@ -127,7 +138,16 @@ function drawEye(
       // brought down to where the lids meet.
       const lash = 0.85 * Math.exp(-(((yl - Y) / 1.0) ** 2));
       if (lash > 0.01) {
-        const ay = lidLine + 0.6;
+        // The darkest of three rows about the lid line: the lashes, not the iris
+        // under them nor the lid above.
+        let ay = lidLine - 0.5;
+        for (const dy of [0.5, 1.5]) {
+          const yy = lidLine + dy;
+          if (
+            bilinear(src.y, w, h, lx - 0.5, yy - 0.5) <
+              bilinear(src.y, w, h, lx - 0.5, ay - 0.5)
+          ) ay = yy;
+        }
         const lashY = Math.min(y, bilinear(src.y, w, h, lx - 0.5, ay - 0.5));
         y += (lashY - y) * lash;
         u += (bilinear(src.u, cw, ch, lx / 2 - 0.5, ay / 2 - 0.5) - u) * lash;

@@ -25,6 +25,13 @@ export interface EyeRig {
   sclera: Tone;
   /** Widest rest gap between the lids. */
   gap: number;
+  /**
+   * How far (px) above the upper lid line the lid's own skin begins, past the lashes
+   * (thick or made-up lashes reach well above the line): one value per pixel column
+   * from `riseX0`. A closing lid is drawn from that skin, not from the lashes.
+   */
+  riseX0: number;
+  rise: Float64Array;
 }
 
 /** Mean tone of the photo's pixels for which `keep(x, y)` holds inside a box. */
@@ -99,7 +106,70 @@ export function eyeRig(
     irisR: irisEdge(a, irisX, irisY, Math.max(1, r), sclera.y),
     sclera,
     gap,
+    riseX0: Math.ceil(ux[0]),
+    rise: lashRise(a, ux, uy, gap),
   };
+}
+
+/** Lid skin is at least this share of the lid's brightest (p75) luma; lashes are not. */
+const LID_SKIN = 0.8;
+
+/**
+ * Per column of the eye (`riseX0` on, 1 px apart): the distance above the upper lid
+ * line `ux`/`uy` (1 px at least) where the column first turns as light as the lid's
+ * skin, at most 0.6 of the eye's gap; smoothed over five columns. The skin's luma: the column's p75
+ * between 0.4 and 1.3 gaps above the line (the lid under the brow).
+ */
+function lashRise(
+  a: PhotoAvatar,
+  ux: number[],
+  uy: number[],
+  gap: number,
+): Float64Array {
+  const W = a.width, H = a.height, Y = a.i420;
+  const x0 = Math.ceil(ux[0]), x1 = Math.floor(ux[ux.length - 1]);
+  const raw = new Float64Array(Math.max(1, x1 - x0 + 1));
+  const luma = (x: number, y: number) =>
+    Y[Math.min(H - 1, Math.max(0, Math.round(y))) * W + x];
+  const most = 0.6 * gap;
+  for (let x = Math.max(0, x0); x <= Math.min(W - 1, x1); x++) {
+    const yl = polylineY(ux, uy, x);
+    const above: number[] = [];
+    for (let d = 0.4 * gap; d <= 1.3 * gap; d += 0.5) {
+      above.push(luma(x, yl - d));
+    }
+    above.sort((p, q) => p - q);
+    const skin = above[Math.floor(0.75 * (above.length - 1))] ?? 0;
+    // From a pixel above the line: on it may lie the white of the eye.
+    let rise = most;
+    for (let d = 1; d <= most; d += 0.5) {
+      if (luma(x, yl - d) >= LID_SKIN * skin) {
+        rise = d;
+        break;
+      }
+    }
+    raw[x - x0] = rise;
+  }
+  // Smoothed over five columns: one dark hair does not pull the lid's source up.
+  const out = new Float64Array(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    let s = 0, n = 0;
+    for (
+      let j = Math.max(0, i - 2);
+      j <= Math.min(raw.length - 1, i + 2);
+      j++
+    ) {
+      s += raw[j], n++;
+    }
+    out[i] = s / n;
+  }
+  return out;
+}
+
+/** The lashes' rise (px) of `e` at photo column `x`. */
+export function riseAt(e: EyeRig, x: number): number {
+  const i = Math.min(e.rise.length - 1, Math.max(0, Math.round(x - e.riseX0)));
+  return e.rise[i];
 }
 
 /**

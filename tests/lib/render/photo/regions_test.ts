@@ -1,0 +1,71 @@
+/**
+ * What the rig reads off an eye (lib/render/photo/regions.ts): how far above the upper
+ * lid line the lid's own skin begins, past the lashes — a closing lid is drawn from
+ * there (./eyes.ts), not from heavy or made-up lashes stretched over the eye.
+ */
+import assert from "node:assert/strict";
+import { polylineY } from "../../../../lib/render/photo/geometry.ts";
+import { IRIS_START } from "../../../../lib/render/photo/landmarks.ts";
+import { eyeRig, riseAt } from "../../../../lib/render/photo/regions.ts";
+import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
+
+const W = 200, H = 200;
+// The eye: corners at (60, 106) and (120, 106), the upper lid at y 100 in the
+// middle, the lower at 112 (a gap of 12 px).
+const sx = Float64Array.from([60, 75, 90, 105, 120, 75, 90, 105]);
+const sy = Float64Array.from([106, 101, 100, 101, 106, 111, 112, 111]);
+const UPPER = [0, 1, 2, 3, 4], LOWER = [0, 5, 6, 7, 4];
+
+/** Skin (luma 170) with an eye and lashes `lash` px thick above its upper lid. */
+function portrait(lash: number): PhotoAvatar {
+  const i420 = new Uint8Array(W * H * 3 / 2).fill(128);
+  i420.fill(170, 0, W * H);
+  const ux = UPPER.map((i) => sx[i]), uy = UPPER.map((i) => sy[i]);
+  const lx = LOWER.map((i) => sx[i]), ly = LOWER.map((i) => sy[i]);
+  for (let x = 60; x <= 120; x++) {
+    const yu = polylineY(ux, uy, x), yl = polylineY(lx, ly, x);
+    for (let y = 0; y < H; y++) {
+      // The white, the iris (radius 5 about (90, 106)), the lashes above.
+      if (y >= yu && y <= yl) {
+        i420[y * W + x] = Math.hypot(x - 90, y - 106) < 5 ? 40 : 220;
+      } else if (y < yu && y >= yu - lash) i420[y * W + x] = 35;
+    }
+  }
+  const landmarks = new Float32Array(478 * 3);
+  for (const c of [IRIS_START, IRIS_START + 5]) {
+    landmarks[c * 3] = 90, landmarks[c * 3 + 1] = 106;
+    for (let k = 1; k < 5; k++) {
+      landmarks[(c + k) * 3] = 90 + 5 * Math.cos(k * Math.PI / 2);
+      landmarks[(c + k) * 3 + 1] = 106 + 5 * Math.sin(k * Math.PI / 2);
+    }
+  }
+  return {
+    avatarId: "ph_REGIONS000000000000000000",
+    tenantId: "t",
+    name: "eye",
+    createdAt: 0,
+    width: W,
+    height: H,
+    i420,
+    alpha: new Uint8Array(W * H).fill(255),
+    landmarks,
+  };
+}
+
+Deno.test("eyeRig() finds the lid's skin above the lashes, however thick they are", () => {
+  for (const lash of [2, 3, 5]) {
+    const e = eyeRig(portrait(lash), UPPER, LOWER, sx, sy);
+    assert.equal(e.gap, 12);
+    // Away from the corners (where the five-column smoothing meets the ends).
+    for (const x of [75, 90, 105]) {
+      const rise = riseAt(e, x);
+      assert.ok(
+        Math.abs(rise - lash) <= 1,
+        `lashes ${lash} px: the skin found ${rise} px above the lid at x ${x}`,
+      );
+    }
+  }
+  // No lashes darker than the skin: the skin starts just above the lid line.
+  const bare = eyeRig(portrait(0), UPPER, LOWER, sx, sy);
+  assert.ok(riseAt(bare, 90) <= 1, `bare lid: ${riseAt(bare, 90)} px`);
+});
