@@ -211,10 +211,19 @@ function closeLips(
     if (innerU.has(i) || innerL.has(i)) {
       dy[i] = meet - y;
     } else if (y <= meet) {
-      const d = Math.max(0, yu - y);
+      // The lip moves whole (its thickness kept: one stretched over the teeth
+      // looked swollen at rest and hung like a tongue when rounded open); the skin
+      // beyond its outer edge takes the stretch.
+      const d = Math.max(
+        0,
+        yu - y - Math.max(2, yu - polylineY(ou.x, ou.y, x)),
+      );
       dy[i] = share * g * Math.exp(-((d / sigU) ** 2));
     } else {
-      const d = Math.max(0, y - yl);
+      const d = Math.max(
+        0,
+        y - yl - Math.max(2, polylineY(ol.x, ol.y, x) - yl),
+      );
       const lipPart = g * Math.exp(-((d / sigL) ** 2));
       // The chin rises with the jaw, the skin beside the mouth less and less.
       const side = Math.max(0, Math.abs(x - rig.mouthX) / rig.mouthHw - 1);

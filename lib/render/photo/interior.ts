@@ -189,9 +189,11 @@ export const drawMouth: DrawInterior = (
         const k =
           (0.45 + 0.35 * smoothstep(tongueTop, tongueTop + 0.4 * gh, hy)) *
           side * lipShadow * under * groove;
+        // (Its chroma, too, falls with its light: a tongue in shade is no redder.)
+        const tk = Math.min(1, 0.1 + 1.5 * k);
         cy += (16 + (lip.y - 16) * k - cy) * tongueA;
-        cu += (128 + (lip.u - 128) * 0.9 - cu) * tongueA;
-        cv += (128 + (lip.v - 128) * 1.05 + 3 - cv) * tongueA;
+        cu += (128 + (lip.u - 128) * 0.9 * tk - cu) * tongueA;
+        cv += (128 + ((lip.v - 128) * 1.05 + 3) * tk - cv) * tongueA;
       }
       // Teeth, lit less towards the corners where the cheeks shade them, with their
       // gaps and edges; the lower ones in the upper teeth's shadow.

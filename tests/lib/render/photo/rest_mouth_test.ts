@@ -12,6 +12,8 @@ import {
 import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
 import { visemeIndex } from "../../../../lib/render/visemes.ts";
 import { restMouth, tooOpen } from "../../../../lib/photo/mouth.ts";
+import { photoModels } from "../../../../lib/photo/models.ts";
+import { i420ToRgb } from "../../../../lib/photo/preview.ts";
 import {
   faceWith,
   paintOnce,
@@ -72,6 +74,37 @@ function seamRoughness(a: PhotoAvatar): { horiz: number; vert: number } {
   return { horiz: h / n, vert: v / n };
 }
 
+/**
+ * The thickness of `a`'s lips in its photo, as shares of the face's height: the mesh
+ * found on the rest face with its teeth layer (the mouth before closing) pasted back,
+ * the lower lip from the layer's inner contour, the upper one to it.
+ */
+async function photoLips(a: PhotoAvatar) {
+  const t = a.teeth!, W = a.width, n = W * a.height, cw = W >> 1;
+  const img = new Uint8Array(a.i420);
+  for (let r = 0; r < t.h; r++) {
+    img.set(t.i420.subarray(r * t.w, (r + 1) * t.w), (t.y + r) * W + t.x);
+  }
+  const q = t.w * t.h / 4;
+  for (let r = 0; r < t.h / 2; r++) {
+    const at = ((t.y >> 1) + r) * cw + (t.x >> 1), from = r * t.w / 2;
+    for (const [dst, src] of [[n, t.w * t.h], [n + n / 4, t.w * t.h + q]]) {
+      img.set(
+        t.i420.subarray(src + from, src + from + t.w / 2),
+        dst + at,
+      );
+    }
+  }
+  const rgb = { width: W, height: a.height, data: i420ToRgb(img, W, a.height) };
+  const face = (await photoModels.faces(rgb))[0];
+  const y = (i: number) => face.mesh[i * 3 + 1];
+  const faceH = y(152) - y(10), mid = t.lower.length >> 2;
+  return {
+    lower: (y(17) - t.lower[2 * mid + 1]) / faceH,
+    upper: (t.upper[2 * mid + 1] - y(0)) / faceH,
+  };
+}
+
 Deno.test("a smiling portrait talks from a closed mouth", async (t) => {
   const p = createPhotoPainter(smile, { bg: null, seed: 0 });
   await t.step("the rest face shows no tooth between the lips", () => {
@@ -98,6 +131,24 @@ Deno.test("a smiling portrait talks from a closed mouth", async (t) => {
           vert.toFixed(2)
         } across rows`,
       );
+    },
+  );
+  await t.step(
+    "each closed lip is about as thick as the photo's (a lip stretched over the teeth looked swollen, and hung like a tongue on O and U)",
+    async () => {
+      // The photo's lips: its mesh found again on the rest face with the mouth the
+      // lips covered put back (the teeth layer holds it as it was).
+      const photo = await photoLips(smile);
+      const y = (i: number) => point(smile, i)[1];
+      const faceH = y(152) - y(10);
+      const lower = (y(17) - y(14)) / faceH, upper = (y(13) - y(0)) / faceH;
+      // Measured: 0.052 and 0.035 against the photo's 0.051 and 0.032 (0.064 and
+      // 0.042 when the closing stretched each lip over the teeth).
+      assert.ok(
+        lower <= 1.12 * photo.lower,
+        `lower ${lower} vs ${photo.lower}`,
+      );
+      assert.ok(upper <= 1.2 * photo.upper, `upper ${upper} vs ${photo.upper}`);
     },
   );
   await t.step("the teeth the lips cover are kept as its teeth layer", () => {
