@@ -1,14 +1,33 @@
 /**
  * The photo avatars page's parts: the operator's tenant picker, the upload form (name,
- * photo, consent; errors in place, values kept) and the list with previews and remove.
+ * photo, framing, consent; errors in place, values kept) and the list with previews (in
+ * each avatar's framing) and remove.
  */
-import type { PhotoAvatarEntry } from "../lib/photo/mod.ts";
+import { FRAMINGS, type PhotoAvatarEntry } from "../lib/photo/mod.ts";
 import { ConfirmAction } from "./ConfirmAction.tsx";
 import { Csrf, DataTable, EmptyState, Field, Notice, Time } from "./ui.tsx";
 
 export interface UploadInput {
   name: string;
   consent: boolean;
+  /** The framing asked for (a `FRAMINGS` key; anything else is refused on upload). */
+  framing: string;
+}
+
+/** Each framing as the form offers it. */
+const FRAMING_LABELS: Record<keyof typeof FRAMINGS, string> = {
+  square: "Square, 512 × 512",
+  landscape: "Landscape, 1280 × 720 (16:9)",
+  portrait: "Portrait, 720 × 1280 (9:16)",
+};
+
+/** A preview's box on the page: `side` px on its longer side, in its proportions. */
+export function previewBox(
+  a: { width: number; height: number },
+  side: number,
+): { width: number; height: number } {
+  const k = side / Math.max(a.width, a.height);
+  return { width: Math.round(a.width * k), height: Math.round(a.height * k) };
 }
 
 /** The preview image's address: the tenant is part of it, never implied. */
@@ -97,6 +116,26 @@ export function UploadForm(
             />
           )}
         </Field>
+        <Field
+          id="avatar-framing"
+          label="Framing"
+          errorId="avatar-framing-error"
+          help="The picture's and the stream's shape; landscape and portrait need room around the face in the photo"
+        >
+          {(control) => (
+            <select {...control} name="framing">
+              {Object.entries(FRAMING_LABELS).map(([value, label]) => (
+                <option
+                  key={value}
+                  value={value}
+                  selected={props.input.framing === value}
+                >
+                  {label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
       </div>
       <label class="check">
         <input
@@ -136,7 +175,7 @@ export function AvatarList(
   return (
     <DataTable
       label="Photo avatars"
-      columns={["Preview", "Name", "Avatar id", "Added (UTC)"]}
+      columns={["Preview", "Name", "Avatar id", "Framing", "Added (UTC)"]}
       actions
     >
       {props.avatars.map((a) => (
@@ -144,14 +183,16 @@ export function AvatarList(
           <td data-label="Preview">
             <img
               src={previewHref(props.tenant, a.avatar_id)}
-              width={96}
-              height={96}
+              {...previewBox(a, 96)}
               alt={`Preview of ${a.name}`}
               loading="lazy"
             />
           </td>
           <td data-label="Name">{a.name}</td>
           <td data-label="Avatar id" class="mono">{a.avatar_id}</td>
+          <td data-label="Framing" class="nowrap">
+            {a.framing} {a.width} × {a.height}
+          </td>
           <td class="nowrap" data-label="Added">
             <Time ms={a.created_at} now={props.now} />
           </td>

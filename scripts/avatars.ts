@@ -1,7 +1,7 @@
 /**
  * Operator CLI for photo avatars (DECISIONS 12), behind `deno task avatars`:
  *
- *   avatars add --tenant T --name N --photo FILE --consent
+ *   avatars add --tenant T --name N --photo FILE --consent [--framing F]
  *   avatars list --tenant T
  *   avatars remove --tenant T --id AVATAR_ID
  *
@@ -17,6 +17,8 @@ import {
   addPhotoAvatar,
   listPhotoAvatars,
   MAX_PHOTO_BYTES,
+  isFraming,
+  photoEntryOf,
   PhotoRefusal,
   removePhotoAvatar,
 } from "../lib/photo/mod.ts";
@@ -24,14 +26,24 @@ import { parseArgs, type Parsed, UsageError } from "./_args.ts";
 
 const USAGE = `usage:
   deno task avatars add --tenant TENANT --name NAME --photo FILE.jpg|FILE.png --consent
+      [--framing square|landscape|portrait]
   deno task avatars list --tenant TENANT
   deno task avatars remove --tenant TENANT --id AVATAR_ID
 
 --consent states that you have the pictured person's consent; without it nothing is stored.
+--framing is the picture's (and the stream's) shape: square 512×512 (the default),
+landscape 1280×720 or portrait 720×1280.
 The store is KV_PATH (as for the server).`;
 
-const COMMANDS: Record<string, { flags: string[]; switches?: string[] }> = {
-  add: { flags: ["tenant", "name", "photo"], switches: ["consent"] },
+const COMMANDS: Record<
+  string,
+  { flags: string[]; optional?: string[]; switches?: string[] }
+> = {
+  add: {
+    flags: ["tenant", "name", "photo"],
+    optional: ["framing"],
+    switches: ["consent"],
+  },
   list: { flags: ["tenant"] },
   remove: { flags: ["tenant", "id"] },
 };
@@ -39,7 +51,11 @@ const COMMANDS: Record<string, { flags: string[]; switches?: string[] }> = {
 function parse(command: string, args: string[]): Parsed {
   const spec = COMMANDS[command];
   if (!spec) throw new UsageError(`unknown command ${command}`);
-  const parsed = parseArgs(args, spec.flags, spec.switches);
+  const parsed = parseArgs(
+    args,
+    [...spec.flags, ...spec.optional ?? []],
+    spec.switches,
+  );
   if (parsed.positional.length > 0) {
     throw new UsageError(`unexpected argument ${parsed.positional[0]}`);
   }
@@ -84,6 +100,10 @@ export async function main(
     if (command === "add" && !parsed.flags.has("consent")) {
       throw new PhotoRefusal("consent not given");
     }
+    const framing = parsed.flags.get("framing");
+    if (framing !== undefined && !isFraming(framing)) {
+      throw new PhotoRefusal("framing must be square, landscape or portrait");
+    }
     const photo = command === "add"
       ? await readPhoto(parsed.flags.get("photo")!)
       : undefined;
@@ -98,13 +118,16 @@ export async function main(
           name: parsed.flags.get("name")!,
           bytes: photo!,
           consentBy: "operator (CLI)",
+          framing,
         },
       );
+      const e = photoEntryOf(avatar);
       out(JSON.stringify({
-        avatar_id: avatar.avatarId,
-        name: avatar.name,
-        width: avatar.width,
-        height: avatar.height,
+        avatar_id: e.avatar_id,
+        name: e.name,
+        framing: e.framing,
+        width: e.width,
+        height: e.height,
       }));
       return 0;
     }

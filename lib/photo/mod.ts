@@ -16,10 +16,16 @@ export {
   PHOTO_AVATAR_ID,
   PHOTO_NAME_MAX,
   type PhotoAvatarEntry,
+  photoEntryOf,
   type PhotoManifest,
   readPhotoAvatar,
   removePhotoAvatar,
 } from "./store.ts";
 export { type PhotoPreview, photoPreview } from "./preview.ts";
 export { loadPhotoAvatar } from "./cache.ts";
-export type { PhotoAvatar } from "../render/photo/types.ts";
+export {
+  type Framing,
+  FRAMINGS,
+  isFraming,
+  type PhotoAvatar,
+} from "../render/photo/types.ts";

@@ -123,11 +123,12 @@ function plausible(p: Pixels, lm: Float32Array): boolean {
 function teethLayer(p: Pixels, lm: Float32Array, faceH: number): TeethLayer {
   const ou = contour(lm, LIP_OUTER_UPPER), ol = contour(lm, LIP_OUTER_LOWER);
   const m = 0.03 * faceH;
-  const even = (v: number) =>
-    Math.max(0, Math.min(p.width, 2 * Math.round(v / 2)));
-  const x = even(Math.min(...ou.x) - m), y = even(Math.min(...ou.y) - m);
-  const w = even(Math.max(...ou.x) + m) - x,
-    h = even(Math.max(...ol.y) + m) - y;
+  const even = (v: number, max: number) =>
+    Math.max(0, Math.min(max, 2 * Math.round(v / 2)));
+  const x = even(Math.min(...ou.x) - m, p.width),
+    y = even(Math.min(...ou.y) - m, p.height);
+  const w = even(Math.max(...ou.x) + m, p.width) - x,
+    h = even(Math.max(...ol.y) + m, p.height) - y;
   const W = p.width, n = W * p.height, cw = W >> 1;
   const out = new Uint8Array(w * h * 3 / 2);
   for (let r = 0; r < h; r++) {

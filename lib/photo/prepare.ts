@@ -1,13 +1,15 @@
 /**
  * A portrait turned into a `PhotoAvatar` (DECISIONS 12): decoded, checked (one face,
- * wide enough, roughly frontal), cropped to head and shoulders around the face,
- * resampled to 512×512, converted to I420, with the face mesh and the person mask
- * expressed in the crop's pixels; its mouth closed for the rest face (./mouth.ts).
+ * wide enough, roughly frontal), cropped to head and shoulders around the face in its
+ * framing (512×512, 1280×720 or 720×1280), converted to I420, with the face mesh and
+ * the person mask expressed in the crop's pixels; its mouth closed for the rest face
+ * (./mouth.ts).
  */
 import { toYuv } from "../render/raster.ts";
 import {
+  type Framing,
+  FRAMINGS,
   LANDMARK_COUNT,
-  PHOTO_SIZE,
   type PhotoAvatar,
 } from "../render/photo/types.ts";
 import { decodePhoto, type RgbImage } from "./decode.ts";
@@ -34,6 +36,19 @@ const CROP_PER_FACE = 2.4;
 const MIN_CROP_PER_FACE = 1.8;
 /** Where the face's centre sits, from the crop's top, as a share of its side. */
 const FACE_CENTRE_Y = 0.5;
+/**
+ * Landscape and portrait: the face (the mesh's height, brow to chin) about a third of
+ * the frame's height, up to `MAX_FACE_SHARE` where the photo has no more room; its
+ * centre `WIDE_FACE_Y` of the height from the top, and where the crop is moved to stay
+ * inside the photo, still at least `SIDE_ROOM` of the width from either side and
+ * between `FACE_TOP` and `FACE_BOTTOM` of the height.
+ */
+const FACE_SHARE = 1 / 3;
+const MAX_FACE_SHARE = 0.45;
+const WIDE_FACE_Y = 0.42;
+const SIDE_ROOM = 0.25;
+const FACE_TOP = 0.3;
+const FACE_BOTTOM = 0.6;
 
 export interface PhotoMeta {
   avatarId: string;
@@ -41,6 +56,8 @@ export interface PhotoMeta {
   name: string;
   /** Epoch ms. */
   createdAt: number;
+  /** The picture's framing; `square` when absent. */
+  framing?: Framing;
 }
 
 /**
@@ -72,16 +89,16 @@ export async function preparePhotoWith(
   const toOriginal = image.width / small.width;
   checkFace(face, toOriginal);
   const mask = await models.segment(small);
-  const rect = cropRect(face.mesh, toOriginal, image.width, image.height);
-  const rgb = resample(
-    image.data,
+  const framing = meta.framing ?? "square";
+  const { width: W, height: H } = FRAMINGS[framing];
+  const rect = cropRect(
+    face.mesh,
+    toOriginal,
     image.width,
     image.height,
-    3,
-    rect,
-    PHOTO_SIZE,
-    PHOTO_SIZE,
+    framing,
   );
+  const rgb = resample(image.data, image.width, image.height, 3, rect, W, H);
   const smallRect = {
     x: rect.x / toOriginal,
     y: rect.y / toOriginal,
@@ -94,25 +111,26 @@ export async function preparePhotoWith(
     small.height,
     1,
     smallRect,
-    PHOTO_SIZE,
-    PHOTO_SIZE,
+    W,
+    H,
   );
   const crop = {
-    width: PHOTO_SIZE,
-    height: PHOTO_SIZE,
-    i420: rgbToI420(rgb, PHOTO_SIZE, PHOTO_SIZE),
-    landmarks: cropLandmarks(face.mesh, toOriginal, rect),
+    width: W,
+    height: H,
+    i420: rgbToI420(rgb, W, H),
+    landmarks: cropLandmarks(face.mesh, toOriginal, rect, W),
   };
   // The rest face talks from a closed mouth: one opened too wide to close is refused.
   const mouth = restMouth(crop);
   if (tooOpen(mouth.reading)) {
     throw new PhotoRefusal("mouth open too wide");
   }
+  const { framing: _, ...rest } = meta;
   return {
-    ...meta,
+    ...rest,
     ...crop,
     i420: mouth.i420,
-    alpha: refineMatte(rgb, alpha, PHOTO_SIZE, PHOTO_SIZE, crop.landmarks),
+    alpha: refineMatte(rgb, alpha, W, H, crop.landmarks),
     landmarks: mouth.landmarks,
     teeth: mouth.teeth,
   };
@@ -164,16 +182,21 @@ export function checkFace(face: FoundFace, toOriginal: number): void {
 }
 
 /**
- * The square crop in original pixels: `CROP_PER_FACE` face widths, the face centred
+ * The crop in original pixels. Square: `CROP_PER_FACE` face widths, the face centred
  * across and at `FACE_CENTRE_Y` down; narrowed (to `MIN_CROP_PER_FACE` at most) and
- * moved up or down to stay inside the photo where it can.
+ * moved up or down to stay inside the photo where it can. Landscape and portrait:
+ * `wideCrop`.
  */
 export function cropRect(
   mesh: Float32Array,
   toOriginal: number,
   width: number,
   height: number,
+  framing: Framing = "square",
 ): Rect {
+  if (framing !== "square") {
+    return wideCrop(mesh, toOriginal, width, height, framing);
+  }
   const box = meshBox(mesh);
   const faceW = (box.maxX - box.minX) * toOriginal;
   const cx = (box.minX + box.maxX) / 2 * toOriginal;
@@ -189,6 +212,47 @@ export function cropRect(
 }
 
 /**
+ * A landscape or portrait crop, inside the photo (its own surroundings, nothing
+ * invented): the largest up to the face being `FACE_SHARE` of its height that keeps the
+ * face's centre `SIDE_ROOM` of the width off either side and between `FACE_TOP` and
+ * `FACE_BOTTOM` of the height, the face at `WIDE_FACE_Y` down where the photo allows.
+ * Refused when the face must be more than `MAX_FACE_SHARE` of it for that: the photo
+ * has not enough room around the face for the framing.
+ */
+function wideCrop(
+  mesh: Float32Array,
+  toOriginal: number,
+  width: number,
+  height: number,
+  framing: Exclude<Framing, "square">,
+): Rect {
+  const { width: W, height: H } = FRAMINGS[framing];
+  const aspect = W / H;
+  const box = meshBox(mesh);
+  const faceH = (box.maxY - box.minY) * toOriginal;
+  const cx = (box.minX + box.maxX) / 2 * toOriginal;
+  const cy = (box.minY + box.maxY) / 2 * toOriginal;
+  const h = Math.min(
+    faceH / FACE_SHARE,
+    height,
+    width / aspect,
+    Math.min(cx, width - cx) / (SIDE_ROOM * aspect),
+    cy / FACE_TOP,
+    (height - cy) / (1 - FACE_BOTTOM),
+  );
+  if (!(faceH / h <= MAX_FACE_SHARE)) {
+    throw new PhotoRefusal(`not enough room around the face for ${framing}`);
+  }
+  const w = h * aspect;
+  return {
+    x: Math.min(Math.max(0, cx - w / 2), width - w),
+    y: Math.min(Math.max(0, cy - WIDE_FACE_Y * h), height - h),
+    w,
+    h,
+  };
+}
+
+/**
  * The mesh in crop pixels, in MediaPipe's order: Human lists the left eye's iris
  * (468–472) before the right's; MediaPipe puts the right's (beside points 33 and 133)
  * first.
@@ -197,12 +261,14 @@ function cropLandmarks(
   mesh: Float32Array,
   toOriginal: number,
   rect: Rect,
+  width: number,
 ): Float32Array {
-  const k = toOriginal * PHOTO_SIZE / rect.w;
+  // (One scale: the crop has its picture's proportions.)
+  const s = width / rect.w, k = toOriginal * s;
   const out = new Float32Array(LANDMARK_COUNT * 3);
   for (let i = 0; i < LANDMARK_COUNT; i++) {
-    out[i * 3] = mesh[i * 3] * k - rect.x * PHOTO_SIZE / rect.w;
-    out[i * 3 + 1] = mesh[i * 3 + 1] * k - rect.y * PHOTO_SIZE / rect.w;
+    out[i * 3] = mesh[i * 3] * k - rect.x * s;
+    out[i * 3 + 1] = mesh[i * 3 + 1] * k - rect.y * s;
     out[i * 3 + 2] = mesh[i * 3 + 2] * k;
   }
   const rightEyeX = (out[33 * 3] + out[133 * 3]) / 2;

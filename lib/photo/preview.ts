@@ -5,7 +5,10 @@ import type { PhotoAvatar } from "../render/photo/types.ts";
 import { previewCacheOf } from "./preview_cache.ts";
 import { getPhotoManifest, readPhotoAvatar } from "./store.ts";
 
-/** The avatar's 512×512 crop (`i420`) as RGB, inverting lib/render/raster.ts's `toYuv`. */
+/**
+ * The avatar's crop (`i420`, its framing's size) as RGB, inverting
+ * lib/render/raster.ts's `toYuv`.
+ */
 export function i420ToRgb(
   i420: Uint8Array,
   width: number,

@@ -10,7 +10,12 @@ import { administers, type Administrator } from "../principal.ts";
 import { TENANT_ID_PATTERN } from "../auth/api_keys.ts";
 import { ulid } from "../ids.ts";
 import { kvTry } from "../kv/store.ts";
-import type { PhotoAvatar } from "../render/photo/types.ts";
+import {
+  type Framing,
+  framingOf,
+  isFraming,
+  type PhotoAvatar,
+} from "../render/photo/types.ts";
 import { packPhoto, unpackPhoto } from "./blob.ts";
 import { preparePhoto } from "./worker.ts";
 import { previewCacheOf } from "./preview_cache.ts";
@@ -28,12 +33,19 @@ export interface PhotoManifest {
   name: string;
   /** Epoch ms. */
   created_at: number;
+  /**
+   * Its framing (absent in one stored before framings: square) and the picture's (and
+   * the stream's) size.
+   */
+  framing?: Framing;
   width: number;
   height: number;
   chunks: number;
   /** Deflated size and SHA-256 of the chunks joined, checked on every load. */
   bytes: number;
   sha256: string;
+  /** How its planes were filtered before deflating (lib/photo/blob.ts); absent: not. */
+  filter?: "up";
   /** Who stated the pictured person's consent, and when (epoch ms). */
   consent: { by: string; at: number };
 }
@@ -43,6 +55,33 @@ export interface PhotoAvatarEntry {
   avatar_id: string;
   name: string;
   created_at: number;
+  framing: Framing;
+  width: number;
+  height: number;
+}
+
+/** The listing's entry of a prepared avatar. */
+export function photoEntryOf(a: PhotoAvatar): PhotoAvatarEntry {
+  return {
+    avatar_id: a.avatarId,
+    name: a.name,
+    created_at: a.createdAt,
+    framing: framingOf(a.width, a.height) ?? "square",
+    width: a.width,
+    height: a.height,
+  };
+}
+
+/** The listing's entry of a manifest (one stored before framings is square). */
+export function photoEntry(m: PhotoManifest): PhotoAvatarEntry {
+  return {
+    avatar_id: m.avatar_id,
+    name: m.name,
+    created_at: m.created_at,
+    framing: m.framing ?? framingOf(m.width, m.height) ?? "square",
+    width: m.width,
+    height: m.height,
+  };
 }
 
 export interface PhotoStoreDeps {
@@ -76,13 +115,15 @@ export interface AddPhotoInput {
   bytes: Uint8Array;
   /** Who states that the pictured person consented; null: nothing is stored. */
   consentBy: string | null;
+  /** The picture's framing, as asked (checked here); `square` when absent. */
+  framing?: string;
 }
 
 /**
  * Checks, prepares and stores a portrait as `input.tenantId`'s new photo avatar on
  * behalf of `by`. Rejects with `PhotoRefusal` (its cause) and stores nothing when the
- * consent is missing, the name or tenant is invalid, the tenant is at its limit, or the
- * photo is refused; 403 `AVTR_AUTH_FORBIDDEN` when `by` does not administer the tenant.
+ * consent is missing, the name, framing or tenant is invalid, the tenant is at its
+ * limit, or the photo is refused (for its framing too: not enough room around the face); 403 `AVTR_AUTH_FORBIDDEN` when `by` does not administer the tenant.
  */
 export async function addPhotoAvatar(
   deps: PhotoStoreDeps,
@@ -104,6 +145,10 @@ export async function addPhotoAvatar(
   if (name.length < 1 || name.length > PHOTO_NAME_MAX || /\p{Cc}/u.test(name)) {
     throw new PhotoRefusal("name must be 1 to 80 printable characters");
   }
+  const framing = input.framing ?? "square";
+  if (!isFraming(framing)) {
+    throw new PhotoRefusal("framing must be square, landscape or portrait");
+  }
   const max = deps.config.avatarStoreMaxPerTenant;
   // Checked before the costly preparation, and again in the commit.
   if (await countOf(deps.kv, tenantId).then((c) => c.count >= max)) {
@@ -116,18 +161,21 @@ export async function addPhotoAvatar(
     tenantId,
     name,
     createdAt,
+    framing,
   });
-  const { chunks, bytes, sha256 } = await packPhoto(avatar);
+  const { chunks, bytes, sha256, filter } = await packPhoto(avatar);
   const manifest: PhotoManifest = {
     avatar_id: avatarId,
     tenant_id: tenantId,
     name,
     created_at: createdAt,
+    framing,
     width: avatar.width,
     height: avatar.height,
     chunks: chunks.length,
     bytes,
     sha256,
+    filter,
     consent: { by: input.consentBy, at: createdAt },
   };
   // A concurrent add or remove changes the count: re-read it and try again.
@@ -171,11 +219,7 @@ export async function listPhotoAvatars(
     for await (
       const e of kv.list<PhotoManifest>({ prefix: ["photo_avatars", tenantId] })
     ) {
-      out.push({
-        avatar_id: e.value.avatar_id,
-        name: e.value.name,
-        created_at: e.value.created_at,
-      });
+      out.push(photoEntry(e.value));
     }
     return out;
   });

@@ -77,9 +77,12 @@ const HOPPER = Deno.readFileSync(
 
 /**
  * Signs in to the console of `base` as the operator and uploads the test portrait for
- * tenant `admin` (the example backend's); returns the new photo avatar's id.
+ * tenant `admin` (the example backend's) in `framing`; returns the new photo avatar's id.
  */
-async function uploadPhoto(control: Instance): Promise<string> {
+async function uploadPhoto(
+  control: Instance,
+  framing: string,
+): Promise<string> {
   const base = control.base;
   const origin = new URL(base).origin;
   const login = await fetch(`${base}/admin/login`);
@@ -109,6 +112,7 @@ async function uploadPhoto(control: Instance): Promise<string> {
   form.set("tenant_id", "admin");
   form.set("name", "Grace");
   form.set("consent", "yes");
+  form.set("framing", framing);
   form.set(
     "photo",
     new File([HOPPER], "grace.jpg", { type: "image/jpeg" }),
@@ -232,11 +236,11 @@ Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", a
     );
 
     await t.step(
-      "a portrait uploaded on the control plane's console plays from a media node",
+      "a portrait uploaded on the control plane's console plays from a media node, in its framing",
       async () => {
         // Prepared on the control plane (WASM only: no subprocess there), stored in
         // the shared KV, read and painted by the node that takes the session.
-        const avatarId = await uploadPhoto(control);
+        const avatarId = await uploadPhoto(control, "portrait");
         const { id } = await startOnPage(
           page,
           pageBase,
@@ -249,7 +253,7 @@ Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", a
           const v = document.querySelector("video")!;
           return [v.videoWidth, v.videoHeight];
         });
-        assert.deepEqual(size, [512, 512]);
+        assert.deepEqual(size, [720, 1280]);
         await page.screenshot({
           path: new URL("topology_photo.png", SHOTS).pathname,
         });

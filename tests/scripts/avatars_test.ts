@@ -8,6 +8,22 @@ function avatars(kvPath: string, ...args: string[]): Promise<Run> {
   return runTask("avatars", kvPath, args);
 }
 
+/** Adds the Hopper portrait to tenant `acme` as `name`, with `extra` options. */
+function addHopper(kvPath: string, name: string, ...extra: string[]) {
+  return avatars(
+    kvPath,
+    "add",
+    "--tenant",
+    "acme",
+    "--name",
+    name,
+    "--photo",
+    `${PHOTOS}grace_hopper.jpg`,
+    "--consent",
+    ...extra,
+  );
+}
+
 async function storedKeys(kvPath: string): Promise<number> {
   const kv = await Deno.openKv(kvPath);
   try {
@@ -25,17 +41,7 @@ Deno.test("scripts/avatars.ts adds, lists and removes photo avatars in the KV_PA
   try {
     let avatarId = "";
     await t.step("add prints one JSON line and exits 0", async () => {
-      const r = await avatars(
-        kvPath,
-        "add",
-        "--tenant",
-        "acme",
-        "--name",
-        "Grace",
-        "--photo",
-        `${PHOTOS}grace_hopper.jpg`,
-        "--consent",
-      );
+      const r = await addHopper(kvPath, "Grace");
       assert.equal(r.code, 0, r.stderr);
       const lines = r.stdout.trim().split("\n");
       assert.equal(lines.length, 1);
@@ -44,10 +50,22 @@ Deno.test("scripts/avatars.ts adds, lists and removes photo avatars in the KV_PA
       assert.deepEqual(body, {
         avatar_id: body.avatar_id,
         name: "Grace",
+        framing: "square",
         width: 512,
         height: 512,
       });
       avatarId = body.avatar_id;
+    });
+    let portraitId = "";
+    await t.step("add --framing portrait prepares it 720×1280", async () => {
+      const r = await addHopper(kvPath, "Grace tall", "--framing", "portrait");
+      assert.equal(r.code, 0, r.stderr);
+      const body = JSON.parse(r.stdout);
+      assert.deepEqual(
+        [body.framing, body.width, body.height],
+        ["portrait", 720, 1280],
+      );
+      portraitId = body.avatar_id;
     });
     await t.step(
       "list prints the tenant's avatars as a JSON array; another tenant's is empty",
@@ -55,13 +73,21 @@ Deno.test("scripts/avatars.ts adds, lists and removes photo avatars in the KV_PA
         const r = await avatars(kvPath, "list", "--tenant", "acme");
         assert.equal(r.code, 0, r.stderr);
         const list = JSON.parse(r.stdout);
-        assert.equal(list.length, 1);
+        assert.equal(list.length, 2);
         assert.deepEqual(Object.keys(list[0]), [
           "avatar_id",
           "name",
           "created_at",
+          "framing",
+          "width",
+          "height",
         ]);
-        assert.equal(list[0].avatar_id, avatarId);
+        assert.deepEqual(
+          list.map((
+            e: { avatar_id: string; framing: string; width: number },
+          ) => [e.avatar_id, e.framing, e.width]),
+          [[avatarId, "square", 512], [portraitId, "portrait", 720]],
+        );
         assert.ok(Number.isInteger(list[0].created_at));
         assert.deepEqual(
           JSON.parse(
@@ -86,7 +112,7 @@ Deno.test("scripts/avatars.ts adds, lists and removes photo avatars in the KV_PA
         assert.equal(
           JSON.parse((await avatars(kvPath, "list", "--tenant", "acme")).stdout)
             .length,
-          1,
+          2,
         );
       },
     );
@@ -104,6 +130,15 @@ Deno.test("scripts/avatars.ts adds, lists and removes photo avatars in the KV_PA
         avatar_id: avatarId,
         removed: true,
       });
+      const other = await avatars(
+        kvPath,
+        "remove",
+        "--tenant",
+        "acme",
+        "--id",
+        portraitId,
+      );
+      assert.equal(other.code, 0, other.stderr);
       assert.equal(await storedKeys(kvPath), 1); // the tenant's count, now 0
     });
   } finally {
@@ -137,6 +172,30 @@ Deno.test("scripts/avatars.ts exits 2 with one line naming the cause and stores 
       "a missing file",
       [...add, "--photo", `${dir}/nope.jpg`, "--consent"],
       `error: cannot read --photo ${dir}/nope.jpg`,
+    ],
+    [
+      "a framing that is none",
+      [
+        ...add,
+        "--photo",
+        `${PHOTOS}grace_hopper.jpg`,
+        "--consent",
+        "--framing",
+        "wide",
+      ],
+      "error: framing must be square, landscape or portrait",
+    ],
+    [
+      "landscape from a portrait photo",
+      [
+        ...add,
+        "--photo",
+        `${PHOTOS}grace_hopper.jpg`,
+        "--consent",
+        "--framing",
+        "landscape",
+      ],
+      "error: not enough room around the face for landscape",
     ],
     ["no --tenant", ["list"], "error: --tenant is required"],
     ["an unknown command", ["rename"], "error: unknown command rename"],

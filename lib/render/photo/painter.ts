@@ -18,7 +18,7 @@ import { drawMouth } from "./interior.ts";
 import { validLandmarks } from "./landmarks.ts";
 import { createPose, posePoints } from "./pose.ts";
 import { buildRig, type Rig } from "./rig.ts";
-import { PHOTO_SIZE, type PhotoAvatar } from "./types.ts";
+import { framingOf, type PhotoAvatar } from "./types.ts";
 import { Warper, type WarpSource } from "./warp.ts";
 
 export interface PhotoPainterOptions {
@@ -70,7 +70,7 @@ export function rigOf(avatar: PhotoAvatar): Rig {
 function checkAvatar(a: PhotoAvatar): void {
   const n = a.width * a.height;
   if (
-    a.width !== PHOTO_SIZE || a.height !== PHOTO_SIZE ||
+    framingOf(a.width, a.height) === null ||
     a.i420.length !== n * 3 / 2 || a.alpha.length !== n ||
     !validLandmarks(a.landmarks)
   ) throw new RangeError("not a prepared photo avatar");

@@ -291,9 +291,11 @@ function headMotion(
     out.rot,
   );
   // A photographed head over a still background reads best shifting little: it turns.
-  const sway = 0.5 + 0.5 * live;
-  const tx = Math.round(0.3 * sway * h.x * rig.width);
-  const ty = Math.round(0.4 * sway * h.y * rig.height + 0.4 * breath);
+  // (By a share of the face's own size, whatever the framing: 1.75 faces is about a
+  // square portrait's side.)
+  const sway = 0.5 + 0.5 * live, unit = 1.75 * rig.faceH;
+  const tx = Math.round(0.3 * sway * h.x * unit);
+  const ty = Math.round(0.4 * sway * h.y * unit + 0.4 * breath);
   const R = out.rot, S = rig.headFit, idx = rig.fitIdx, k = idx.length;
   const a = out.aff;
   a.fill(0);

@@ -1,12 +1,36 @@
 /**
  * A prepared photo avatar (DECISIONS 12), as the photo painter reads it: the portrait
- * cropped to head and shoulders at 512×512, the face mesh found at upload, and the
+ * cropped to head and shoulders in its framing, the face mesh found at upload, and the
  * person mask. `lib/photo/` prepares and stores it under its tenant; a media node loads
  * it once per session (cached per instance) and paints it.
  */
 
-/** Side of the prepared portrait, in pixels. */
+/** Side of the prepared portrait in the default (`square`) framing, in pixels. */
 export const PHOTO_SIZE = 512;
+
+/**
+ * The framings a portrait is prepared in (DECISIONS 12), chosen at upload: the picture's
+ * and so the stream's size.
+ */
+export const FRAMINGS = {
+  square: { width: PHOTO_SIZE, height: PHOTO_SIZE },
+  landscape: { width: 1280, height: 720 },
+  portrait: { width: 720, height: 1280 },
+} as const;
+export type Framing = keyof typeof FRAMINGS;
+
+/** Whether `s` names a framing. */
+export function isFraming(s: string): s is Framing {
+  return Object.hasOwn(FRAMINGS, s);
+}
+
+/** The framing of a `width`×`height` picture, or null when it is none of them. */
+export function framingOf(width: number, height: number): Framing | null {
+  for (const [name, size] of Object.entries(FRAMINGS)) {
+    if (size.width === width && size.height === height) return name as Framing;
+  }
+  return null;
+}
 
 /** Face-mesh landmarks: MediaPipe's 468 points and its 10 iris points. */
 export const LANDMARK_COUNT = 478;
@@ -18,7 +42,7 @@ export interface PhotoAvatar {
   name: string;
   /** Epoch ms. */
   createdAt: number;
-  /** `PHOTO_SIZE`. */
+  /** One of `FRAMINGS`' sizes. */
   width: number;
   height: number;
   /**

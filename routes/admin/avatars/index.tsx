@@ -6,6 +6,7 @@
  */
 import {
   AvatarList,
+  previewBox,
   previewHref,
   TenantPicker,
   UploadForm,
@@ -28,6 +29,7 @@ import {
   addPhotoAvatar,
   listPhotoAvatars,
   type PhotoAvatarEntry,
+  photoEntryOf,
   PhotoRefusal,
 } from "../../../lib/photo/mod.ts";
 
@@ -58,7 +60,7 @@ async function load(
     tenant,
     avatars: [],
     max: ctx.deps.config.avatarStoreMaxPerTenant,
-    upload: { name: "", consent: false },
+    upload: { name: "", consent: false, framing: "square" },
     ...extra,
   };
   if (tenant && !TENANT_ID_PATTERN.test(tenant)) {
@@ -107,6 +109,7 @@ export const handler = {
     const upload: UploadInput = {
       name: (form.get("name") ?? "").trim(),
       consent: form.get("consent") === "yes",
+      framing: form.get("framing") ?? "square",
     };
     const photo = files.get("photo");
     try {
@@ -117,13 +120,10 @@ export const handler = {
         consentBy: upload.consent
           ? signedInAs(requireSession(ctx).record)
           : null,
+        framing: upload.framing,
       });
       ctx.deps.metrics.photoPreparations.inc({ result: "ok" });
-      const created = {
-        avatar_id: avatar.avatarId,
-        name: avatar.name,
-        created_at: avatar.createdAt,
-      };
+      const created = photoEntryOf(avatar);
       return show(ctx, await load(ctx, asked, { created }), 201);
     } catch (err) {
       const tenant = tenantOf(ctx, asked);
@@ -171,9 +171,8 @@ export default function AvatarsPage(
           </p>
           <img
             src={previewHref(data.tenant, data.created.avatar_id)}
-            width={256}
-            height={256}
-            alt={`The prepared portrait of ${data.created.name}`}
+            {...previewBox(data.created, 320)}
+            alt={`The prepared portrait of ${data.created.name}, ${data.created.framing} ${data.created.width} × ${data.created.height}`}
           />
         </Notice>
       )}

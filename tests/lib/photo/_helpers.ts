@@ -122,3 +122,26 @@ export const add = (
     consentBy: "cli",
     ...over,
   });
+
+/**
+ * `image` in the middle of a `width`×`height` canvas, its edge pixels carried out to the
+ * canvas's edges: a portrait with room around the face (for the wide framings).
+ */
+export function widen(
+  image: RgbImage,
+  width: number,
+  height: number,
+): RgbImage {
+  const data = new Uint8Array(width * height * 3);
+  const x0 = Math.round((width - image.width) / 2);
+  const y0 = Math.round((height - image.height) / 2);
+  for (let y = 0; y < height; y++) {
+    const sy = Math.min(image.height - 1, Math.max(0, y - y0));
+    for (let x = 0; x < width; x++) {
+      const sx = Math.min(image.width - 1, Math.max(0, x - x0));
+      const s = (sy * image.width + sx) * 3;
+      data.set(image.data.subarray(s, s + 3), (y * width + x) * 3);
+    }
+  }
+  return { width, height, data };
+}

@@ -43,7 +43,7 @@ function noise() {
   const i420 = random(512 * 512 * 3 / 2, 7);
   const alpha = random(512 * 512, 11);
   const landmarks = new Float32Array(478 * 3).map((_, i) => i * 1.25 - 300.5);
-  return { i420, alpha, landmarks, teeth: null };
+  return { i420, alpha, landmarks, teeth: null, width: 512, height: 512 };
 }
 
 Deno.test("packPhoto() cuts the deflated pixels into chunks below KV's 64 KiB that unpack to the same", async () => {
@@ -173,4 +173,53 @@ Deno.test("unpackPhoto() loads an avatar stored before the teeth layer (format 1
   );
   const p2 = await packRaw(old);
   assertSame(await unpackPhoto(p2.chunks, p2), noisy);
+});
+
+Deno.test("packPhoto() stores each framing's size, its planes filtered row by row (smaller; an unfiltered store still loads)", async () => {
+  const w = 1280, h = 720, n = w * h;
+  // A smooth picture with grain: what a photo's rows are like to deflate.
+  const grain = random(n * 5 / 2, 3);
+  const i420 = new Uint8Array(n * 3 / 2).map((_, i) =>
+    ((i % w) + (Math.floor(i / w) >> 1) + (grain[i] & 7)) & 255
+  );
+  const alpha = new Uint8Array(n).map((_, i) => (i % w) < w / 2 ? 255 : 0);
+  const pixels = {
+    i420,
+    alpha,
+    landmarks: new Float32Array(478 * 3).fill(100),
+    teeth: null,
+    width: w,
+    height: h,
+  };
+  const packed = await packPhoto(pixels);
+  assert.equal(packed.filter, "up");
+  const back = await unpackPhoto(packed.chunks, {
+    ...packed,
+    width: w,
+    height: h,
+  });
+  assertSame(back, pixels);
+  // The same bytes unfiltered (as stored before the filter): larger, and loaded
+  // from a manifest without `filter`.
+  const raw = new Uint8Array(n * 5 / 2 + 478 * 12 + 5);
+  raw.set(i420), raw.set(alpha, n * 3 / 2);
+  new Uint8Array(raw.buffer, n * 5 / 2, 478 * 12).set(
+    new Uint8Array(pixels.landmarks.buffer),
+  );
+  raw.set([0x50, 0x48, 0x54, 0x32, 0], n * 5 / 2 + 478 * 12);
+  const plain = await packRaw(raw);
+  assert.ok(
+    packed.bytes < 0.8 * plain.bytes,
+    `${packed.bytes} bytes filtered, ${plain.bytes} not`,
+  );
+  assertSame(
+    await unpackPhoto(plain.chunks, { ...plain, width: w, height: h }),
+    pixels,
+  );
+  // A size that is no framing's is refused both ways.
+  await assert.rejects(packPhoto({ ...pixels, width: 1000 }), RangeError);
+  await assert.rejects(
+    unpackPhoto(packed.chunks, { ...packed, width: 1000, height: 720 }),
+    /wrong size/,
+  );
 });

@@ -14,6 +14,7 @@ import {
   refusal,
   rotate,
   sideBySide,
+  widen,
 } from "./_helpers.ts";
 
 const meta = {
@@ -89,6 +90,53 @@ Deno.test("preparePhoto() turns the Hopper portrait into a 512×512 avatar with 
   const y = (x: number, yy: number) =>
     a.i420[Math.round(yy) * PHOTO_SIZE + Math.round(x)];
   assert(y(point(l, 1).x, point(l, 1).y - 20) > y(60, PHOTO_SIZE - 5) + 50);
+});
+
+Deno.test("preparePhoto() frames landscape and portrait around the face, a third of the height; one without the room is refused", async (t) => {
+  const hopper = fixture("grace_hopper.jpg");
+  const roomy = png(widen(hopper, 1400, 800));
+  const faceShare = (l: Float32Array, h: number) =>
+    (point(l, 152).y - point(l, 10).y) / h;
+  for (
+    const [framing, bytes, w, h] of [
+      ["landscape", roomy, 1280, 720],
+      ["portrait", fixtureBytes("grace_hopper.jpg"), 720, 1280],
+    ] as const
+  ) {
+    await t.step(`${framing}: ${w}×${h}`, async () => {
+      const a = await preparePhoto(bytes, { ...meta, framing });
+      assert.deepEqual([a.width, a.height], [w, h]);
+      assert.equal(a.i420.length, w * h * 3 / 2);
+      assert.equal(a.alpha.length, w * h);
+      const l = a.landmarks;
+      for (let i = 0; i < LANDMARK_COUNT; i++) {
+        const p = point(l, i);
+        assert(p.x > 0 && p.x < w && p.y > 0 && p.y < h, `landmark ${i}`);
+      }
+      // The face (its mesh, brow to chin) about a third of the height, centred
+      // across, in the upper half.
+      const share = faceShare(l, h);
+      assert(share > 0.27 && share < 0.4, `face ${share.toFixed(2)} of it`);
+      const cx = (point(l, 234).x + point(l, 454).x) / 2;
+      assert(Math.abs(cx - w / 2) < 0.05 * w, `face centre at ${cx}`);
+      const cy = (point(l, 10).y + point(l, 152).y) / 2;
+      assert(cy > 0.3 * h && cy < 0.55 * h, `face centre at ${cy} of ${h}`);
+      // The mask covers the face.
+      assert(
+        a.alpha[Math.round(point(l, 1).y) * w + Math.round(point(l, 1).x)] >
+          200,
+      );
+    });
+  }
+  await t.step("landscape from a portrait photo: not enough room", async () => {
+    const e = await refusal(
+      preparePhoto(fixtureBytes("grace_hopper.jpg"), {
+        ...meta,
+        framing: "landscape",
+      }),
+    );
+    assert.equal(e.message, "not enough room around the face for landscape");
+  });
 });
 
 Deno.test("preparePhoto() refuses each bad portrait with its cause", async (t) => {

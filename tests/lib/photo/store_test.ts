@@ -53,8 +53,34 @@ Deno.test("addPhotoAvatar() stores manifest and chunks under the tenant, each ch
       avatar_id: avatar.avatarId,
       name: "Grace Hopper",
       created_at: avatar.createdAt,
+      framing: "square",
+      width: 512,
+      height: 512,
     },
   ]);
+  assert.equal(manifest.framing, "square");
+});
+
+Deno.test("addPhotoAvatar() prepares and stores the framing asked for, in one commit under 800 KiB", async () => {
+  await using s = await setup();
+  const avatar = await add(s.deps, { framing: "portrait" });
+  assert.deepEqual([avatar.width, avatar.height], [720, 1280]);
+  const manifest = await getPhotoManifest(s.kv, "acme", avatar.avatarId);
+  assert.ok(manifest);
+  assert.deepEqual(
+    [manifest.framing, manifest.width, manifest.height, manifest.filter],
+    ["portrait", 720, 1280, "up"],
+  );
+  // (KV refuses a commit of more than 800 KiB: the chunks and the manifest.)
+  assert.ok(manifest.bytes < 760 * 1024, `${manifest.bytes} bytes`);
+  assert.deepEqual(
+    await readPhotoAvatar(s.kv, "acme", avatar.avatarId),
+    avatar,
+  );
+  assert.deepEqual(
+    (await listPhotoAvatars(s.kv, OPERATOR, "acme")).map((e) => e.framing),
+    ["portrait"],
+  );
 });
 
 Deno.test("addPhotoAvatar() stores nothing without consent, with a bad name or a refused photo", async (t) => {
@@ -80,6 +106,16 @@ Deno.test("addPhotoAvatar() stores nothing without consent, with a bad name or a
       "a photo refused (face too small)",
       { bytes: fixtureBytes("astronaut.png") },
       "face too small",
+    ],
+    [
+      "a framing that is none",
+      { framing: "wide" },
+      "framing must be square, landscape or portrait",
+    ],
+    [
+      "a framing the photo has no room for",
+      { framing: "landscape" },
+      "not enough room around the face for landscape",
     ],
   ];
   for (const [name, over, cause] of cases) {

@@ -1,8 +1,8 @@
 /**
- * The prepared 512×512 portrait of a photo avatar as a PNG, for the console's pages. The
- * tenant is the operator's `?tenant=` or a tenant administrator's own: another tenant's
- * avatar is not found, as an unknown one is. Built once per process (lib/photo/preview.ts),
- * served with its ETag: a browser's current copy is answered 304 without a body.
+ * The prepared portrait of a photo avatar (in its framing) as a PNG, for the console's
+ * pages. The tenant is the operator's `?tenant=` or a tenant administrator's own:
+ * another tenant's avatar is not found, as an unknown one is. Built once per process
+ * (lib/photo/preview.ts), served with its ETag: a browser's current copy is answered 304 without a body.
  */
 import type { Ctx } from "../../../../lib/api/http.ts";
 import { isOperator } from "../../../../lib/principal.ts";
