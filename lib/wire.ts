@@ -17,11 +17,13 @@ import { createJanusSfu, sfuIdentity } from "./sfu/mod.ts";
 import { handOffCreate } from "./nodes/handoff.ts";
 import { closePhotoWorker } from "./photo/worker.ts";
 import { countSessions } from "./sessions/metrics.ts";
+import { zeroViewerSeries } from "./media/viewer_stats.ts";
 
 /** Builds the shared dependencies; the caller owns `closeDeps()`. */
 export async function createDeps(options: DepsOptions = {}): Promise<AppDeps> {
   const config = options.config ?? loadConfig(options.env ?? {});
   const metrics = new AppMetrics();
+  zeroViewerSeries(metrics);
   // Every KV operation counted and timed (its metrics and the sizing figures).
   const rawKv = options.kv ?? await openKv(config.kvPath);
   const rawReadKv = options.kv ? rawKv : await openReadKv(config.kvPath, rawKv);

@@ -10,9 +10,27 @@
 import type { AppDeps } from "../deps.ts";
 import { kvTry } from "../kv/store.ts";
 import type { AppMetrics } from "../metrics/registry.ts";
-import { type ClientMessage, clientMessageSchema } from "./protocol.ts";
+import {
+  type ClientMessage,
+  clientMessageSchema,
+  VIEWER_DECODERS,
+} from "./protocol.ts";
 
 export type ClientStats = Extract<ClientMessage, { type: "client.stats" }>;
+
+/**
+ * Every decoder's viewer series at zero from the start (once per app): a series that
+ * first appears with its first observation is no increase to Prometheus' `rate`, so the
+ * first viewers of a decoder would not show on a dashboard.
+ */
+export function zeroViewerSeries(m: AppMetrics): void {
+  for (const decoder of [...VIEWER_DECODERS, "unknown"]) {
+    m.viewerFirstFrame.zero({ decoder });
+    m.viewerGlassToGlass.zero({ decoder });
+    m.viewerStalls.inc({ decoder }, 0);
+    m.viewerUnderruns.inc({ decoder }, 0);
+  }
+}
 
 /** Shortest time between two reports taken, ms. */
 export const CLIENT_STATS_MIN_INTERVAL_MS = 1000;

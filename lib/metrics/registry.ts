@@ -67,7 +67,8 @@ export class AppMetrics {
   });
   /**
    * Sessions created and ended (their record committed by this instance), by transport,
-   * avatar kind and provider; ends by their reason too. `tenant` is a label only when
+   * avatar kind and provider; ends by their reason and final status too (which engine
+   * is failing). `tenant` is a label only when
    * the operator asked for it (`METRICS_TENANT_LABEL`); otherwise it is "".
    */
   readonly sessionsCreated = new client.Counter({
@@ -80,12 +81,13 @@ export class AppMetrics {
   readonly sessionsEnded = new client.Counter({
     name: "avatar_sessions_ended_total",
     help:
-      'Sessions ended, by end reason, final status, transport, avatar kind and tenant ("" unless METRICS_TENANT_LABEL).',
+      'Sessions ended, by end reason, final status, transport, avatar kind, provider type and tenant ("" unless METRICS_TENANT_LABEL).',
     labelNames: [
       "reason",
       "status",
       "transport",
       "avatar_kind",
+      "provider",
       "tenant",
     ] as const,
     registers: [this.registry],

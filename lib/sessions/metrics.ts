@@ -35,6 +35,7 @@ export function countSessions(
         status: rec.status,
         transport: rec.transport,
         avatar_kind: kind,
+        provider: rec.provider_type,
         tenant,
       });
       if (rec.duration_s !== undefined) {

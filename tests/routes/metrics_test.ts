@@ -164,7 +164,7 @@ Deno.test("/metrics counts sessions created and ended by transport, avatar kind,
           assert.match(
             line(
               "avatar_sessions_ended_total",
-              `reason="${reason}",status="${status}",transport="websocket_fmp4",avatar_kind="builtin",tenant="${tenant}"`,
+              `reason="${reason}",status="${status}",transport="websocket_fmp4",avatar_kind="builtin",provider="external_engine",tenant="${tenant}"`,
             ) ?? "",
             / 1$/,
             text,
