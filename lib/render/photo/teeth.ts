@@ -80,6 +80,35 @@ export function closeNotches(top: Float32Array, edge: Float32Array): void {
   }
 }
 
+/** Steepest change of the row's biting edge from column to column (px). */
+export const EDGE_SLOPE = 1.5;
+
+/**
+ * The biting edge with no step in it: where one part of the row shows taller teeth
+ * than the next (a lit part beside a shaded one), the taller part is cut back to a
+ * slope of `EDGE_SLOPE` towards the shorter (a step of 14 to 5 px showed as a hard
+ * rectangle of photo teeth with the drawn mouth under it); a row's height as it
+ * shortens towards its ends and each tooth's scallop are gentler than that.
+ */
+export function easeSteps(top: Float32Array, edge: Float32Array): void {
+  const n = edge.length;
+  const hgt = Float32Array.from(edge, (e, c) => e - top[c]);
+  // (Between columns that both show teeth: the row's own ends are where the drawn
+  // teeth take over.)
+  const shows = (h: number) => h >= 2;
+  for (let c = 1; c < n; c++) {
+    if (shows(hgt[c - 1]) && shows(hgt[c])) {
+      hgt[c] = Math.min(hgt[c], hgt[c - 1] + EDGE_SLOPE);
+    }
+  }
+  for (let c = n - 2; c >= 0; c--) {
+    if (shows(hgt[c + 1]) && shows(hgt[c])) {
+      hgt[c] = Math.min(hgt[c], hgt[c + 1] + EDGE_SLOPE);
+    }
+  }
+  for (let c = 0; c < n; c++) edge[c] = top[c] + hgt[c];
+}
+
 /** Longest visible upper tooth, as a share of the face's height (~11 mm). */
 const MAX_TOOTH = 0.06;
 
@@ -168,6 +197,7 @@ export function photoTeeth(
     edge[c] = Math.max(top[c], v[2]);
   }
   closeNotches(top, edge);
+  easeSteps(top, edge);
   const heights: number[] = [];
   for (let c = 0; c < cols; c++) {
     if (edge[c] > top[c]) heights.push(edge[c] - top[c]);

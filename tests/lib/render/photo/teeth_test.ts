@@ -8,6 +8,8 @@
 import assert from "node:assert/strict";
 import {
   closeNotches,
+  easeSteps,
+  EDGE_SLOPE,
   photoTeeth,
 } from "../../../../lib/render/photo/teeth.ts";
 import type { TeethLayer } from "../../../../lib/render/photo/types.ts";
@@ -80,6 +82,28 @@ Deno.test("closeNotches() raises drops narrower than a tooth, not the row's ends
   closeNotches(top, edge);
   for (let c = 5; c <= 24; c++) assert.equal(edge[c], 12, `column ${c}`);
   for (const c of [0, 4, 25, 29]) assert.equal(edge[c], 0, `column ${c}`);
+});
+
+Deno.test("easeSteps() turns a step in the biting edge into a slope on its tall side; the row's ends and a tooth's scallop stay", () => {
+  // A row lit on its left (teeth 14 px tall) and shaded on its right (5 px: the
+  // scan stopped early), as on a hard-lit portrait; 1-px scallops on the left.
+  const top = Float32Array.from({ length: 60 }, (_, c) => 100 + 0.2 * c);
+  const h = (c: number) =>
+    c < 10 || c > 50 ? 0 : c < 35 ? 13 + (c % 6 < 3 ? 1 : 0) : 5;
+  const edge = Float32Array.from(top, (t, c) => t + h(c));
+  easeSteps(top, edge);
+  const got = Array.from(edge, (e, c) => e - top[c]);
+  for (let c = 11; c <= 50; c++) {
+    assert.ok(
+      Math.abs(got[c] - got[c - 1]) <= EDGE_SLOPE + 1e-4 || c === 11,
+      `columns ${c - 1}–${c}: ${got[c - 1].toFixed(2)} → ${got[c].toFixed(2)}`,
+    );
+  }
+  // Cut back, never raised: the shaded part is as it was, the lit part's far side
+  // untouched (its scallops too), the row's ends where they were.
+  for (let c = 35; c <= 50; c++) assert.ok(Math.abs(got[c] - 5) < 1e-4);
+  for (let c = 10; c < 20; c++) assert.ok(Math.abs(got[c] - h(c)) < 1e-4);
+  for (const c of [0, 9, 51, 59]) assert.equal(got[c], 0);
 });
 
 Deno.test("where the photo's lips hid part of its teeth row, the opened mouth shows teeth there too, not a dark gap", async () => {
