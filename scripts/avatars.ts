@@ -15,9 +15,9 @@ import { ConfigError, loadConfig } from "../lib/config.ts";
 import { openKv } from "../lib/kv/store.ts";
 import {
   addPhotoAvatar,
+  isFraming,
   listPhotoAvatars,
   MAX_PHOTO_BYTES,
-  isFraming,
   photoEntryOf,
   PhotoRefusal,
   removePhotoAvatar,

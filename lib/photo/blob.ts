@@ -138,7 +138,10 @@ export const MAX_PACKED_BYTES = 760 * 1024;
  * The planes of a `width`×`height` raw (Y, U, V, alpha), each as `[offset, width,
  * rows]`.
  */
-function planes(width: number, height: number): Array<[number, number, number]> {
+function planes(
+  width: number,
+  height: number,
+): Array<[number, number, number]> {
   const n = width * height, cw = width >> 1, ch = height >> 1;
   return [
     [0, width, height],
