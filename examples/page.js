@@ -4,12 +4,14 @@ import { AvatarPlayer } from "/avatar.js";
 const $ = (id) => document.getElementById(id);
 const video = $("avatar");
 // `?bg=studio` puts the avatar in its box; by default it stands on this page.
-// `?decoder=video` plays over MSE in the <video> even where WebCodecs exists.
+// `?decoder=video` plays over MSE in the <video> even where WebCodecs exists;
+// `?decoder=webcodecs` uses WebCodecs wherever the browser has it.
 const params = new URLSearchParams(location.search);
 const bgId = params.get("bg") ?? "transparent";
 // `?avatar=ph_…` shows one of the tenant's photo avatars (the console's Photo avatars page).
 const avatarId = params.get("avatar") ?? undefined;
-const decoder = params.get("decoder") === "video" ? "video" : "auto";
+const asked = params.get("decoder");
+const decoder = asked === "video" || asked === "webcodecs" ? asked : "auto";
 
 function log(kind, role, text) {
   const li = document.createElement("li");

@@ -40,6 +40,7 @@ const PAGE_STATE = `(() => ({
   shown: document.getElementById("state")?.textContent ?? null,
   problems: globalThis.__problems ?? null,
   log: (document.getElementById("log")?.textContent ?? "").slice(-400),
+  stats: globalThis.avatarPlayer?.stats ?? null,
 }))()`;
 
 /** Polls `check` until it holds. */
