@@ -51,7 +51,11 @@ export class SocketAdmission {
     }
     if (
       session.status === "created" &&
-      !this.deps.renderSlots.connect(id, session.tenant_id)
+      !this.deps.renderSlots.connect(
+        id,
+        session.tenant_id,
+        session.render_slots ?? 1,
+      )
     ) {
       this.deps.metrics.refused.inc({ kind: "render_capacity" });
       throw new ApiError(

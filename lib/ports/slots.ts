@@ -8,16 +8,31 @@
  * starve the others. Expiry is computed on the injected clock whenever the slots are
  * read, so no timer is needed. The slots are in-process: the renderer runs on the
  * instance that owns the session.
+ *
+ * A session takes as many slots as its picture costs to paint and encode
+ * (`slotsForFrame`): one for a 512×512 square, four for a 1280×720 or 720×1280 framing
+ * (painted in 3.8 times a square's time, `docs/performance.md`). A tenant's first
+ * unconnected lease is never refused for its share, whatever it costs.
  */
+
+/** The frame a slot paints: 512×512. */
+const SLOT_PIXELS = 512 * 512;
+
+/** Slots a session of a `width`×`height` picture takes: its pixels in 512×512 squares. */
+export function slotsForFrame(width: number, height: number): number {
+  return Math.max(1, Math.ceil((width * height) / SLOT_PIXELS));
+}
 
 interface Slot {
   tenantId: string;
+  /** Slots it takes (`slotsForFrame`). */
+  cost: number;
   /** Epoch ms at which an unconnected lease lapses; null once a socket holds it. */
   expiresAt: number | null;
 }
 
 /** Why a reservation was refused. */
-export type ReserveRefusal = "full" | "tenant_share";
+export type ReserveRefusal = "full" | "tenant_share" | "too_large";
 
 export interface RenderSlotsOptions {
   /** Lease of a reservation without a media socket, in ms. */
@@ -55,21 +70,30 @@ export class RenderSlots {
   }
 
   /**
-   * Reserves a lease for `sessionId` of `tenantId` (at create). Null when it holds one;
-   * else why not: `full` (no slot free) or `tenant_share` (the tenant's unconnected leases
-   * already hold its share). Idempotent per session.
+   * Reserves a lease of `cost` slots for `sessionId` of `tenantId` (at create). Null when
+   * it holds one; else why not: `full` (not enough slots free), `tenant_share` (the
+   * tenant's unconnected leases would pass its share) or `too_large` (the instance has
+   * fewer slots than it costs). Idempotent per session.
    */
-  reserve(sessionId: string, tenantId: string): ReserveRefusal | null {
+  reserve(
+    sessionId: string,
+    tenantId: string,
+    cost = 1,
+  ): ReserveRefusal | null {
     this.#sweep();
     if (this.#slots.has(sessionId)) return null;
-    if (this.#slots.size >= this.max) return "full";
-    let leases = 0;
+    if (this.max > 0 && cost > this.max) return "too_large";
+    if (this.#used() + cost > this.max) return "full";
+    let leased = 0;
     for (const slot of this.#slots.values()) {
-      if (slot.tenantId === tenantId && slot.expiresAt !== null) leases++;
+      if (slot.tenantId === tenantId && slot.expiresAt !== null) {
+        leased += slot.cost;
+      }
     }
-    if (leases >= this.tenantShare) return "tenant_share";
+    if (leased > 0 && leased + cost > this.tenantShare) return "tenant_share";
     this.#slots.set(sessionId, {
       tenantId,
+      cost,
       expiresAt: this.#now() + this.#reservationMs,
     });
     return null;
@@ -77,18 +101,26 @@ export class RenderSlots {
 
   /**
    * A media socket for `sessionId` opened: its lease becomes a hold (no expiry), or, when
-   * the lease lapsed, a free slot is taken. False when it has none and none is free.
+   * the lease lapsed, `cost` free slots are taken. False when it has none and not
+   * enough are free.
    */
-  connect(sessionId: string, tenantId: string): boolean {
+  connect(sessionId: string, tenantId: string, cost = 1): boolean {
     this.#sweep();
     const slot = this.#slots.get(sessionId);
     if (slot) {
       slot.expiresAt = null;
       return true;
     }
-    if (this.#slots.size >= this.max) return false;
-    this.#slots.set(sessionId, { tenantId, expiresAt: null });
+    if (this.#used() + cost > this.max) return false;
+    this.#slots.set(sessionId, { tenantId, cost, expiresAt: null });
     return true;
+  }
+
+  /** Slots taken, without a sweep. */
+  #used(): number {
+    let used = 0;
+    for (const slot of this.#slots.values()) used += slot.cost;
+    return used;
   }
 
   /** Frees the slot of `sessionId`; false when it held none. */
@@ -108,10 +140,10 @@ export class RenderSlots {
     return [...this.#slots.keys()];
   }
 
-  /** Slots in use. */
+  /** Slots in use (a session takes its cost). */
   get inUse(): number {
     this.#sweep();
-    return this.#slots.size;
+    return this.#used();
   }
 
   /** Seconds until a lease lapses at the earliest (a `retry_after` hint), at least 1. */

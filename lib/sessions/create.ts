@@ -39,6 +39,7 @@ import {
 import { concurrencyError, insertSession } from "./insert.ts";
 import { toSessionResponse } from "./views.ts";
 import { closeMountpoint } from "../sfu/mod.ts";
+import type { ReserveRefusal } from "../ports/slots.ts";
 import { openSessionMountpoint, resolveTransport } from "./transport.ts";
 import {
   checkProviderTargets,
@@ -210,7 +211,7 @@ export async function startSession(
   }
   checkProviderTargets(deps, input);
   let transport = await resolveTransport(deps, input.transport);
-  const { avatarId, bgId } = await resolveAvatar(
+  const { avatarId, bgId, slots } = await resolveAvatar(
     deps,
     request.tenantId,
     input.avatar_config,
@@ -233,16 +234,12 @@ export async function startSession(
         settings.value as TenantSettings | null,
       );
       if (counterValue(counter) >= limit) throw concurrencyError(limit);
-      const refused = deps.renderSlots.reserve(sessionId, request.tenantId);
-      if (refused) {
-        throw new ApiError(
-          "AVTR_RENDER_CAPACITY",
-          refused === "full"
-            ? "No render capacity is free right now"
-            : "Your tenant's sessions not yet connected hold their share of the render capacity; connect or end them first",
-          { retryAfter: deps.renderSlots.retryAfterS() },
-        );
-      }
+      const refused = deps.renderSlots.reserve(
+        sessionId,
+        request.tenantId,
+        slots,
+      );
+      if (refused) throw capacityError(deps, refused, slots);
       return limit;
     });
     const creds = await inSpan(
@@ -278,6 +275,7 @@ export async function startSession(
         ? { fmp4_fallback: true as const }
         : {}),
       avatar_id: avatarId,
+      ...(slots > 1 ? { render_slots: slots } : {}),
       bg_id: bgId,
       ...(input.webhook_url ? { webhook_url: input.webhook_url } : {}),
       created_at: now,
@@ -321,4 +319,20 @@ export async function startSession(
       }
     }
   }
+}
+
+/** The 503 of a refused render reservation (`RenderSlots.reserve`). */
+function capacityError(
+  deps: AppDeps,
+  refused: ReserveRefusal,
+  slots: number,
+): ApiError {
+  const message = refused === "full"
+    ? "No render capacity is free right now"
+    : refused === "tenant_share"
+    ? "Your tenant's sessions not yet connected hold their share of the render capacity; connect or end them first"
+    : `This avatar's framing takes ${slots} render slots and this instance has ${deps.renderSlots.max}; use a square avatar or raise RENDER_MAX_SESSIONS`;
+  return new ApiError("AVTR_RENDER_CAPACITY", message, {
+    retryAfter: deps.renderSlots.retryAfterS(),
+  });
 }

@@ -19,32 +19,38 @@ import {
 import { vendorCUrl } from "../providers/vendor_c.ts";
 import type { CreateSessionInput } from "../api/schemas.ts";
 import { getPhotoManifest } from "../photo/mod.ts";
+import { slotsForFrame } from "../ports/slots.ts";
 
 /**
  * The avatar and background named by `avatar_config` (catalog defaults when omitted),
  * else 400 `AVTR_RENDER_MISCONFIGURED`. A photo avatar (`ph_…`, DECISIONS 12) must be
  * stored under `tenantId` (another tenant's reads as unknown); without `bg_id` it keeps
- * its own background (`PHOTO_OWN_BG`).
+ * its own background (`PHOTO_OWN_BG`). `slots`: the render slots a session of it takes
+ * (its picture's size: a catalog avatar and a square photo 1, another framing more).
  */
 export async function resolveAvatar(
   deps: AppDeps,
   tenantId: string,
   config: CreateSessionInput["avatar_config"],
-): Promise<{ avatarId: string; bgId: string }> {
+): Promise<{ avatarId: string; bgId: string; slots: number }> {
   const avatarId = config?.avatar_id ?? DEFAULT_AVATAR_ID;
   const photo = avatarId.startsWith("ph_");
-  const known = photo
-    ? await getPhotoManifest(deps.readKv, tenantId, avatarId) !== null
-    : findAvatar(avatarId) !== undefined;
-  if (!known) {
+  const manifest = photo
+    ? await getPhotoManifest(deps.readKv, tenantId, avatarId)
+    : null;
+  const size = manifest ?? findAvatar(avatarId);
+  if (!size) {
     throw new ApiError(
       "AVTR_RENDER_MISCONFIGURED",
       "avatar_config.avatar_id names no avatar of the catalog or of your tenant",
       { param: "avatar_config.avatar_id" },
     );
   }
+  const slots = "size" in size
+    ? slotsForFrame(size.size, size.size)
+    : slotsForFrame(size.width, size.height);
   if (photo && config?.bg_id === undefined) {
-    return { avatarId, bgId: PHOTO_OWN_BG };
+    return { avatarId, bgId: PHOTO_OWN_BG, slots };
   }
   const bgId = config?.bg_id ?? DEFAULT_BG_ID;
   if (!findBackground(bgId)) {
@@ -54,7 +60,7 @@ export async function resolveAvatar(
       { param: "avatar_config.bg_id" },
     );
   }
-  return { avatarId, bgId };
+  return { avatarId, bgId, slots };
 }
 
 /**

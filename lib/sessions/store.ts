@@ -56,6 +56,8 @@ export interface SessionRecord {
    */
   fmp4_fallback?: true;
   avatar_id: string;
+  /** Render slots it takes, when more than one (`slotsForFrame` of its avatar's framing). */
+  render_slots?: number;
   bg_id: string;
   webhook_url?: string;
   created_at: number;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { RenderSlots } from "../../../lib/ports/slots.ts";
+import { RenderSlots, slotsForFrame } from "../../../lib/ports/slots.ts";
 
 /** Slots on a hand-moved clock with a 30-s reservation lease. */
 function slots(max: number) {
@@ -65,4 +65,44 @@ Deno.test("RenderSlots: a lease without a socket lapses; the socket takes a slot
   assert.equal(s.connect("x", "t1"), true);
   clock.t += 3_600_000;
   assert.equal(s.inUse, 2, "held slots never lapse");
+});
+
+Deno.test("slotsForFrame: a 512×512 square or smaller takes one slot; 720p four", () => {
+  assert.equal(slotsForFrame(384, 384), 1);
+  assert.equal(slotsForFrame(512, 512), 1);
+  assert.equal(slotsForFrame(1280, 720), 4);
+  assert.equal(slotsForFrame(720, 1280), 4);
+});
+
+Deno.test("RenderSlots: a session takes its cost in slots, held and lapsed alike", () => {
+  const { s, clock } = slots(6);
+  assert.equal(s.reserve("wide", "a", 4), null);
+  assert.equal(s.inUse, 4);
+  assert.equal(s.reserve("sq1", "b"), null);
+  assert.equal(s.reserve("wide2", "c", 4), "full", "one slot free, not four");
+  assert.equal(s.reserve("sq2", "c"), null);
+  assert.equal(s.reserve("sq3", "d"), "full");
+  assert.equal(s.connect("sq1", "b"), true);
+  // The wide lease lapses: its socket needs four free slots again.
+  clock.t += 30_000;
+  assert.equal(s.inUse, 1);
+  assert.equal(s.reserve("sq3", "d"), null);
+  assert.equal(s.reserve("sq4", "e"), null);
+  assert.equal(s.connect("wide", "a", 4), false, "three free");
+  s.release("sq4");
+  assert.equal(s.connect("wide", "a", 4), true);
+  assert.equal(s.inUse, 6);
+  s.release("wide");
+  assert.equal(s.inUse, 2, "released: all four back");
+});
+
+Deno.test("RenderSlots: a tenant's first lease passes its share whatever it costs; more of them do not", () => {
+  const { s } = slots(8);
+  assert.equal(s.tenantShare, 4);
+  assert.equal(s.reserve("w1", "a", 4), null, "the first: at its share");
+  assert.equal(s.reserve("s1", "a"), "tenant_share");
+  assert.equal(slots(6).s.reserve("w", "a", 4), null, "4 > a share of 3");
+  const small = slots(2).s;
+  assert.equal(small.reserve("w", "a", 4), "too_large");
+  assert.equal(small.inUse, 0);
 });
