@@ -13,6 +13,7 @@ import {
 } from "../../../../lib/photo/mod.ts";
 import { readSession } from "../../../../lib/sessions.ts";
 import { ApiError } from "../../../../lib/errors.ts";
+import type { AppDeps } from "../../../../lib/deps.ts";
 import { mediaHubOf } from "../../../../lib/media/service.ts";
 import { TestClock } from "../../../_helpers.ts";
 import {
@@ -27,6 +28,17 @@ import {
 const HOPPER = Deno.readFileSync(
   new URL("../../../fixtures/photo/grace_hopper.jpg", import.meta.url),
 );
+
+/** Grace Hopper as acme's 720×1280 `portrait` avatar. */
+function addPortrait(deps: AppDeps) {
+  return addPhotoAvatar(deps, OPERATOR, {
+    tenantId: "acme",
+    name: "Grace",
+    bytes: HOPPER,
+    consentBy: "test",
+    framing: "portrait",
+  });
+}
 
 function withAvatar(avatar_config: Record<string, string>) {
   return { ...validBody(), avatar_config };
@@ -119,13 +131,7 @@ Deno.test("a photo session takes its framing's render slots: four for 720×1280,
   const t = await sessionApp({ RENDER_MAX_SESSIONS: "5" }, { clock });
   try {
     const deps = t.app.deps;
-    const portrait = await addPhotoAvatar(deps, OPERATOR, {
-      tenantId: "acme",
-      name: "Grace",
-      bytes: HOPPER,
-      consentBy: "test",
-      framing: "portrait",
-    });
+    const portrait = await addPortrait(deps);
     const acme = await tenantKey(deps, "acme");
     const id = await createOk(
       t,
@@ -163,13 +169,7 @@ Deno.test("a framing that costs more render slots than the instance has is refus
   const t = await sessionApp({ RENDER_MAX_SESSIONS: "3" });
   try {
     const deps = t.app.deps;
-    const portrait = await addPhotoAvatar(deps, OPERATOR, {
-      tenantId: "acme",
-      name: "Grace",
-      bytes: HOPPER,
-      consentBy: "test",
-      framing: "portrait",
-    });
+    const portrait = await addPortrait(deps);
     const body = await assertError(
       await postCreate(t, withAvatar({ avatar_id: portrait.avatarId }), {
         key: await tenantKey(deps, "acme"),
