@@ -23,6 +23,7 @@ import {
 import { Autoplay } from "./autoplay.ts";
 import {
   opusDecodable,
+  opusKnown,
   webCodecsAvailable,
   webCodecsPreferred,
   webCodecsSupports,
@@ -39,8 +40,9 @@ export interface PlaybackOptions {
   iceServers?: IceServer[];
   maxLatencyS: number;
   /**
-   * `auto`: WebCodecs where it is preferred (Chromium), `webcodecs`: wherever the
-   * decoders exist; `video`: always the `<video>`.
+   * `auto`: WebCodecs in Chromium and Firefox where the decoders accept the stream,
+   * `webcodecs`: wherever they exist and decoded audio can be read; `video`: always the
+   * `<video>`.
    */
   decoder?: "auto" | "webcodecs" | "video";
   /** Where a canvas-drawn avatar goes; default one put in the video's place. */
@@ -241,8 +243,7 @@ export class Playback {
     this.#speech.reset();
     this.#captions.reset();
     if (this.#mode === "webcodecs") {
-      this.#wc!.reset();
-      this.#askOpus();
+      this.#wc!.reset(this.#askOpus());
     } else if (this.#mode === "mse") this.#startMse();
     else if (
       this.#o.decoder === "video" ||
@@ -262,7 +263,8 @@ export class Playback {
   /** Picks WebCodecs or MSE for the session on its first init segment. */
   async #choose(init: Uint8Array): Promise<void> {
     this.#checking = true;
-    const ok = await webCodecsSupports(init);
+    // Opus support known before the stream starts: whether its AAC is decoded at all.
+    const [ok] = await Promise.all([webCodecsSupports(init), opusDecodable()]);
     this.#checking = false;
     const held = this.#held ?? [];
     this.#held = null;
@@ -275,9 +277,8 @@ export class Playback {
         onFirstFrame: () => (this.#o.onShown(), this.#startIfPlayable(true)),
         workletUrl: this.#o.audioWorkletUrl,
       });
-      this.#wc.reset();
+      this.#wc.reset(this.#askOpus());
       for (const d of held) this.#wc.append(d);
-      this.#askOpus();
     } else {
       this.#mode = "mse";
       this.#startMse();
@@ -288,17 +289,20 @@ export class Playback {
   /**
    * WebCodecs decodes the stream: the socket is asked for Opus (DECISIONS 6: short
    * frames, no AAC lookahead to hold back) when the stream is AAC and Opus decodes
-   * here; a fresh `media.init` follows.
+   * here; a fresh `media.init` follows. True when it asked now: the AAC stream's audio
+   * is then not decoded (the Opus stream comes one round trip later, and a 96-kHz AAC
+   * output would be closed for it: opening an AudioContext blocks the page). A socket
+   * asked once that answers AAC again is not asked again, and its AAC is decoded.
    */
-  #askOpus(): void {
-    if (this.#askedOpus || /\bopus\b/.test(this.#mime)) return;
+  #askOpus(): boolean {
+    if (
+      this.#askedOpus || /\bopus\b/.test(this.#mime) || opusKnown() !== true
+    ) {
+      return false;
+    }
     this.#askedOpus = true;
-    const mime = this.#mime;
-    void opusDecodable().then((ok) => {
-      if (ok && this.#mime === mime && this.#mode === "webcodecs") {
-        this.#o.send({ type: "media.config", audio: "opus" });
-      }
-    });
+    this.#o.send({ type: "media.config", audio: "opus" });
+    return true;
   }
 
   /**

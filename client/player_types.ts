@@ -22,9 +22,10 @@ export interface AvatarPlayerOptions {
   video: HTMLVideoElement;
   /**
    * How a `websocket_fmp4` stream is decoded: `auto` (default) with WebCodecs in
-   * Chromium-based browsers that accept the stream (drawn on a canvas at lower latency),
-   * else MSE in the `<video>`; `webcodecs` wherever `VideoDecoder` and `AudioDecoder`
-   * exist (untested outside Chromium); `video` always MSE.
+   * Chromium- and Firefox-based browsers that accept the stream (drawn on a canvas at
+   * lower latency), else MSE in the `<video>`; `webcodecs` wherever `VideoDecoder` and
+   * `AudioDecoder` exist (Safari untested; never WebKit on Linux, whose `AudioData`
+   * crashes the page when read); `video` always MSE.
    */
   decoder?: "auto" | "webcodecs" | "video";
   /**

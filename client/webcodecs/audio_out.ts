@@ -10,6 +10,7 @@
  * clock (`mediaTimeUs`) is that less the output's latency: what is heard now. Video is
  * shown on it.
  */
+import { outputLatencyReadable } from "./support.ts";
 
 /** Name the processor registers under. */
 export const AUDIO_OUT_PROCESSOR = "avatar-audio-out";
@@ -170,6 +171,7 @@ export class AudioOut {
   #clock = { ptsUs: 0, frame: 0, playing: false, known: false };
   #pending: Array<{ pcm: Float32Array; ptsUs: number }> = [];
   #resetMsg: Record<string, unknown> | null = null;
+  readonly #readsOutput = outputLatencyReadable();
   /** The stream's rate, and how many of its samples make one output sample. */
   readonly streamRate: number;
   #step: number;
@@ -272,13 +274,21 @@ export class AudioOut {
     if (!c.playing) return c.ptsUs;
     const rate = this.ctx.sampleRate;
     const since = Math.max(0, this.ctx.currentTime - c.frame / rate);
-    const latency = (this.ctx.outputLatency || 0) + (this.ctx.baseLatency || 0);
-    return c.ptsUs + (since - latency) * 1e6;
+    return c.ptsUs + (since - this.#latencyS()) * 1e6;
   }
 
   /** Whether audio is being played (false before the first start and after underruns). */
   get playing(): boolean {
     return this.#clock.playing;
+  }
+
+  /**
+   * The output's latency after the worklet (s): base latency, plus the device's output
+   * latency where reading it is safe (`outputLatencyReadable`).
+   */
+  #latencyS(): number {
+    const output = this.#readsOutput ? this.ctx.outputLatency || 0 : 0;
+    return output + (this.ctx.baseLatency || 0);
   }
 
   resume(): Promise<void> {
@@ -297,9 +307,7 @@ export class AudioOut {
       this.stats.queuedMs = Math.round(
         (m.queued as number) / this.ctx.sampleRate * 1000,
       );
-      this.stats.outputLatencyMs = Math.round(
-        ((this.ctx.outputLatency || 0) + (this.ctx.baseLatency || 0)) * 1000,
-      );
+      this.stats.outputLatencyMs = Math.round(this.#latencyS() * 1000);
       this.#clock = {
         ptsUs: m.clock,
         frame: m.frame as number,

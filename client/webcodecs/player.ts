@@ -55,6 +55,8 @@ export class WebCodecsPlayback {
   #frames: VideoFrame[] = [];
   readonly #sink: SizedSink;
   #needInit = false;
+  /** This stream's audio is decoded only if it is Opus (`reset`). */
+  #holdAudio = false;
   #needKey = true;
   #drewFirst = false;
   #raf = 0;
@@ -110,10 +112,14 @@ export class WebCodecsPlayback {
     return this.#drewFirst;
   }
 
-  /** `media.init`: the next binary frame is a new stream's init segment. */
-  reset(): void {
+  /**
+   * `media.init`: the next binary frame is a new stream's init segment. `holdAudio`:
+   * its audio is not decoded unless it is Opus (another stream, in Opus, was asked for).
+   */
+  reset(holdAudio = false): void {
     this.#dropStream();
     this.#needInit = true;
+    this.#holdAudio = holdAudio;
   }
 
   /** One binary frame of the socket: the init segment after `reset`, else a segment. */
@@ -155,7 +161,9 @@ export class WebCodecsPlayback {
   #start(init: Uint8Array): void {
     this.#tracks = parseInitSegment(init);
     const video = this.#tracks.find((t) => t.kind === "video");
-    const audio = this.#tracks.find((t) => t.kind === "audio");
+    const audio = this.#tracks.find((t) =>
+      t.kind === "audio" && (!this.#holdAudio || t.codec === "opus")
+    );
     if (!video) throw new Error("the stream has no video track");
     this.#stats.streams++;
     this.#needKey = true;

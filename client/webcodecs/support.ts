@@ -1,30 +1,54 @@
 /**
  * Whether a browser can play the socket's fMP4 with WebCodecs: the APIs it needs, the
- * browsers `decoder: "auto"` uses it in, and whether both decoders accept a stream's
+ * engines `decoder: "auto"` uses it in, and whether both decoders accept a stream's
  * configuration (from its init segment, ./fmp4.ts).
  */
 import { type Fmp4Track, parseInitSegment } from "./fmp4.ts";
 
-/**
- * Whether `decoder: "auto"` picks WebCodecs here: Chromium-based browsers, where it is
- * tested (tests/e2e/webcodecs_test.ts, the Chromium matrix). Firefox 153 and WebKitGTK
- * have the decoders, but in the browser matrix Firefox 153.7 played in 4 of 6 runs and
- * in the others never made a sound and its tab stopped answering, and WebKitGTK's page
- * crashed: they stay on MSE until that is understood (`decoder: "webcodecs"` forces
- * it).
- */
-export function webCodecsPreferred(): boolean {
-  const ua = (globalThis.navigator as { userAgentData?: { brands?: unknown } })
-    ?.userAgentData;
-  const brands = Array.isArray(ua?.brands) ? ua.brands : [];
-  return webCodecsAvailable() &&
-    brands.some((b: { brand?: string }) => b?.brand === "Chromium");
+function userAgent(): string {
+  return globalThis.navigator?.userAgent ?? "";
 }
 
-/** Whether this browser has what WebCodecs playback needs. */
-export function webCodecsAvailable(): boolean {
+/**
+ * WebKit on Linux (WebKitGTK, WPE): its WebCodecs audio runs on GStreamer, and there
+ * `AudioData.copyTo` crashes the page's web process (WebKitGTK 2.50.6: every call, in
+ * any format, on the AAC and the Opus decoders' output; `allocationSize` and decoding
+ * themselves work). Without a way to read decoded audio, WebCodecs cannot play there.
+ */
+function gstreamerWebKit(ua = userAgent()): boolean {
+  return /AppleWebKit\//.test(ua) && !/Chrome\/|Chromium\//.test(ua) &&
+    /Linux/.test(ua) && !/Android/.test(ua);
+}
+
+/**
+ * Whether `decoder: "auto"` picks WebCodecs here: Chromium and Firefox, both played
+ * with WebCodecs in the browser matrix (tests/e2e/matrix_*). Safari's WebKit is not
+ * tested here: it plays MediaSource unless `decoder: "webcodecs"` asks.
+ */
+export function webCodecsPreferred(ua = userAgent()): boolean {
+  return webCodecsAvailable(ua) &&
+    (!/AppleWebKit\//.test(ua) || /Chrome\/|Chromium\//.test(ua));
+}
+
+/**
+ * Whether `AudioContext.outputLatency` may be read while audio plays. Not in Firefox:
+ * in its browser matrix (153.8 ESR, PulseAudio) the tab stopped answering within
+ * seconds in most runs where the player read it on each frame, and still when it read
+ * it once a second, while every run that never read it played (3 of 3 reading
+ * `baseLatency` alone on each frame; 8 of 8 reading neither). There the clock counts
+ * the base latency only, so video leads the sound by the device's output latency.
+ */
+export function outputLatencyReadable(ua = userAgent()): boolean {
+  return !/\bFirefox\//.test(ua);
+}
+
+/**
+ * Whether this browser has what WebCodecs playback needs, and can read decoded audio
+ * (not WebKit on GStreamer).
+ */
+export function webCodecsAvailable(ua = userAgent()): boolean {
   const g = globalThis as Record<string, unknown>;
-  return typeof g.VideoDecoder === "function" &&
+  return !gstreamerWebKit(ua) && typeof g.VideoDecoder === "function" &&
     typeof g.AudioDecoder === "function" &&
     typeof g.AudioWorkletNode === "function" &&
     typeof g.EncodedVideoChunk === "function";
@@ -70,6 +94,13 @@ export function audioConfig(t: Fmp4Track): AudioDecoderConfig {
 }
 
 let opus: Promise<boolean> | null = null;
+let opusAnswer: boolean | null = null;
+
+/** `opusDecodable`'s answer once known, else null (and the question is asked). */
+export function opusKnown(): boolean | null {
+  void opusDecodable();
+  return opusAnswer;
+}
 
 /**
  * Whether this browser's `AudioDecoder` decodes the Opus the service sends a WebCodecs
@@ -83,5 +114,6 @@ export function opusDecodable(): Promise<boolean> {
       numberOfChannels: 1,
     }).then((r) => r.supported === true, () => false)
     : Promise.resolve(false);
+  void opus.then((ok) => opusAnswer = ok);
   return opus;
 }

@@ -47,6 +47,11 @@ export interface MatrixOptions {
    * run the example page as it ships (WebCodecs, transparent avatar).
    */
   webCodecs?: boolean;
+  /**
+   * Also run the example page with `?decoder=webcodecs`: the client must play MSE
+   * instead where WebCodecs cannot play (WebKitGTK: reading decoded audio crashes it).
+   */
+  forcedWebCodecsPlaysMse?: boolean;
 }
 
 /** One session in the browser, from Start to End. */
@@ -200,8 +205,9 @@ async function shippedSession(
   pageBase: string,
   ctx: { pulse: Pulse; mic: { frames: number } },
   decoder: "webcodecs" | "mse",
+  query = "",
 ): Promise<void> {
-  await page.goto(pageBase);
+  await page.goto(pageBase + query);
   await page.eval(COLLECT);
   await page.eval(`(document.getElementById("start").click(), true)`);
   await until(
@@ -209,7 +215,7 @@ async function shippedSession(
     decoder === "webcodecs"
       ? `(() => { const s = globalThis.avatarPlayer?.stats;
       return s?.decoder === "webcodecs" && s.webcodecs.framesDrawn > 25 &&
-        s.webcodecs.clockMs > 1000; })()`
+        s.webcodecs.audioCodec === "opus" && s.webcodecs.clockMs > 1000; })()`
       : `(() => { const v = document.querySelector("video");
       return globalThis.avatarPlayer?.stats.decoder === "mse" && v.hidden &&
         !v.paused && v.currentTime > 1 &&
@@ -224,6 +230,23 @@ async function shippedSession(
     })`,
     ctx.mic,
   );
+  if (decoder === "webcodecs") {
+    // A takeover: the new socket's stream is asked for Opus again, drawn and heard
+    // (the audio clock, which only runs while the output plays, moves on).
+    const before = await page.eval<{ streams: number; clockMs: number }>(
+      `(({ streams, clockMs }) => ({ streams, clockMs }))(avatarPlayer.stats.webcodecs)`,
+    );
+    await page.eval(`(avatarPlayer._ws.close(), true)`);
+    await until(
+      page,
+      `(() => { const s = avatarPlayer.stats.webcodecs;
+        return s.streams > ${before.streams} &&
+          s.audioCodec === "opus" && s.clockMs > ${
+        before.clockMs + 1000
+      }; })()`,
+      "the taken-over stream drawn and heard",
+    );
+  }
   await page.eval(`(document.getElementById("end").click(), true)`);
   assert.equal(await until(page, ENDED, "the end"), "ended requested");
   assert.deepEqual(await page.eval(`globalThis.__problems`), []);
@@ -303,6 +326,21 @@ export async function runMatrix(
         await shippedSession(page!, pageBase, ctx, decoder);
       },
     );
+    if (options.forcedWebCodecsPlaysMse) {
+      await t.step(
+        "websocket_fmp4 with decoder=webcodecs where it cannot play: mse, sound, captions",
+        async () => {
+          current = "websocket_fmp4";
+          await shippedSession(
+            page!,
+            pageBase,
+            ctx,
+            "mse",
+            "/?decoder=webcodecs",
+          );
+        },
+      );
+    }
     if (options.autoPlays === "mse") {
       await t.step(
         "webrtc_sfu: the fatal unsupported_media at once, no reconnect",
