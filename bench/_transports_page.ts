@@ -32,7 +32,7 @@ globalThis.WebSocket = class extends NativeWs {
   }
 };
 const NativePc = globalThis.RTCPeerConnection;
-globalThis.RTCPeerConnection = class extends NativePc {
+if (NativePc) globalThis.RTCPeerConnection = class extends NativePc {
   constructor(...a) {
     super(...a);
     this.addEventListener("iceconnectionstatechange", () => {
@@ -86,10 +86,12 @@ globalThis.play = (o) => new Promise((resolve) => {
   player.on("state", ({ state }) => {
     if (state === "open" && !out.openAt) out.openAt = performance.now();
   });
-  player.on("error", ({ code }) => out.errors.push(code));
   let until = 0;
   let underrunsAtStart = 0;
+  let finished = false;
   const finish = () => {
+    if (finished) return;
+    finished = true;
     for (const [k, t] of Object.entries(marks)) out.steps[k] = t - out.openAt;
     const s = player.stats;
     out.decoder = s.decoder;
@@ -99,6 +101,11 @@ globalThis.play = (o) => new Promise((resolve) => {
     player.close();
     resolve(out);
   };
+  // A row this browser cannot play (no H.264 in its WebRTC) ends at its fatal error.
+  player.on("error", ({ code, fatal }) => {
+    out.errors.push(code);
+    if (fatal) finish();
+  });
   /** One presented frame: its stamp read from \`source\` (\`width\` wide), shown at \`shown\`. */
   const sample = (source, width, shown) => {
     if (out.firstFrameMs === null && out.openAt) {

@@ -25,9 +25,14 @@
  * and one `RESULT {…}` JSON line. Options: `--sessions <n>` per row (default 3),
  * `--window <s>` of playback per session (default 8), `--fresh-tabs` to play each
  * session in a new tab (each pays its page's media start, as a page loaded for one
- * session does; by default one tab plays them all, as in the earlier rounds).
+ * session does; by default one tab plays them all, as in the earlier rounds),
+ * `--browser chromium|firefox|webkit` (default chromium; Firefox ESR and WebKitGTK as
+ * the browser matrix drives them, each with its own PulseAudio sink: the rows a browser
+ * cannot play say how it failed or what played instead).
  */
 import { chromium } from "playwright-core";
+import { openFirefox, openWebKit } from "../tests/e2e/_drivers.ts";
+import { startPulse } from "../tests/e2e/_desktop.ts";
 import { bundleBrowserClient } from "../examples/backend.ts";
 import { FUZZ_ADMIN_KEY, startService } from "../fuzz/_lib.ts";
 import { startExampleEngine } from "../scripts/example_engine.ts";
@@ -65,6 +70,77 @@ const STEPS = [
   "playing",
 ] as const;
 
+type BrowserName = "chromium" | "firefox" | "webkit";
+
+function browserName(): BrowserName {
+  const i = Deno.args.indexOf("--browser");
+  const name = i >= 0 ? Deno.args[i + 1] : "chromium";
+  if (name !== "chromium" && name !== "firefox" && name !== "webkit") {
+    throw new Error("--browser must be chromium, firefox or webkit");
+  }
+  return name;
+}
+
+/** A page that runs `PAGE`'s `play`. */
+interface Tab {
+  goto(url: string): Promise<void>;
+  play(o: Record<string, unknown>): Promise<Played>;
+  close(): Promise<void>;
+}
+
+/** The browser the rows play in: tabs of it, its version, its teardown. */
+async function openTabs(name: BrowserName): Promise<{
+  version: string;
+  newTab(): Promise<Tab>;
+  close(): Promise<void>;
+}> {
+  if (name === "chromium") {
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--autoplay-policy=no-user-gesture-required",
+      ],
+    });
+    return {
+      version: `chromium/${browser.version()}`,
+      newTab: async () => {
+        const p = await browser.newPage();
+        return {
+          goto: async (url) => void await p.goto(url),
+          play: (o) =>
+            p.evaluate((o) =>
+              (globalThis as unknown as {
+                play: (o: unknown) => Promise<Played>;
+              }).play(o), o),
+          close: () => p.close(),
+        };
+      },
+      close: () => browser.close(),
+    };
+  }
+  // One page per driver: a fresh tab is the same page loaded again.
+  const pulse = await startPulse();
+  const driver = name === "firefox"
+    ? await openFirefox(pulse.server)
+    : await openWebKit(pulse.server);
+  const tab: Tab = {
+    goto: (url) => driver.goto(url),
+    play: (o) => driver.eval<Played>(`play(${JSON.stringify(o)})`),
+    close: () => Promise.resolve(),
+  };
+  return {
+    version: driver.version,
+    newTab: () => Promise.resolve(tab),
+    close: async () => {
+      await driver.close();
+      await pulse.stop();
+    },
+  };
+}
+
 function pct(xs: number[], p: number): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -95,22 +171,16 @@ async function main(): Promise<void> {
         })
         : new Response(PAGE, { headers: { "content-type": "text/html" } }),
   );
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--autoplay-policy=no-user-gesture-required",
-    ],
-  });
+  const pageUrl = `http://127.0.0.1:${page.addr.port}/`;
+  const browser = await openTabs(browserName());
+  console.log(`browser: ${browser.version}`);
   const results = Object.fromEntries(
     TRANSPORTS.map((t) => [t, [] as Played[]]),
   ) as Record<Row, Played[]>;
   try {
     const freshTabs = Deno.args.includes("--fresh-tabs");
-    const shared = freshTabs ? null : await browser.newPage();
-    await shared?.goto(`http://127.0.0.1:${page.addr.port}/`);
+    const shared = freshTabs ? null : await browser.newTab();
+    await shared?.goto(pageUrl);
     /** One session of `row` (in a new tab with `--fresh-tabs`). */
     const playOne = async (row: Row, ms: number): Promise<Played> => {
       const { transport, decoder } = ROWS[row];
@@ -133,13 +203,10 @@ async function main(): Promise<void> {
       });
       const s = await res.json();
       if (res.status !== 200) throw new Error(JSON.stringify(s));
-      const tab = shared ?? await browser.newPage();
+      const tab = shared ?? await browser.newTab();
       try {
-        if (!shared) await tab.goto(`http://127.0.0.1:${page.addr.port}/`);
-        return await tab.evaluate((o) =>
-          (globalThis as unknown as {
-            play: (o: unknown) => Promise<Played>;
-          }).play(o), {
+        if (!shared) await tab.goto(pageUrl);
+        return await tab.play({
           sessionId: s.session_id,
           token: s.client_token,
           expiresAt: s.expires_at,

@@ -7,6 +7,18 @@
  */
 import type { WebCodecsPlayback } from "./webcodecs/player.ts";
 
+/** Whether the browser says audio contexts may start without a gesture. */
+function audioContextsAllowed(): boolean {
+  const nav = globalThis.navigator as {
+    getAutoplayPolicy?: (type: string) => string;
+  } | undefined;
+  try {
+    return nav?.getAutoplayPolicy?.("audiocontext") === "allowed";
+  } catch {
+    return false;
+  }
+}
+
 export class Autoplay {
   #blocked = false;
   #resumeTried = false;
@@ -18,11 +30,17 @@ export class Autoplay {
     private readonly onBlocked: () => void,
   ) {}
 
-  /** WebCodecs: resumes its suspended audio once; still suspended, it is blocked. */
+  /**
+   * WebCodecs: resumes its suspended audio once; still suspended, it is blocked —
+   * unless the browser says its policy allows audio contexts (Firefox's
+   * `navigator.getAutoplayPolicy`), where the resume is only slow (Firefox opens its
+   * audio stream for it: the next media segment found it still suspended).
+   */
   startWebCodecs(wc: WebCodecsPlayback): void {
     if (this.#blocked || !wc.hasMedia || !wc.suspended) return;
     // An audio context that stays suspended after a resume waits for a gesture.
     if (this.#resumeTried) {
+      if (audioContextsAllowed()) return;
       this.#blocked = true;
       this.onBlocked();
     } else void wc.play();

@@ -86,6 +86,8 @@ export async function openFirefox(pulseServer: string): Promise<PageDriver> {
       "media.gmp-manager.url": "http://127.0.0.1:9/",
       "media.gmp-gmpopenh264.autoupdate": false,
       "media.autoplay.default": 0,
+      // Web Audio too, as Chromium's flag allows it (the bench plays without a click).
+      "media.autoplay.block-webaudio": false,
       "media.navigator.streams.fake": true,
       "media.navigator.permission.disabled": true,
     },
