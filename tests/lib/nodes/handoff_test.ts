@@ -300,3 +300,42 @@ Deno.test("a photo avatar is checked on the control plane and again on the node 
     await topo.close();
   }
 });
+
+Deno.test("a portrait photo session goes to a node with four render slots free; a node with fewer refuses it and the next takes it", async () => {
+  const topo = await startTopology([
+    { RENDER_MAX_SESSIONS: "5" },
+    { RENDER_MAX_SESSIONS: "4" },
+  ]);
+  try {
+    const [busy, roomy] = topo.nodes;
+    // Two square sessions land on the node with most free slots: 3 left there.
+    for (let i = 0; i < 2; i++) {
+      const res = await topo.create();
+      assert.equal(res.status, 200);
+      assert.equal(await topo.ownerOf((await res.json()).session_id), busy);
+    }
+    assert.equal(busy.app.deps.renderSlots.inUse, 2);
+    const portrait = await addPhotoAvatar(topo.control.app.deps, OPERATOR, {
+      tenantId: "admin",
+      name: "Grace",
+      bytes: Deno.readFileSync(
+        new URL("../../fixtures/photo/grace_hopper.jpg", import.meta.url),
+      ),
+      consentBy: "test",
+      framing: "portrait",
+    });
+    // The registry still says 5 free on the busy node: it is tried first, refuses.
+    const res = await topo.create(
+      engineBody(topo.engine, {
+        avatar_config: { avatar_id: portrait.avatarId },
+      }),
+    );
+    assert.equal(res.status, 200);
+    const id = (await res.json()).session_id;
+    assert.equal(await topo.ownerOf(id), roomy);
+    assert.equal(roomy.app.deps.renderSlots.inUse, 4);
+    assert.equal(busy.app.deps.renderSlots.inUse, 2);
+  } finally {
+    await topo.close();
+  }
+});
