@@ -257,6 +257,14 @@ Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", a
         await page.screenshot({
           path: new URL("topology_photo.png", SHOTS).pathname,
         });
+        // Ended: a portrait holds four of its node's render slots, all it has.
+        await page.getByRole("button", { name: "End", exact: true }).click();
+        await page.waitForFunction(
+          () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
+          undefined,
+          WAIT,
+        );
+        assert.equal((await session(id)).status, "ended");
       },
     );
 
