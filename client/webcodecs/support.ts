@@ -9,6 +9,9 @@ function userAgent(): string {
   return globalThis.navigator?.userAgent ?? "";
 }
 
+/** A Chromium-based browser's user agent (it names WebKit too). */
+const CHROMIUM_UA = /Chrome\/|Chromium\//;
+
 /**
  * WebKit on Linux (WebKitGTK, WPE): its WebCodecs audio runs on GStreamer, and there
  * `AudioData.copyTo` crashes the page's web process (WebKitGTK 2.50.6: every call, in
@@ -16,7 +19,7 @@ function userAgent(): string {
  * themselves work). Without a way to read decoded audio, WebCodecs cannot play there.
  */
 function gstreamerWebKit(ua = userAgent()): boolean {
-  return /AppleWebKit\//.test(ua) && !/Chrome\/|Chromium\//.test(ua) &&
+  return /AppleWebKit\//.test(ua) && !CHROMIUM_UA.test(ua) &&
     /Linux/.test(ua) && !/Android/.test(ua);
 }
 
@@ -27,7 +30,7 @@ function gstreamerWebKit(ua = userAgent()): boolean {
  */
 export function webCodecsPreferred(ua = userAgent()): boolean {
   return webCodecsAvailable(ua) &&
-    (!/AppleWebKit\//.test(ua) || /Chrome\/|Chromium\//.test(ua));
+    (!/AppleWebKit\//.test(ua) || CHROMIUM_UA.test(ua));
 }
 
 /**

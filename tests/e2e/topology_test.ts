@@ -219,6 +219,16 @@ Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", a
     );
     const { page, pageBase } = front;
     const controlWs = control.base.replace(/^http/, "ws");
+    /** Ends the page's session `id` with its End button, through the control plane. */
+    const endOnPage = async (id: string) => {
+      await page.getByRole("button", { name: "End", exact: true }).click();
+      await page.waitForFunction(
+        () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
+        undefined,
+        WAIT,
+      );
+      assert.equal((await session(id)).status, "ended");
+    };
     let first = "";
     let lost: Instance;
 
@@ -258,13 +268,7 @@ Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", a
           path: new URL("topology_photo.png", SHOTS).pathname,
         });
         // Ended: a portrait holds four of its node's render slots, all it has.
-        await page.getByRole("button", { name: "End", exact: true }).click();
-        await page.waitForFunction(
-          () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
-          undefined,
-          WAIT,
-        );
-        assert.equal((await session(id)).status, "ended");
+        await endOnPage(id);
       },
     );
 
@@ -296,13 +300,7 @@ Deno.test("topology: a sandboxed control plane, two media nodes, one KV file", a
           path: new URL("topology.png", SHOTS).pathname,
         });
         // Ended through the control plane too.
-        await page.getByRole("button", { name: "End", exact: true }).click();
-        await page.waitForFunction(
-          () => (globalThis as unknown as Win).avatarPlayer.state === "ended",
-          undefined,
-          WAIT,
-        );
-        assert.equal((await session(id)).status, "ended");
+        await endOnPage(id);
         assert.deepEqual(front!.browser.problems, []);
       },
     );
