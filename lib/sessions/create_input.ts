@@ -38,17 +38,17 @@ export async function resolveAvatar(
   const manifest = photo
     ? await getPhotoManifest(deps.readKv, tenantId, avatarId)
     : null;
-  const size = manifest ?? findAvatar(avatarId);
-  if (!size) {
+  const drawn = photo ? undefined : findAvatar(avatarId);
+  if (!manifest && !drawn) {
     throw new ApiError(
       "AVTR_RENDER_MISCONFIGURED",
       "avatar_config.avatar_id names no avatar of the catalog or of your tenant",
       { param: "avatar_config.avatar_id" },
     );
   }
-  const slots = "size" in size
-    ? slotsForFrame(size.size, size.size)
-    : slotsForFrame(size.width, size.height);
+  const slots = manifest
+    ? slotsForFrame(manifest.width, manifest.height)
+    : slotsForFrame(drawn!.size, drawn!.size);
   if (photo && config?.bg_id === undefined) {
     return { avatarId, bgId: PHOTO_OWN_BG, slots };
   }
