@@ -45,6 +45,12 @@ function darken(
   }
 }
 
+/**
+ * How much of the photo's upper row rounded lips hide (at full rounding, with no teeth
+ * asked for): the lip comes down over it, so its lower part shows under the lip.
+ */
+const ROUND_COVER = 0.75;
+
 const TOOTH_EDGES = [0, 0.2, 0.36, 0.5, 0.62, 0.72];
 
 /**
@@ -206,7 +212,7 @@ export const drawMouth: DrawInterior = (
       // Rounded lips stand forward of the teeth and gather at the corners: the
       // middle teeth show, in shade, not a smile's full row.
       const rounded = Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth));
-      let upperA = 0, ownK = 0, ownC = -1, biteU = edgeU;
+      let upperA = 0, ownK = 0, ownC = -1, biteU = edgeU, cover = 0;
       if (own) {
         // The photo's teeth where it shows them; where its lips hid part of the row
         // (a column of the mouth without them), drawn ones in their tone and the
@@ -217,6 +223,10 @@ export const drawMouth: DrawInterior = (
           ownK = own.presence[c], ownC = own.nearest[c];
           const tall = ownC >= 0 ? own.edge[ownC] - own.top[ownC] : own.height;
           biteU = own.top[c] + own.height + (tall - own.height) * ownK;
+          // Rounded lips come down over the row as they push forward: only
+          // its lower part shows under the upper lip, its biting edge higher.
+          cover = ROUND_COVER * m.round * (1 - m.teeth) * (biteU - own.top[c]);
+          biteU -= cover;
           upperA = (1 - smoothstep(0.75, 1, au)) *
             (1 - m.round * smoothstep(0.15, 0.5, au)) *
             (ownK + (1 - ownK) * front) *
@@ -243,7 +253,7 @@ export const drawMouth: DrawInterior = (
         const c = Math.round(hx) - own.x0;
         const L = own.layer, sx = own.x0 + ownC + (hx - Math.round(hx));
         const lx = sx - L.x - 0.5,
-          ly = hy - own.top[c] + own.top[ownC] - L.y - 0.5;
+          ly = hy + cover - own.top[c] + own.top[ownC] - L.y - 0.5;
         const cx = (lx + 0.5) / 2 - 0.5, cyy = (ly + 0.5) / 2 - 0.5;
         const k = (0.5 + 0.5 * lipShadow) * (0.88 + 0.12 * dim);
         const a = upperA * ownK;

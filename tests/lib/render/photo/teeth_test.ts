@@ -3,7 +3,8 @@
  * narrower than a tooth. A shaded line that stopped six columns' scan a few pixels
  * under the lip drew, on every open vowel, a dark gap as if a tooth were missing; and
  * where the photo's lips hid part of the row, the opened mouth showed its dark inside
- * there, half a row of teeth missing; where the row ended, a hard edge and a dark block.
+ * there, half a row of teeth missing; where the row ended, a hard edge and a dark block;
+ * rounded lips (O, U) showed a smile's whole row filling the small opening (buck teeth).
  */
 import assert from "node:assert/strict";
 import {
@@ -203,4 +204,43 @@ Deno.test("where the photo's teeth row ends, drawn teeth take over gradually: no
   for (let x = end - 8; x <= end + 8; x++) {
     assert.ok(col(x) > 0.5 * lit, `column ${x - end} from the end: ${col(x)}`);
   }
+});
+
+Deno.test("rounded lips (O, U) show only the lower part of the photo's teeth row under the upper lip, the dark inside below it; an open aa keeps the whole row", async () => {
+  const smile = await smileAvatar();
+  const own = buildRig(smile).photoTeeth!;
+  const p = createPhotoPainter(smile, { bg: null, seed: 1 });
+  const x = Math.round(own.x0 + own.edge.length / 2), c = x - own.x0;
+  // Down the mouth's middle (five columns' mean): rows lit like teeth, rows as dark
+  // as the inside.
+  const rows = (v: "O" | "U" | "aa") => {
+    const { state, weights } = faceWith({ [visemeIndex(v)]: 1 });
+    const f = paintOnce(p, state, weights).data;
+    let teeth = 0, dark = 0;
+    for (
+      let y = Math.round(own.top[c]) - 4;
+      y < own.top[c] + 3 * own.height;
+      y++
+    ) {
+      let s = 0;
+      for (let dx = -2; dx <= 2; dx++) s += f[y * smile.width + x + dx];
+      if (s / 5 > 0.9 * own.y) teeth++;
+      else if (s / 5 < 0.5 * own.y) dark++;
+    }
+    return { teeth, dark };
+  };
+  for (const v of ["O", "U"] as const) {
+    const { teeth, dark } = rows(v);
+    // (Before: 8 rows of teeth over 7 rows of the inside in O, 8 over 1 in U.)
+    assert.ok(dark > 0, `${v}: the lips are apart`);
+    assert.ok(
+      teeth / (teeth + dark) <= 0.4,
+      `${v}: ${teeth} rows of teeth over ${dark} of the inside`,
+    );
+  }
+  const aa = rows("aa");
+  assert.ok(
+    aa.teeth >= 0.6 * own.height,
+    `aa: ${aa.teeth} rows of teeth, the row ${own.height.toFixed(1)} tall`,
+  );
 });
