@@ -167,10 +167,33 @@ export function teethPercent(f: RgbFrame, mesh: ArrayLike<number>): number {
   return 100 * n / px.length;
 }
 
-/** The open eye's tones (luma) on the rest frame: its iris and the lid above it. */
+/**
+ * The open eye's tones on the rest frame: its iris and the lid above it (luma), and
+ * their colours (median U, V).
+ */
 export interface EyeTones {
   iris: number;
   lid: number;
+  irisUv: [number, number];
+  lidUv: [number, number];
+}
+
+/** Pixel `i`'s chroma (BT.601 U, V). */
+function uvAt(f: RgbFrame, i: number): [number, number] {
+  const r = f.data[3 * i], g = f.data[3 * i + 1], b = f.data[3 * i + 2];
+  return [
+    128 - 0.169 * r - 0.331 * g + 0.5 * b,
+    128 + 0.5 * r - 0.419 * g - 0.081 * b,
+  ];
+}
+
+/** Median chroma of pixels `px`. */
+function medianUv(f: RgbFrame, px: number[]): [number, number] {
+  const uv = px.map((i) => uvAt(f, i));
+  return [
+    quantile(uv.map((c) => c[0]), 0.5),
+    quantile(uv.map((c) => c[1]), 0.5),
+  ];
 }
 
 /** Mesh points of an iris: its centre, then four on its rim (MediaPipe's 468–477). */
@@ -201,7 +224,7 @@ export function eyeTones(
   const iris: number[] = [];
   for (const i of insidePolygon(poly, f.width, f.height)) {
     const x = i % f.width + 0.5, y = Math.floor(i / f.width) + 0.5;
-    if (Math.hypot(x - ix, y - iy) <= r) iris.push(lumaAt(f, i));
+    if (Math.hypot(x - ix, y - iy) <= r) iris.push(i);
   }
   const ys = poly.map((p) => p[1]), xs = poly.map((p) => p[0]);
   const h = Math.max(...ys) - Math.min(...ys);
@@ -215,11 +238,16 @@ export function eyeTones(
     const top = topAt(poly, x + 0.5);
     for (let y = Math.round(top - h); y <= top - 0.3 * h; y++) {
       if (x >= 0 && y >= 0 && x < f.width && y < f.height) {
-        lid.push(lumaAt(f, y * f.width + x));
+        lid.push(y * f.width + x);
       }
     }
   }
-  return { iris: quantile(iris, 0.5), lid: quantile(lid, 0.75) };
+  return {
+    iris: quantile(iris.map((i) => lumaAt(f, i)), 0.5),
+    lid: quantile(lid.map((i) => lumaAt(f, i)), 0.75),
+    irisUv: medianUv(f, iris),
+    lidUv: medianUv(f, lid),
+  };
 }
 
 /** The highest (least y) point of `poly`'s outline over the column `x`. */
@@ -234,11 +262,15 @@ function topAt(poly: Array<[number, number]>, x: number): number {
   return top;
 }
 
+/** Weight of a chroma difference against a luma one when telling iris from lid. */
+const CHROMA_WEIGHT = 2;
+
 /**
  * Share (%) of the pixels inside an eye (`eye`'s lid margin from `eyeMesh`, shrunk by
  * 15 %: the open eye's, for a blink frame, whose own margin has closed) that show the
- * iris: darker than halfway from the open iris's luma to the lid's (`tones`), and
- * part of a patch at least 3 px thick (an opening by a 3×3 square drops the lashes'
+ * iris: darker than halfway from the open iris's luma to the lid's (`tones`), nearer
+ * the iris's tone than the lid's in luma and colour (a shaded lid over a light iris is
+ * as dark as the iris, not as blue), and part of a patch at least 3 px thick (an opening by a 3×3 square drops the lashes'
  * line, 1–2 px at 512, where a closed lid meets the lower one; an iris showing
  * through a lid is a wedge, thicker).
  */
@@ -254,13 +286,24 @@ export function irisPercent(
   const W = f.width, H = f.height;
   const at = (x: number, y: number) =>
     x >= 0 && y >= 0 && x < W && y < H ? y * W + x : -1;
+  // Iris-like: darker than half way to the lid, and nearer the iris's tone than the
+  // lid's, colour included (a light iris is barely darker than a lid in shade; its
+  // colour tells them apart).
+  const far = (i: number, y: number, uv: [number, number]) => {
+    const [u, v] = uvAt(f, i);
+    return (lumaAt(f, i) - y) ** 2 +
+      (CHROMA_WEIGHT * (u - uv[0])) ** 2 + (CHROMA_WEIGHT * (v - uv[1])) ** 2;
+  };
+  const irisLike = (i: number) =>
+    lumaAt(f, i) < cut &&
+    far(i, tones.iris, tones.irisUv) < far(i, tones.lid, tones.lidUv);
   const dark = new Set<number>();
   for (const i of px) {
     const x = i % W, y = Math.floor(i / W);
     for (let dy = -2; dy <= 2; dy++) {
       for (let dx = -2; dx <= 2; dx++) {
         const j = at(x + dx, y + dy);
-        if (j >= 0 && lumaAt(f, j) < cut) dark.add(j);
+        if (j >= 0 && irisLike(j)) dark.add(j);
       }
     }
   }

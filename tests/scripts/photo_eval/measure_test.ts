@@ -204,6 +204,43 @@ Deno.test("irisPercent() sees the iris of an open eye, none under a shut lid, a 
   assert.ok(wedgePct > 8, `wedge ${wedgePct}%`);
 });
 
+Deno.test("irisPercent() tells a light iris from a lid in shade as dark as it by colour", () => {
+  const mesh = faceMesh();
+  const skin: Rgb = [200, 160, 140];
+  // A grey-blue iris (luma ~105) under a lid whose skin is ~125 where lit.
+  const iris: Rgb = [90, 105, 135];
+  const lidSkin: Rgb = [165, 118, 98];
+  const open = frame(skin, (x, y) => {
+    if (y < 82 && y > 66 && Math.abs(x - 70) < 14) return lidSkin;
+    if (!inEllipse(x, y, 70, 90, 18, 8)) return null;
+    return Math.hypot(x - 70, y - 90) < 7 ? iris : [235, 235, 230];
+  });
+  const tones = eyeTones(open, mesh, RIGHT_EYE);
+  // Shut, the lid's skin comes down in shade: darker than half way to the iris.
+  const shade: Rgb = [140, 98, 80];
+  assert.ok(
+    0.299 * shade[0] + 0.587 * shade[1] + 0.114 * shade[2] <
+      (tones.iris + tones.lid) / 2,
+    JSON.stringify(tones),
+  );
+  const shut = frame(
+    skin,
+    (x, y) => inEllipse(x, y, 70, 90, 18, 8) ? shade : null,
+  );
+  const shutPct = irisPercent(shut, mesh, tones, RIGHT_EYE);
+  assert.ok(shutPct < 1, `shut ${shutPct}%`);
+  // The same iris poking through the lid: counted.
+  const wedge = frame(
+    skin,
+    (x, y) =>
+      inEllipse(x, y, 70, 90, 18, 8)
+        ? (y > 86 && Math.abs(x - 70) < 8 ? iris : shade)
+        : null,
+  );
+  const wedgePct = irisPercent(wedge, mesh, tones, RIGHT_EYE);
+  assert.ok(wedgePct > 8, `wedge ${wedgePct}%`);
+});
+
 Deno.test("lipGap() and eyeOpening() measure along the face, whatever its roll", () => {
   const mesh = faceMesh();
   const set = (
