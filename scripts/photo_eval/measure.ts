@@ -270,9 +270,9 @@ const CHROMA_WEIGHT = 2;
  * 15 %: the open eye's, for a blink frame, whose own margin has closed) that show the
  * iris: darker than halfway from the open iris's luma to the lid's (`tones`), nearer
  * the iris's tone than the lid's in luma and colour (a shaded lid over a light iris is
- * as dark as the iris, not as blue), and part of a patch at least 3 px thick (an opening by a 3×3 square drops the lashes'
- * line, 1–2 px at 512, where a closed lid meets the lower one; an iris showing
- * through a lid is a wedge, thicker).
+ * as dark as the iris, not as blue), and part of a patch at least 3 px thick (an
+ * opening by a 3×3 square drops the lashes' line, 1–2 px at 512, where a closed lid
+ * meets the lower one; an iris showing through a lid is a wedge, thicker).
  */
 export function irisPercent(
   f: RgbFrame,
