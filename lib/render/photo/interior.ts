@@ -49,7 +49,7 @@ function darken(
  * How much of the photo's upper row rounded lips hide (at full rounding, with no teeth
  * asked for): the lip comes down over it, so its lower part shows under the lip.
  */
-const ROUND_COVER = 0.75;
+const ROUND_COVER = 0.9;
 
 const TOOTH_EDGES = [0, 0.2, 0.36, 0.5, 0.62, 0.72];
 
@@ -210,8 +210,8 @@ export const drawMouth: DrawInterior = (
       const edgeU = teethU - 0.12 * showU * up.lift;
       const edgeL = teethL + 0.12 * showL * low.lift;
       // Rounded lips stand forward of the teeth and gather at the corners: the
-      // middle teeth show, in shade, not a smile's full row.
-      const rounded = Math.max(0, 1 - 1.5 * m.round * (1 - 0.5 * m.teeth));
+      // middle teeth show, not a smile's full row.
+      const rounded = 1 - m.round * smoothstep(0.15, 0.5, au);
       let upperA = 0, ownK = 0, ownC = -1, biteU = edgeU, cover = 0;
       if (own) {
         // The photo's teeth where it shows them; where its lips hid part of the row
@@ -227,13 +227,16 @@ export const drawMouth: DrawInterior = (
           // its lower part shows under the upper lip, its biting edge higher.
           cover = ROUND_COVER * m.round * (1 - m.teeth) * (biteU - own.top[c]);
           biteU -= cover;
-          upperA = (1 - smoothstep(0.75, 1, au)) *
-            (1 - m.round * smoothstep(0.15, 0.5, au)) *
+          upperA = (1 - smoothstep(0.75, 1, au)) * rounded *
             (ownK + (1 - ownK) * front) *
             smoothstep(biteU + 0.6, biteU - 0.6, hy);
         }
       } else {
-        upperA = front * rounded * smoothstep(edgeU + 0.6, edgeU - 0.6, hy);
+        // (Drawn, they hang from the upper lip, their edge higher as it comes
+        // down over them.)
+        biteU = edgeU -
+          ROUND_COVER * m.round * (1 - m.teeth) * Math.max(0, edgeU - yu);
+        upperA = front * rounded * smoothstep(biteU + 0.6, biteU - 0.6, hy);
       }
       // The lower teeth first (behind the upper ones where the rows meet, no dark
       // rule between them): lit along their biting edge, shaded under the lip.

@@ -3,7 +3,7 @@
  * (U smaller than O), not a box; the lips stay lips around it; the skin between the
  * nose and the upper lip keeps the photo's texture; an open mouth's inside is not one
  * flat dark; a smiling portrait's rounded mouth does not show the photo's teeth at its
- * shut corners.
+ * shut corners; an O shows a band of upper teeth, not a black hole.
  */
 import assert from "node:assert/strict";
 import { createPhotoPainter } from "../../../../lib/render/photo/mod.ts";
@@ -131,6 +131,35 @@ Deno.test("rounded vowels open a small oval inside kept lips", () => {
       assert.ok(now >= rest, `${v}: lip ${outer} ${now.toFixed(1)} < ${rest}`);
     }
   }
+});
+
+Deno.test("an O on a portrait without teeth showing has drawn upper teeth under its upper lip, not a black hole; U hides them", () => {
+  const lip = lipLuma(avatar);
+  const x = Math.round(point(avatar, 13)[0]);
+  // Down the mouth's middle (five columns' mean): rows lit like teeth (brighter
+  // than three quarters of the lips) right above the mouth's dark inside.
+  const litAbove = (v: "O" | "U") => {
+    const f = frameOf(v);
+    const col: number[] = [];
+    for (
+      let y = Math.round(point(avatar, 0)[1]) - 2;
+      y < point(avatar, 17)[1] + 12;
+      y++
+    ) {
+      let s = 0;
+      for (let dx = -2; dx <= 2; dx++) s += f[y * W + x + dx];
+      col.push(s / 5);
+    }
+    const dark = col.findIndex((l) => l < 0.35 * lip);
+    assert.ok(dark > 0, `${v}: the lips are apart`);
+    // (Over the four rows above it: its edge is a row of half-light.)
+    return col.slice(Math.max(0, dark - 4), dark).filter((l) => l > 0.75 * lip)
+      .length;
+  };
+  // (Before: none in O, the rounded lips hid every drawn tooth.)
+  const o = litAbove("O"), u = litAbove("U");
+  assert.ok(o >= 2, `O: ${o} rows of teeth (lips ${lip.toFixed(0)})`);
+  assert.ok(u <= 1, `U: ${u} rows of teeth`);
 });
 
 Deno.test("the philtrum keeps its texture on rounded vowels", () => {
