@@ -7,17 +7,36 @@
  * question.
  */
 
+/** A swinging noise's knots: how often one turns to the other side, how far out at least. */
+const SWING_TURN = 0.75, SWING_MIN = 0.35;
+
 /** One axis of smooth noise: Catmull-Rom through random knots `period` s apart. */
 class Noise {
   #k = [0, 0, 0, 0];
   #t = 0;
 
+  /**
+   * `swing`: each knot mostly on the other side of the last, at least `SWING_MIN` out
+   * (a head turns one way, then back): a few seconds of it always cover most of the
+   * range, where independent knots may all fall near one value and leave a sentence
+   * with a head that barely moves.
+   */
   constructor(
     private readonly rand: () => number,
     private readonly period: number,
+    private readonly swing = false,
   ) {
-    for (let i = 0; i < 4; i++) this.#k[i] = rand() * 2 - 1;
+    for (let i = 0; i < 4; i++) this.#k[i] = this.#knot(this.#k[i - 1] ?? 0);
     this.#t = rand();
+  }
+
+  #knot(last: number): number {
+    const r = this.rand() * 2 - 1;
+    if (!this.swing) return r;
+    const side = this.rand() < SWING_TURN
+      ? -Math.sign(last || 1)
+      : Math.sign(last || 1);
+    return side * (SWING_MIN + (1 - SWING_MIN) * Math.abs(r));
   }
 
   /** Advances `dt` seconds; the value, about −1..1. */
@@ -26,7 +45,7 @@ class Noise {
     while (this.#t >= 1) {
       this.#t -= 1;
       const k = this.#k;
-      k[0] = k[1], k[1] = k[2], k[2] = k[3], k[3] = this.rand() * 2 - 1;
+      k[0] = k[1], k[1] = k[2], k[2] = k[3], k[3] = this.#knot(k[2]);
     }
     const k = this.#k, p0 = k[0], p1 = k[1], p2 = k[2], p3 = k[3];
     const t = this.#t, t2 = t * t, t3 = t2 * t;
@@ -69,7 +88,7 @@ export function cueOf(text: string): Cue {
 }
 
 /** Speaking: yaw, pitch and roll of the slow noise (radians), the quick's share. */
-const SPEAK = { yaw: 0.1, pitch: 0.04, roll: 0.05, quick: 0.3 };
+const SPEAK = { yaw: 0.085, pitch: 0.05, roll: 0.05, quick: 0.3 };
 /** Between turns: the head rests in a pose of at most these, moving to the next now and then. */
 const REST = { yaw: 0.014, pitch: 0.009, roll: 0.01 };
 
@@ -104,7 +123,10 @@ export class HeadMotion {
   constructor(rand: () => number, fps: number) {
     this.#fps = fps;
     this.#rand = rand;
-    this.#slow = [1.3, 1.7, 2.1, 1.9, 1.5].map((p) => new Noise(rand, p));
+    // (The head's turn, nod and tilt swing; its small shifts need not.)
+    this.#slow = [1.3, 1.7, 2.1, 1.9, 1.5].map((p, i) =>
+      new Noise(rand, p, i < 3)
+    );
     this.#quick = [0.45, 0.55, 0.6].map((p) => new Noise(rand, p));
     this.#holdUntil = Math.round(fps * (0.2 + 0.6 * rand()));
     this.#nodAt = this.#nodGap();
