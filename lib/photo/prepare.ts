@@ -1,9 +1,9 @@
 /**
  * A portrait turned into a `PhotoAvatar` (DECISIONS 12): decoded, checked (one face,
  * wide enough, roughly frontal), cropped to head and shoulders around the face in its
- * framing (512×512, 1280×720 or 720×1280), converted to I420, with the face mesh and
- * the person mask expressed in the crop's pixels; its mouth closed for the rest face
- * (./mouth.ts).
+ * framing (512×512, 1280×720 or 720×1280), converted to I420, with the face mesh (a
+ * second look, ./closer_look.ts) and the person mask expressed in the crop's pixels; its
+ * mouth closed for the rest face (./mouth.ts).
  */
 import { toYuv } from "../render/raster.ts";
 import {
@@ -14,6 +14,7 @@ import {
 } from "../render/photo/types.ts";
 import { decodePhoto, type RgbImage } from "./decode.ts";
 import { refineMatte } from "./matte.ts";
+import { lookCloser } from "./closer_look.ts";
 import type { FoundFace, PhotoModels } from "./models.ts";
 import { restMouth, tooOpen } from "./mouth.ts";
 import { PhotoRefusal } from "./refusal.ts";
@@ -85,8 +86,8 @@ export async function preparePhotoWith(
   const faces = await models.faces(small);
   if (faces.length === 0) throw new PhotoRefusal("no face found");
   if (faces.length > 1) throw new PhotoRefusal("more than one face");
-  const face = faces[0];
   const toOriginal = image.width / small.width;
+  const face = await lookCloser(models, image, faces[0], toOriginal);
   checkFace(face, toOriginal);
   const mask = await models.segment(small);
   const framing = meta.framing ?? "square";
