@@ -86,9 +86,9 @@ export interface StreamFormat {
 
 /**
  * The video bit-rate cap for a frame size: 1,500 kbit/s at 384×384, scaled with the
- * pixel count (2,700 at 512×512). The rate itself comes from CRF 26 (a talking face
- * averages ~290 kbit/s at 384 and ~430 at 512, its mouth at ~48 dB PSNR:
- * docs/performance.md); the cap bounds keyframes and busy moments.
+ * pixel count (2,700 at 512×512). The rate itself comes from CRF 26 (a talking cartoon
+ * averages ~260 kbit/s at 512, a talking photo ~600: docs/performance.md's encoder
+ * settings); the cap bounds keyframes and busy moments.
  */
 export function videoMaxKbps(width: number, height: number): number {
   return Math.round(1500 * width * height / (384 * 384) / 100) * 100;
@@ -145,6 +145,9 @@ export function rawInputArgs(
  * The H.264 half of every encoder's command line: libx264 baseline, low latency, no
  * B-frames, a GOP of one second with keyframes where `forceKeyFrames` (an ffmpeg
  * `-force_key_frames` value) puts them, CRF 26 capped at `maxrate` (e.g. "1500k").
+ * Preset `superfast`, chosen by `deno task bench:encoder`: on a talking photo it codes
+ * at half `ultrafast`'s bit rate and CPU for the same PSNR (its better motion search
+ * finds the still picture around the face), where `veryfast` costs more CPU for less.
  */
 export function h264Args(
   fmt: StreamFormat,
@@ -156,7 +159,7 @@ export function h264Args(
     "-c:v",
     "libx264",
     "-preset",
-    "ultrafast",
+    "superfast",
     "-tune",
     "zerolatency",
     "-profile:v",
