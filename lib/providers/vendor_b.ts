@@ -125,11 +125,12 @@ export function createVendorBEngine(
     let dropping = false;
     let cancelEnd = () => {};
     let cancelQuiet = () => {};
-    let sentSinceTick = false;
+    /** When anything last went up (ms, `now()`). */
+    let sentAt = now();
     let ignored = 0;
 
     const send = (event: Record<string, unknown>): void => {
-      if (link.send({ ...event, stream_id: stream })) sentSinceTick = true;
+      if (link.send({ ...event, stream_id: stream })) sentAt = now();
     };
 
     const endResponse = () => {
@@ -160,15 +161,20 @@ export function createVendorBEngine(
       cancelEnd = link.later(endResponse, playedOutAt - t + idleMs);
     };
 
+    // Measured from the last message, not on a fixed tick: a tick that skipped
+    // because something had just gone up left the next silence up to two periods
+    // after it.
     const keepAlive = () => {
-      if (!sentSinceTick) {
+      const quiet = now() - sentAt;
+      if (quiet >= keepAliveMs) {
         send({
           event: "media_input",
           media: { payload: SILENCE },
         });
+        link.later(keepAlive, keepAliveMs);
+      } else {
+        link.later(keepAlive, keepAliveMs - quiet);
       }
-      sentSinceTick = false;
-      link.later(keepAlive, keepAliveMs);
     };
 
     const ignore = (event: string) => {

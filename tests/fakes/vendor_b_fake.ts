@@ -104,6 +104,8 @@ export interface VendorBFake extends FakeWs {
   userSamples(): number;
   /** Connections closed for inactivity. */
   idleCloses(): number;
+  /** When each client message of the first connection arrived (`performance.now()`). */
+  arrivals(): number[];
   /** Streams `ms` of agent audio on the first connection (faster than real time). */
   say(ms: number): void;
   /** Whether the first connection is still sending agent audio. */
@@ -127,6 +129,8 @@ interface Conn {
   playingUntil: number;
   voicedSamples: number;
   quietSamples: number;
+  /** When each client message arrived (`performance.now()`). */
+  arrivals: number[];
 }
 
 /** Starts the fake; point `VENDOR_B_URL` (or `vendorBUrl`) at `.url`. */
@@ -301,6 +305,7 @@ export function startVendorBFake(
       playingUntil: 0,
       voicedSamples: 0,
       quietSamples: 0,
+      arrivals: [],
     };
     socket.binaryType = "arraybuffer";
     socket.onopen = () => {
@@ -310,6 +315,7 @@ export function startVendorBFake(
       waiter.notify();
     };
     socket.onmessage = (e) => {
+      c.arrivals.push(performance.now());
       armIdle(c);
       let msg: unknown = null;
       if (typeof e.data === "string") {
@@ -354,6 +360,7 @@ export function startVendorBFake(
       ),
     userSamples: () => userSamples,
     idleCloses: () => idleCloses,
+    arrivals: () => first().arrivals,
     say: (ms) => speak(first(), ms),
     streaming: () => first().reply !== undefined,
     clear: () => clear(first()),

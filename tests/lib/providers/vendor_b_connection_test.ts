@@ -41,6 +41,32 @@ Deno.test("vendor_b: silence keeps a quiet connection past the vendor's idle clo
   }
 });
 
+Deno.test("vendor_b: a message just after a keep-alive's turn does not leave the vendor two periods without the next", async () => {
+  const keepAliveMs = 500;
+  const s = setup({}, { keepAliveMs });
+  const conn = await ready(s);
+  try {
+    // Right after the ack, which armed the first keep-alive.
+    conn.sendUserAudio(new Int16Array(160), 16000);
+    const from = performance.now();
+    await delay(1300);
+    const times = [
+      ...s.fake.arrivals().filter((t) => t >= from - 50),
+      performance.now(),
+    ];
+    let gap = 0;
+    for (let i = 1; i < times.length; i++) {
+      gap = Math.max(gap, times[i] - times[i - 1]);
+    }
+    // (Before: the turn after the audio saw something sent and skipped, and the
+    // next silence went up a whole period later: ~1,000 ms after the audio.)
+    assert.ok(gap < 1.5 * keepAliveMs, `longest quiet: ${gap.toFixed(0)} ms`);
+  } finally {
+    conn.close();
+    await s.fake.close();
+  }
+});
+
 Deno.test("vendor_b: the vendor closing normally (1000) is reported as such", async (t) => {
   // The media plane reads it as the agent ending the conversation (provider_ended).
   for (
