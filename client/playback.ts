@@ -10,27 +10,34 @@
  * `webrtc.offer` plays over WebRTC, a `media.init` as fMP4 (a browser that cannot play
  * WebRTC is sent the fMP4 stream on a session created `auto`, DECISIONS 11).
  */
-import { LiveBuffer } from "./mse.ts";
+import { LiveBuffer, type LiveBufferStats } from "./mse.ts";
 import { SpeakingSchedule } from "./speaking.ts";
 import { CaptionSchedule } from "./captions.ts";
 import { MediaClock } from "./clock.ts";
 import { AvatarSurface, pictureCanvas } from "./canvas.ts";
 import {
+  asBufferStats,
   NO_WEBCODECS,
   WebCodecsPlayback,
   type WebCodecsStats,
 } from "./webcodecs/player.ts";
 import { Autoplay } from "./autoplay.ts";
 import {
+  aacDecodable,
+  audioDecoders,
   opusDecodable,
   opusKnown,
   webCodecsAvailable,
   webCodecsPreferred,
   webCodecsSupports,
 } from "./webcodecs/support.ts";
-import { type IceServer, RtcPlayback, type SocketCandidate } from "./webrtc.ts";
-import type { LiveBufferStats } from "./mse.ts";
-import type { RtcStats } from "./webrtc.ts";
+import {
+  type IceServer,
+  NO_RTC,
+  RtcPlayback,
+  type RtcStats,
+  type SocketCandidate,
+} from "./webrtc.ts";
 import type { CaptionDetail, SpeakingDetail } from "./player_types.ts";
 import type { ServerMessage } from "./protocol.ts";
 
@@ -40,9 +47,9 @@ export interface PlaybackOptions {
   iceServers?: IceServer[];
   maxLatencyS: number;
   /**
-   * `auto`: WebCodecs in Chromium and Firefox where the decoders accept the stream,
-   * `webcodecs`: wherever they exist and decoded audio can be read; `video`: always the
-   * `<video>`.
+   * `auto`: WebCodecs in Chromium, Firefox and WebKit on Linux where the decoders accept
+   * the stream, `webcodecs`: wherever they exist and decoded audio can be read (Safari
+   * too); `video`: always the `<video>`.
    */
   decoder?: "auto" | "webcodecs" | "video";
   /** Where a canvas-drawn avatar goes; default one put in the video's place. */
@@ -120,6 +127,16 @@ export class Playback {
     });
     this.#speech = new SpeakingSchedule(clock, o.onSpeaking);
     this.#captions = new CaptionSchedule(clock, o.onCaption);
+    // Ready before the first stream: in WebKit on GStreamer this loads the WebAssembly
+    // Opus decoder, which the first init segment's check waits for.
+    if (this.#webCodecsWanted()) void audioDecoders();
+  }
+
+  /** Whether the options and the browser ask for WebCodecs (the stream decides). */
+  #webCodecsWanted(): boolean {
+    return this.#o.decoder === "webcodecs"
+      ? webCodecsAvailable()
+      : this.#o.decoder !== "video" && webCodecsPreferred();
   }
 
   /** Whether the avatar is audibly speaking at the playback clock's time. */
@@ -167,16 +184,9 @@ export class Playback {
   }
 
   get bufferStats(): LiveBufferStats {
-    if (this.#mode !== "webcodecs" || !this.#wc) return this.#buffer.stats;
-    const w = this.#wc.stats;
-    return {
-      streams: w.streams,
-      segmentsAppended: w.segments,
-      segmentsDropped: 0,
-      liveEdgeJumps: w.liveEdgeJumps,
-      gapSkips: 0,
-      arrivalWaitMs: w.arrivalWaitMs,
-    };
+    return this.#mode === "webcodecs" && this.#wc
+      ? asBufferStats(this.#wc.stats)
+      : this.#buffer.stats;
   }
 
   get webCodecsStats(): WebCodecsStats {
@@ -184,12 +194,7 @@ export class Playback {
   }
 
   get rtcStats(): RtcStats {
-    return this.#rtc?.stats ?? {
-      peerConnections: 0,
-      framesDecoded: 0,
-      audioPacketsReceived: 0,
-      playoutDelayMs: 0,
-    };
+    return this.#rtc?.stats ?? { ...NO_RTC };
   }
 
   /**
@@ -242,15 +247,8 @@ export class Playback {
     this.#mime = mime;
     this.#speech.reset();
     this.#captions.reset();
-    if (this.#mode === "webcodecs") {
-      this.#wc!.reset(this.#askOpus());
-    } else if (this.#mode === "mse") this.#startMse();
-    else if (
-      this.#o.decoder === "video" ||
-      (this.#o.decoder === "webcodecs"
-        ? !webCodecsAvailable()
-        : !webCodecsPreferred())
-    ) {
+    if (this.#mode === "webcodecs") this.#webCodecsStream();
+    else if (this.#mode === "mse" || !this.#webCodecsWanted()) {
       this.#mode = "mse";
       this.#startMse();
     } else {
@@ -264,26 +262,30 @@ export class Playback {
   async #choose(init: Uint8Array): Promise<void> {
     this.#checking = true;
     // Opus support known before the stream starts: whether its AAC is decoded at all.
-    const [ok] = await Promise.all([webCodecsSupports(init), opusDecodable()]);
+    const [ok, , audioDecoder] = await Promise.all([
+      webCodecsSupports(init),
+      opusDecodable(),
+      audioDecoders(),
+    ]);
     this.#checking = false;
     const held = this.#held ?? [];
     this.#held = null;
-    if (ok) {
+    if (ok && audioDecoder) {
       this.#mode = "webcodecs";
       this.#wc = new WebCodecsPlayback({
         sink: (w, h) =>
           pictureCanvas(this.#surface.canvas(), this.#alpha, w, h),
+        audioDecoder,
         onError: this.#o.onError,
         onFirstFrame: () => (this.#o.onShown(), this.#startIfPlayable(true)),
         workletUrl: this.#o.audioWorkletUrl,
       });
-      this.#wc.reset(this.#askOpus());
-      for (const d of held) this.#wc.append(d);
+      this.#webCodecsStream();
     } else {
       this.#mode = "mse";
       this.#startMse();
-      for (const d of held) this.#buffer.append(d);
     }
+    for (const d of held) this.segment(d);
   }
 
   /**
@@ -303,6 +305,22 @@ export class Playback {
     this.#askedOpus = true;
     this.#o.send({ type: "media.config", audio: "opus" });
     return true;
+  }
+
+  /**
+   * A new stream on the WebCodecs path (its init segment comes next). An AAC stream on
+   * a socket already asked for Opus, where AAC cannot be decoded (WebKit on GStreamer),
+   * goes to MediaSource instead, with its sound, for the rest of the session.
+   */
+  #webCodecsStream(): void {
+    const asked = this.#askOpus();
+    const opus = /\bopus\b/.test(this.#mime);
+    if (asked || opus || aacDecodable()) return this.#wc!.reset(asked);
+    this.#wc!.close();
+    this.#wc = null;
+    this.#surface.close();
+    this.#mode = "mse";
+    this.#startMse();
   }
 
   /**

@@ -22,10 +22,12 @@ export interface AvatarPlayerOptions {
   video: HTMLVideoElement;
   /**
    * How a `websocket_fmp4` stream is decoded: `auto` (default) with WebCodecs in
-   * Chromium- and Firefox-based browsers that accept the stream (drawn on a canvas at
-   * lower latency), else MSE in the `<video>`; `webcodecs` wherever `VideoDecoder` and
-   * `AudioDecoder` exist (Safari untested; never WebKit on Linux, whose `AudioData`
-   * crashes the page when read); `video` always MSE.
+   * Chromium- and Firefox-based browsers and WebKit on Linux that accept the stream
+   * (drawn on a canvas at lower latency), else MSE in the `<video>`; `webcodecs`
+   * wherever `VideoDecoder` and `AudioDecoder` exist (Safari untested); `video` always
+   * MSE. WebKit on Linux decodes the sound with a WebAssembly Opus decoder (its
+   * `AudioData` crashes the page when read), loaded only there: a page whose CSP
+   * forbids WebAssembly (`'wasm-unsafe-eval'`) plays MSE.
    */
   decoder?: "auto" | "webcodecs" | "video";
   /**

@@ -39,6 +39,14 @@ export interface RtcStats {
   playoutDelayMs: number;
 }
 
+/** The stats of no WebRTC playback. */
+export const NO_RTC: Readonly<RtcStats> = {
+  peerConnections: 0,
+  framesDecoded: 0,
+  audioPacketsReceived: 0,
+  playoutDelayMs: 0,
+};
+
 export interface RtcPlaybackOptions {
   iceServers: IceServer[];
   /** Sends a signalling message on the current socket. */

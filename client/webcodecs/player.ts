@@ -1,7 +1,8 @@
 /**
  * WebCodecs playback of the socket's fMP4 stream (`websocket_fmp4`): each binary frame
  * demuxed (./fmp4.ts), H.264 decoded by a `VideoDecoder` tuned for latency and the audio
- * (Opus once asked for, else AAC) by an `AudioDecoder`, played by a worklet with a small
+ * (Opus once asked for, else AAC) by the audio decoder port (./audio_decoder.ts:
+ * `AudioDecoder`, or a WebAssembly Opus decoder where that cannot be read), played by a worklet with a small
  * jitter buffer (./audio_out.ts) whose clock the video follows: each decoded frame is
  * drawn on a canvas once the heard media time reaches its timestamp (late frames are
  * skipped). No MediaSource start buffer, where MSE loses a quarter of a second.
@@ -11,15 +12,18 @@ import type { WebCodecsStats } from "./stats.ts";
 import { ArrivalWait } from "../arrival_wait.ts";
 import { type Fmp4Track, parseInitSegment, parseMediaSegment } from "./fmp4.ts";
 import { dueFrame, type FrameSink, SizedSink } from "./frames.ts";
-import { audioConfig, videoConfig } from "./support.ts";
+import { videoConfig } from "./support.ts";
 import { OPUS_FRAME } from "./opus.ts";
+import type { AudioFrameDecoder, MakeAudioDecoder } from "./audio_decoder.ts";
 
 export type { FrameSink };
-export { NO_WEBCODECS, type WebCodecsStats } from "./stats.ts";
+export { asBufferStats, NO_WEBCODECS, type WebCodecsStats } from "./stats.ts";
 
 export interface WebCodecsOptions {
   /** Where frames are drawn (made for the stream's picture size). */
   sink: (width: number, height: number) => FrameSink;
+  /** Makes the decoder of a stream's audio track (./support.ts `audioDecoders`). */
+  audioDecoder: MakeAudioDecoder;
   /** Reports a stream this browser cannot decode, or a decode error. */
   onError: (code: string, message: string) => void;
   /** The first frame of a stream is on the canvas. */
@@ -51,7 +55,7 @@ export class WebCodecsPlayback {
   #pendingPcm: Array<{ pcm: Float32Array; ptsUs: number }> = [];
   #tracks: Fmp4Track[] = [];
   #video: VideoDecoder | null = null;
-  #audioDec: AudioDecoder | null = null;
+  #audioDec: AudioFrameDecoder | null = null;
   #frames: VideoFrame[] = [];
   readonly #sink: SizedSink;
   #needInit = false;
@@ -170,15 +174,18 @@ export class WebCodecsPlayback {
     this.#drewFirst = false;
     this.#audioEndUs = 0;
     this.#video = this.#videoDecoder(video);
-    this.#audioTrack = audio ?? null;
     this.#pendingPcm = [];
-    if (audio) {
-      if (this.#audio && this.#audio.streamRate !== audio.sampleRate) {
+    // No decoder: this browser cannot decode it (AAC in WebKit on GStreamer), no sound.
+    const dec = audio ? this.#audioDecoder(audio) : null;
+    this.#audioDec = dec;
+    this.#audioTrack = dec && audio ? audio : null;
+    const track = this.#audioTrack;
+    if (track) {
+      if (this.#audio && this.#audio.streamRate !== track.sampleRate) {
         this.#audio.close();
         this.#audio = null;
       }
-      this.#audio?.reset(...this.#jitter(audio));
-      this.#audioDec = this.#audioDecoder(audio);
+      this.#audio?.reset(...this.#jitter(track));
     }
     this.#schedule();
   }
@@ -242,17 +249,19 @@ export class WebCodecsPlayback {
     return dec;
   }
 
-  /** A decoder for the stream's audio; replaced at once after a decode error. */
-  #audioDecoder(track: Fmp4Track): AudioDecoder {
-    const dec: AudioDecoder = new AudioDecoder({
-      output: (d) => this.#onAudio(d),
-      error: (e) => {
-        if (this.#audioDec !== dec) return;
-        this.#audioDec = this.#closed ? null : this.#audioDecoder(track);
-        this.#decodeError(e);
+  /** A decoder for the stream's audio, or null when this browser has none for it. */
+  #audioDecoder(track: Fmp4Track): AudioFrameDecoder | null {
+    let dec: AudioFrameDecoder | null = null;
+    dec = this.#o.audioDecoder(track, {
+      pcm: (pcm, ptsUs, durationUs) => {
+        if (this.#audioDec === dec) this.#onPcm(pcm, ptsUs, durationUs);
+      },
+      error: (message) => {
+        if (this.#audioDec === dec && !this.#closed) {
+          this.#o.onError("media_error", message);
+        }
       },
     });
-    dec.configure(audioConfig(track));
     return dec;
   }
 
@@ -277,16 +286,9 @@ export class WebCodecsPlayback {
             data: s.data,
           }),
         );
-      } else if (this.#audioDec?.state === "configured") {
+      } else if (this.#audioDec) {
         audioEndUs = Math.max(audioEndUs, s.ptsUs + s.durationUs);
-        this.#audioDec.decode(
-          new EncodedAudioChunk({
-            type: "key",
-            timestamp: s.ptsUs,
-            duration: s.durationUs,
-            data: s.data,
-          }),
-        );
+        this.#audioDec.decode(s.data, s.ptsUs, s.durationUs);
       }
     }
     if (clock !== null && audioEndUs > 0) {
@@ -294,21 +296,16 @@ export class WebCodecsPlayback {
     }
   }
 
-  #onAudio(d: AudioData): void {
-    try {
-      if (this.#closed) return;
-      const pcm = new Float32Array(d.numberOfFrames);
-      d.copyTo(pcm, { planeIndex: 0, format: "f32-planar" });
-      if (this.#audio) this.#audio.push(pcm, d.timestamp);
-      else if (this.#audioTrack) {
-        this.#pendingPcm.push({ pcm, ptsUs: d.timestamp });
-        // About 2 s at most: the output drops what is past the live edge anyway.
-        if (this.#pendingPcm.length > 96) this.#pendingPcm.shift();
-      }
-      this.#audioEndUs = d.timestamp + d.duration;
-    } finally {
-      d.close();
+  /** Decoded audio: to the output, or held until it opens. */
+  #onPcm(pcm: Float32Array, ptsUs: number, durationUs: number): void {
+    if (this.#closed) return;
+    if (this.#audio) this.#audio.push(pcm, ptsUs);
+    else if (this.#audioTrack) {
+      this.#pendingPcm.push({ pcm, ptsUs });
+      // About 2 s at most: the output drops what is past the live edge anyway.
+      if (this.#pendingPcm.length > 96) this.#pendingPcm.shift();
     }
+    this.#audioEndUs = ptsUs + durationUs;
   }
 
   #onFrame(f: VideoFrame): void {
@@ -377,9 +374,8 @@ export class WebCodecsPlayback {
   #dropStream(): void {
     for (const f of this.#frames) f.close();
     this.#frames = [];
-    for (const d of [this.#video, this.#audioDec]) {
-      if (d && d.state !== "closed") d.close();
-    }
+    if (this.#video && this.#video.state !== "closed") this.#video.close();
+    this.#audioDec?.close();
     this.#video = null;
     this.#audioDec = null;
     this.#tracks = [];

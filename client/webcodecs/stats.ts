@@ -3,6 +3,7 @@
  * shows it (and the viewer report sends, ../viewer_report.ts).
  */
 import { type AudioOutStats, NO_AUDIO_STATS } from "./audio_out.ts";
+import type { LiveBufferStats } from "../mse.ts";
 
 export interface WebCodecsStats extends AudioOutStats {
   streams: number;
@@ -37,3 +38,15 @@ export const NO_WEBCODECS: WebCodecsStats = {
   arrivalWaitMs: null,
   ...NO_AUDIO_STATS,
 };
+
+/** WebCodecs playback's counters as the MSE path's (`player.stats` at its top level). */
+export function asBufferStats(w: WebCodecsStats): LiveBufferStats {
+  return {
+    streams: w.streams,
+    segmentsAppended: w.segments,
+    segmentsDropped: 0,
+    liveEdgeJumps: w.liveEdgeJumps,
+    gapSkips: 0,
+    arrivalWaitMs: w.arrivalWaitMs,
+  };
+}

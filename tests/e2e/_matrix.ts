@@ -26,6 +26,13 @@ import {
   until,
   waitFor,
 } from "./_matrix_page.ts";
+import {
+  aacAfterOpus,
+  CSP_NO_WASM,
+  CSP_WASM,
+  type Shipped,
+  shippedSession,
+} from "./_matrix_shipped.ts";
 
 /** The backends of the page's origin: a transport each, and one the engine refuses. */
 type Backend = "auto" | "websocket_fmp4" | "webrtc_sfu" | "refused";
@@ -48,10 +55,12 @@ export interface MatrixOptions {
    */
   webCodecs?: boolean;
   /**
-   * Also run the example page with `?decoder=webcodecs`: the client must play MSE
-   * instead where WebCodecs cannot play (WebKitGTK: reading decoded audio crashes it).
+   * WebCodecs' sound is the WebAssembly Opus decoder's here (WebKitGTK: reading its
+   * decoded `AudioData` crashes it, and AAC is not decoded): also run the shipped page
+   * under a CSP without `'wasm-unsafe-eval'` (it must play MSE), with exactly that
+   * (WebCodecs), and with a stream that turns AAC after Opus was asked (MSE).
    */
-  forcedWebCodecsPlaysMse?: boolean;
+  wasmOpus?: boolean;
 }
 
 /** One session in the browser, from Start to End. */
@@ -195,63 +204,6 @@ async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
   assert.deepEqual(await page.eval(`globalThis.__problems`), []);
 }
 
-/**
- * The example page as it ships (a transparent avatar; WebCodecs where the client uses
- * it, else MSE): the picture drawn on a canvas, its audio heard on the browser's sink,
- * the answer's caption shown.
- */
-async function shippedSession(
-  page: PageDriver,
-  pageBase: string,
-  ctx: { pulse: Pulse; mic: { frames: number } },
-  decoder: "webcodecs" | "mse",
-  query = "",
-): Promise<void> {
-  await page.goto(pageBase + query);
-  await page.eval(COLLECT);
-  await page.eval(`(document.getElementById("start").click(), true)`);
-  await until(
-    page,
-    decoder === "webcodecs"
-      ? `(() => { const s = globalThis.avatarPlayer?.stats;
-      return s?.decoder === "webcodecs" && s.webcodecs.framesDrawn > 25 &&
-        s.webcodecs.audioCodec === "opus" && s.webcodecs.clockMs > 1000; })()`
-      : `(() => { const v = document.querySelector("video");
-      return globalThis.avatarPlayer?.stats.decoder === "mse" && v.hidden &&
-        !v.paused && v.currentTime > 1 &&
-        document.querySelector("canvas.avatar-canvas")?.width > 0; })()`,
-    `${decoder} drawing the transparent avatar`,
-  );
-  await hearAnswer(
-    page,
-    ctx.pulse,
-    `document.getElementById("caption").textContent.includes(${
-      JSON.stringify(replyFor("hello avatar"))
-    })`,
-    ctx.mic,
-  );
-  if (decoder === "webcodecs") {
-    // A takeover: the new socket's stream is asked for Opus again, drawn and heard
-    // (the audio clock, which only runs while the output plays, moves on).
-    const before = await page.eval<{ streams: number; clockMs: number }>(
-      `(({ streams, clockMs }) => ({ streams, clockMs }))(avatarPlayer.stats.webcodecs)`,
-    );
-    await page.eval(`(avatarPlayer._ws.close(), true)`);
-    await until(
-      page,
-      `(() => { const s = avatarPlayer.stats.webcodecs;
-        return s.streams > ${before.streams} &&
-          s.audioCodec === "opus" && s.clockMs > ${
-        before.clockMs + 1000
-      }; })()`,
-      "the taken-over stream drawn and heard",
-    );
-  }
-  await page.eval(`(document.getElementById("end").click(), true)`);
-  assert.equal(await until(page, ENDED, "the end"), "ended requested");
-  assert.deepEqual(await page.eval(`globalThis.__problems`), []);
-}
-
 /** Runs the matrix in one browser: `auto`, then `websocket_fmp4`. */
 export async function runMatrix(
   t: Deno.TestContext,
@@ -293,11 +245,17 @@ export async function runMatrix(
     webrtc_sfu: backendFor("webrtc_sfu", engineToken),
     refused: backendFor("auto", "not-the-engine-token"),
   };
-  // One origin (one microphone grant); the test picks the backend of each run.
+  // One origin (one microphone grant); the test picks the backend of each run, and
+  // the page's CSP.
   let current: Backend = "auto";
-  const { server: backend, base: pageBase } = serveLoopback((req) =>
-    backends[current](req)
-  );
+  let csp: string | null = null;
+  const { server: backend, base: pageBase } = serveLoopback(async (req) => {
+    const res = await backends[current](req);
+    if (!csp || new URL(req.url).pathname !== "/") return res;
+    const headers = new Headers(res.headers);
+    headers.set("content-security-policy", csp);
+    return new Response(res.body, { status: res.status, headers });
+  });
   const pulse = await startPulse();
   let page: PageDriver | null = null;
   try {
@@ -319,25 +277,54 @@ export async function runMatrix(
       );
     }
     const decoder = options.webCodecs ? "webcodecs" : "mse";
+    const said = (what: string, r: Shipped) =>
+      console.log(
+        `${name} ${what}: first frame ${r.firstFrameMs} ms after the socket ` +
+          `opened; glass to glass est. ${r.glassMs} ms`,
+      );
     await t.step(
       `websocket_fmp4 as the example page ships it: ${decoder}, transparent, sound, captions`,
       async () => {
         current = "websocket_fmp4";
-        await shippedSession(page!, pageBase, ctx, decoder);
+        said(
+          `shipped (${decoder})`,
+          await shippedSession(page!, pageBase, ctx, decoder),
+        );
       },
     );
-    if (options.forcedWebCodecsPlaysMse) {
+    if (options.wasmOpus) {
       await t.step(
-        "websocket_fmp4 with decoder=webcodecs where it cannot play: mse, sound, captions",
+        "a page whose CSP forbids WebAssembly: mse, sound, captions",
         async () => {
           current = "websocket_fmp4";
-          await shippedSession(
-            page!,
-            pageBase,
-            ctx,
-            "mse",
-            "/?decoder=webcodecs",
-          );
+          csp = CSP_NO_WASM;
+          try {
+            await shippedSession(page!, pageBase, ctx, "mse");
+          } finally {
+            csp = null;
+          }
+        },
+      );
+      await t.step(
+        "a page whose CSP allows 'wasm-unsafe-eval': webcodecs with Opus, sound, captions, a takeover",
+        async () => {
+          current = "websocket_fmp4";
+          csp = CSP_WASM;
+          try {
+            said(
+              "under a CSP",
+              await shippedSession(page!, pageBase, ctx, "webcodecs"),
+            );
+          } finally {
+            csp = null;
+          }
+        },
+      );
+      await t.step(
+        "a stream that turns AAC after Opus was asked: the session goes on over mse, sound, captions",
+        async () => {
+          current = "websocket_fmp4";
+          await aacAfterOpus(page!, pageBase, ctx);
         },
       );
     }

@@ -1,8 +1,9 @@
 /**
  * The browser matrix in WebKitGTK's MiniBrowser (tests/e2e/_matrix.ts): it has no
- * `RTCPeerConnection`, so `auto` falls back to fMP4 over MSE on the same socket; its
- * WebCodecs cannot give decoded audio back (`AudioData.copyTo` crashes the page), so
- * the example page plays MSE, even asked for WebCodecs.
+ * `RTCPeerConnection`, so `auto` falls back to fMP4 over MSE on the same socket; the
+ * example page as it ships plays WebCodecs, its Opus decoded by the WebAssembly decoder
+ * (`AudioData.copyTo` crashes WebKitGTK's page), and MSE where the page's CSP forbids
+ * WebAssembly or the stream turns AAC.
  */
 import { runMatrix } from "./_matrix.ts";
 import { openWebKit } from "./_drivers.ts";
@@ -11,7 +12,8 @@ Deno.test("browser matrix: WebKitGTK (no RTCPeerConnection) plays auto and webso
   await runMatrix(t, "webkitgtk", {
     open: (pulse) => openWebKit(pulse),
     autoPlays: "mse",
-    forcedWebCodecsPlaysMse: true,
+    webCodecs: true,
+    wasmOpus: true,
     openMutedOnly: (pulse) => openWebKit(pulse, "allow-without-sound"),
   });
 });

@@ -1,14 +1,21 @@
 /**
  * Which browsers play the socket with WebCodecs (client/webcodecs/support.ts), by their
- * user agents: `auto` in Chromium and Firefox; never WebKit on Linux, whose decoded
- * audio cannot be read; Safari only when asked. Firefox's output latency is not read.
+ * user agents: `auto` in Chromium, Firefox and WebKit on Linux; Safari only when asked.
+ * Which audio decoder each gets: `AudioDecoder`, or in WebKit on Linux (whose decoded
+ * `AudioData` cannot be read) the WebAssembly Opus decoder, Opus only, and none where
+ * WebAssembly may not be compiled. Firefox's output latency is not read.
  */
 import assert from "node:assert/strict";
 import {
+  aacDecodable,
+  loadAudioDecoders,
   outputLatencyReadable,
   webCodecsAvailable,
   webCodecsPreferred,
 } from "../../../client/webcodecs/support.ts";
+import { WebCodecsAudioDecoder } from "../../../client/webcodecs/audio_decoder.ts";
+import type { Fmp4Track } from "../../../client/webcodecs/fmp4.ts";
+import { WasmOpusDecoder } from "../../../client/webcodecs/wasm_opus.ts";
 
 const UA = {
   chromium:
@@ -30,34 +37,150 @@ const APIS = [
   "EncodedVideoChunk",
 ] as const;
 
-/** Runs `fn` with the WebCodecs constructors present (Deno has none of them). */
-function withApis(fn: () => void): void {
+/** An `AudioDecoder` that takes its configuration (Deno has none). */
+class StubAudioDecoder {
+  state = "unconfigured";
+  configure() {
+    this.state = "configured";
+  }
+  close() {
+    this.state = "closed";
+  }
+}
+
+/**
+ * Runs `fn` with the WebCodecs constructors present (Deno has none of them), but for
+ * those named in `without`.
+ */
+async function withApis(
+  fn: () => void | Promise<void>,
+  without: string[] = [],
+): Promise<void> {
   const g = globalThis as Record<string, unknown>;
-  for (const name of APIS) g[name] = class {};
+  for (const name of APIS) {
+    if (without.includes(name)) continue;
+    g[name] = name === "AudioDecoder" ? StubAudioDecoder : class {};
+  }
   try {
-    fn();
+    await fn();
   } finally {
     for (const name of APIS) delete g[name];
   }
 }
 
-Deno.test("decoder auto: WebCodecs in Chromium, Edge and Firefox; MediaSource in Safari and WebKitGTK", () => {
-  withApis(() => {
+/**
+ * Runs `fn` where WebAssembly is refused, as a CSP without 'wasm-unsafe-eval' does
+ * (WebKit refuses the instance, Chromium the compile too).
+ */
+async function wasmRefused(fn: () => Promise<void>): Promise<void> {
+  const { compile, instantiate } = WebAssembly;
+  const refuse = () =>
+    Promise.reject(new WebAssembly.CompileError("Refused: wasm-unsafe-eval"));
+  WebAssembly.compile = refuse;
+  WebAssembly.instantiate = refuse as typeof WebAssembly.instantiate;
+  try {
+    await fn();
+  } finally {
+    Object.assign(WebAssembly, { compile, instantiate });
+  }
+}
+
+function track(codec: string): Fmp4Track {
+  return {
+    trackId: 2,
+    kind: "audio",
+    timescale: 48000,
+    codec,
+    description: new Uint8Array(0),
+    width: 0,
+    height: 0,
+    sampleRate: 48000,
+    channels: 1,
+    startOffset: 0,
+    defaults: { duration: 0, size: 0, flags: 0 },
+  };
+}
+
+const SINK = { pcm: () => {}, error: () => {} };
+
+Deno.test("decoder auto: WebCodecs in Chromium, Edge, Firefox and WebKitGTK; MediaSource in Safari", async () => {
+  await withApis(() => {
     assert.equal(webCodecsPreferred(UA.chromium), true);
     assert.equal(webCodecsPreferred(UA.edge), true);
     assert.equal(webCodecsPreferred(UA.firefox), true);
     assert.equal(webCodecsPreferred(UA.safari), false);
-    assert.equal(webCodecsPreferred(UA.webkitgtk), false);
+    assert.equal(webCodecsPreferred(UA.webkitgtk), true);
   });
 });
 
-Deno.test("decoder webcodecs: wherever the APIs exist, except WebKit on Linux (reading its AudioData crashes the page)", () => {
-  withApis(() => {
+Deno.test("decoder webcodecs: wherever the APIs exist; WebKit on Linux needs WebAssembly, not AudioDecoder", async () => {
+  await withApis(() => {
     assert.equal(webCodecsAvailable(UA.safari), true);
     assert.equal(webCodecsAvailable(UA.firefox), true);
-    assert.equal(webCodecsAvailable(UA.webkitgtk), false);
+    assert.equal(webCodecsAvailable(UA.webkitgtk), true);
   });
+  await withApis(() => {
+    assert.equal(webCodecsAvailable(UA.webkitgtk), true);
+    assert.equal(webCodecsAvailable(UA.chromium), false);
+    assert.equal(webCodecsAvailable(UA.safari), false);
+  }, ["AudioDecoder"]);
+  await withApis(() => {
+    const wasm = Object.getOwnPropertyDescriptor(globalThis, "WebAssembly")!;
+    delete (globalThis as Record<string, unknown>).WebAssembly;
+    try {
+      assert.equal(webCodecsAvailable(UA.webkitgtk), false);
+      assert.equal(webCodecsAvailable(UA.chromium), true);
+    } finally {
+      Object.defineProperty(globalThis, "WebAssembly", wasm);
+    }
+  });
+  await withApis(() => {
+    assert.equal(webCodecsAvailable(UA.webkitgtk), false, "no VideoDecoder");
+  }, ["VideoDecoder"]);
   assert.equal(webCodecsAvailable(UA.chromium), false, "no APIs, no WebCodecs");
+});
+
+Deno.test("AAC is decoded everywhere but WebKit on Linux", () => {
+  assert.equal(aacDecodable(UA.webkitgtk), false);
+  assert.equal(aacDecodable(UA.chromium), true);
+  assert.equal(aacDecodable(UA.firefox), true);
+  assert.equal(aacDecodable(UA.safari), true);
+});
+
+Deno.test("loadAudioDecoders(): AudioDecoder for Chromium, Firefox and Safari, any codec", async () => {
+  await withApis(async () => {
+    for (const ua of [UA.chromium, UA.firefox, UA.safari]) {
+      const make = await loadAudioDecoders(ua);
+      assert.ok(make, ua);
+      for (const codec of ["opus", "mp4a.40.2"]) {
+        const dec = make(track(codec), SINK);
+        assert.ok(dec instanceof WebCodecsAudioDecoder, `${ua} ${codec}`);
+        dec.close();
+      }
+    }
+  });
+  assert.equal(await loadAudioDecoders(UA.chromium), null, "no APIs");
+});
+
+Deno.test("loadAudioDecoders(): WebKitGTK gets the WebAssembly decoder for Opus, none for AAC", async () => {
+  await withApis(async () => {
+    const make = await loadAudioDecoders(UA.webkitgtk);
+    assert.ok(make);
+    const opus = make(track("opus"), SINK);
+    assert.ok(opus instanceof WasmOpusDecoder);
+    opus.close();
+    assert.equal(make(track("mp4a.40.2"), SINK), null);
+  }, ["AudioDecoder"]);
+});
+
+Deno.test("loadAudioDecoders(): none in WebKitGTK where the page's CSP forbids WebAssembly (it plays MSE)", async () => {
+  await withApis(() =>
+    wasmRefused(async () => {
+      assert.equal(await loadAudioDecoders(UA.webkitgtk), null);
+      // Only the WebAssembly path depends on it.
+      assert.ok(await loadAudioDecoders(UA.chromium));
+    })
+  );
 });
 
 Deno.test("the output latency is read everywhere but Firefox (reading it stopped its tab)", () => {
