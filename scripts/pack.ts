@@ -7,7 +7,9 @@
  *
  * - `@live-avatar/server`: the backend client (client/server.ts): Node ≥ 20, Deno, Bun.
  * - `@live-avatar/browser`: the player (client/browser.ts); its worklets travel inside
- *   it as source and load from Blob URLs, so nothing is copied into a page's files.
+ *   it as source and load from Blob URLs, so nothing is copied into a page's files. It
+ *   depends on `opus-decoder` (the WebAssembly Opus decoder of WebKit on Linux), which
+ *   it imports dynamically: a bundler splits it off.
  * - `@live-avatar/react`: the hook and components (client/react/), on the player.
  *
  * The compiler and React's types come from npm once, into a cache of their own
@@ -15,13 +17,20 @@
  */
 import { API_VERSION } from "../lib/api/openapi.ts";
 import { run } from "./_run.ts";
+import config from "../deno.json" with { type: "json" };
 
 const ROOT = new URL("../", import.meta.url).pathname;
+/** `opus-decoder`'s version, as deno.json pins it. */
+const OPUS_DECODER = config.imports["opus-decoder"].replace(
+  /^npm:opus-decoder@/,
+  "",
+);
 
-/** The build tools, pinned. */
+/** The build tools, pinned, and the browser package's dependency (for its types). */
 export const TOOLCHAIN = {
   typescript: "5.9.3",
   "@types/react": "18.3.32",
+  "opus-decoder": OPUS_DECODER,
 } as const;
 
 interface PackageSpec {
@@ -51,6 +60,7 @@ export const PACKAGES: readonly PackageSpec[] = [
     description:
       "Browser player of the live avatar session service: plays the avatar (WebCodecs, MSE or WebRTC) and sends the microphone.",
     keywords: ["avatar", "live-avatar", "webrtc", "webcodecs", "player"],
+    dependencies: { "opus-decoder": OPUS_DECODER },
   },
   {
     name: "@live-avatar/react",
@@ -84,24 +94,24 @@ async function installedVersion(dir: string, pkg: string): Promise<string> {
 /** The compiler and React's types at their pinned versions; returns their folder. */
 export async function toolchain(): Promise<string> {
   const dir = cacheDir();
-  const missing = [];
-  for (const [pkg, version] of Object.entries(TOOLCHAIN)) {
-    if (await installedVersion(dir, pkg) !== version) {
-      missing.push(`${pkg}@${version}`);
-    }
+  const all = Object.entries(TOOLCHAIN);
+  let missing = false;
+  for (const [pkg, version] of all) {
+    if (await installedVersion(dir, pkg) !== version) missing = true;
   }
-  if (missing.length > 0) {
+  if (missing) {
     await Deno.mkdir(dir, { recursive: true });
     await Deno.writeTextFile(
       `${dir}/package.json`,
       JSON.stringify({ private: true }),
     );
+    // All of them: npm removes what the fresh package.json does not name.
     await run("npm", [
       "install",
       "--no-audit",
       "--no-fund",
       "--save-exact",
-      ...missing,
+      ...all.map(([pkg, version]) => `${pkg}@${version}`),
     ], { cwd: dir });
   }
   return dir;
@@ -115,6 +125,7 @@ function tsconfig(
 ) {
   const paths: Record<string, string[]> = {
     react: [`${tools}/node_modules/@types/react/index.d.ts`],
+    "opus-decoder": [`${tools}/node_modules/opus-decoder/types.d.ts`],
   };
   for (const [name, dir] of built) {
     const spec = PACKAGES.find((p) => p.name === name)!;
