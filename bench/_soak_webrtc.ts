@@ -12,7 +12,7 @@
  */
 import { chromium } from "playwright-core";
 import type { Browser, Page } from "playwright-core";
-import { bundleBrowserClient } from "../examples/backend.ts";
+import { bundleBrowserClient, bundleFile } from "../examples/backend.ts";
 import { ENGINE_TOKEN, post, type Service } from "./_media_service.ts";
 import type { SessionWindow } from "./_soak_session.ts";
 
@@ -110,11 +110,8 @@ export async function startRtcBrowser(svc: Service): Promise<RtcBrowser> {
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     async (req) => {
       const path = new URL(req.url).pathname;
-      if (path === "/avatar.js") {
-        return new Response(bundle, {
-          headers: { "content-type": "text/javascript" },
-        });
-      }
+      const script = bundleFile(bundle, path);
+      if (script) return script;
       if (path.startsWith("/token/")) {
         const id = decodeURIComponent(path.slice(7));
         const r = await post(

@@ -33,7 +33,7 @@
 import { chromium } from "playwright-core";
 import { openFirefox, openWebKit } from "../tests/e2e/_drivers.ts";
 import { startPulse } from "../tests/e2e/_desktop.ts";
-import { bundleBrowserClient } from "../examples/backend.ts";
+import { bundleBrowserClient, bundleFile } from "../examples/backend.ts";
 import { FUZZ_ADMIN_KEY, startService } from "../fuzz/_lib.ts";
 import { startExampleEngine } from "../scripts/example_engine.ts";
 import { startJanus } from "../lib/sfu/mod.ts";
@@ -165,11 +165,8 @@ async function main(): Promise<void> {
   const page = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     (req) =>
-      new URL(req.url).pathname === "/avatar.js"
-        ? new Response(bundle, {
-          headers: { "content-type": "text/javascript" },
-        })
-        : new Response(PAGE, { headers: { "content-type": "text/html" } }),
+      bundleFile(bundle, new URL(req.url).pathname) ??
+        new Response(PAGE, { headers: { "content-type": "text/html" } }),
   );
   const pageUrl = `http://127.0.0.1:${page.addr.port}/`;
   const browser = await openTabs(browserName());

@@ -21,8 +21,8 @@ export interface BackendOptions {
   wsBaseUrl: string;
   /** The conversation engine the avatar talks with (`external_engine`). */
   engine: { url: string; authHeaders: Record<string, string> };
-  /** The browser client bundle (`bundleBrowserClient()`), served at /avatar.js. */
-  browserBundle?: string;
+  /** The browser client (`bundleBrowserClient()`): /avatar.js and its chunks beside it. */
+  browserBundle?: BrowserBundle;
   /**
    * A built page to serve instead of the example page (e.g. the React example's
    * `dist/`, examples/react): its files by path, `index.html` at `/`.
@@ -36,23 +36,66 @@ export interface BackendOptions {
 
 const HERE = new URL("./", import.meta.url);
 
-/** Builds client/browser.ts for the browser with `deno bundle`; returns the JavaScript. */
-export async function bundleBrowserClient(): Promise<string> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "bundle",
-      "--quiet",
-      "--platform",
-      "browser",
-      new URL("../client/browser.ts", HERE).pathname,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    throw new Error(new TextDecoder().decode(out.stderr));
+/**
+ * The browser client as a page loads it, by file name: the entry, `avatar.js`, and the
+ * chunks it imports, served beside it. One chunk is the WebAssembly Opus decoder, which
+ * only WebKit on Linux imports (client/webcodecs/support.ts): other browsers never
+ * fetch its ~90 KB.
+ */
+export type BrowserBundle = Readonly<Record<string, string>>;
+
+/** Builds client/browser.ts with `deno bundle --code-splitting` (ES modules). */
+export async function bundleBrowserClient(): Promise<BrowserBundle> {
+  const dir = await Deno.makeTempDir({ prefix: "avatar-bundle-" });
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform",
+        "browser",
+        "--code-splitting",
+        "--outdir",
+        dir,
+        new URL("../client/browser.ts", HERE).pathname,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      throw new Error(new TextDecoder().decode(out.stderr));
+    }
+    const files: Record<string, string> = {};
+    for await (const e of Deno.readDir(dir)) {
+      const name = e.name === "browser.js" ? "avatar.js" : e.name;
+      files[name] = await Deno.readTextFile(`${dir}/${e.name}`);
+    }
+    if (!files["avatar.js"]) throw new Error("deno bundle wrote no browser.js");
+    return files;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
-  return new TextDecoder().decode(out.stdout);
+}
+
+/**
+ * The bundle's file at `pathname`, or null: the entry at `entryPath` (default
+ * `/avatar.js`), its chunks by name in the same folder.
+ */
+export function bundleFile(
+  bundle: BrowserBundle,
+  pathname: string,
+  entryPath = "/avatar.js",
+): Response | null {
+  const dir = entryPath.slice(0, entryPath.lastIndexOf("/") + 1);
+  const name = pathname === entryPath
+    ? "avatar.js"
+    : pathname.startsWith(dir) && pathname !== `${dir}avatar.js`
+    ? pathname.slice(dir.length)
+    : null;
+  if (name === null || !Object.hasOwn(bundle, name)) return null;
+  return new Response(bundle[name], {
+    headers: { "content-type": "text/javascript; charset=utf-8" },
+  });
 }
 
 function json(body: unknown, status = 200): Response {
@@ -101,10 +144,6 @@ export function createBackend(
       "text/javascript",
       () => Deno.readTextFile(new URL("page.js", HERE)),
     ],
-    "/avatar.js": [
-      "text/javascript",
-      () => Promise.resolve(options.browserBundle ?? ""),
-    ],
   };
 
   async function route(req: Request): Promise<Response> {
@@ -112,6 +151,10 @@ export function createBackend(
     if (req.method === "GET" && options.siteDir) {
       return await siteFile(options.siteDir, pathname);
     }
+    const script = req.method === "GET" && options.browserBundle
+      ? bundleFile(options.browserBundle, pathname)
+      : null;
+    if (script) return script;
     const file = files[pathname];
     if (req.method === "GET" && file) {
       return new Response(await file[1](), {

@@ -1,9 +1,12 @@
 /**
- * Builds the console's browser bundle: `deno bundle` (esbuild inside) of
- * lib/console/client.ts, which hydrates the islands, into static/build/client.js, and
- * the microphone worklet of the browser client into static/build/pcm-worklet.js. A
- * stamp of the sources' hash makes repeated builds (every test file, every start) free
- * until a source changes; output is written to a temporary file and renamed, so
+ * Builds the console's browser bundle: `deno bundle --code-splitting` (esbuild inside)
+ * of lib/console/client.ts, which hydrates the islands, into static/build/client.js and
+ * the chunks it imports beside it (the browser client's WebAssembly Opus decoder is one,
+ * fetched only by WebKit on Linux playing WebCodecs, which the Try it page does not
+ * ask for), and the microphone worklet of the browser client into
+ * static/build/pcm-worklet.js. A stamp of the sources' hash makes repeated builds
+ * (every test file, every start) free until a source changes; output is written to a
+ * temporary folder and renamed, chunks before the entry that imports them, so
  * concurrent builders never leave a half-written bundle.
  *
  * Run as a script (`deno task build`, also Deno Deploy's build step) or call
@@ -13,6 +16,9 @@ import { createHash } from "node:crypto";
 import { PCM_WORKLET_SOURCE } from "../../client/pcm-worklet.ts";
 
 const ROOT = new URL("../../", import.meta.url);
+const BUILD = new URL("static/build/", ROOT);
+/** A chunk's name: esbuild's `[name]-[hash]`. */
+const CHUNK = /^[A-Za-z0-9_]+-[A-Z0-9]{8}\.js$/;
 
 /** Where the bundle is written (served at /static/build/client.js). */
 export const BUNDLE_PATH = new URL("static/build/client.js", ROOT);
@@ -73,33 +79,37 @@ export async function ensureIslandsBuilt(
       await Deno.stat(WORKLET_PATH).then(() => true, () => false);
     if (built && stamp.trim() === hash) return false;
   }
-  await Deno.mkdir(new URL("static/build/", ROOT), { recursive: true });
+  await Deno.mkdir(BUILD, { recursive: true });
   const suffix = `${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`;
-  const tmp = new URL(`static/build/client.js.${suffix}`, ROOT);
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "bundle",
-      "--quiet",
-      "--platform",
-      "browser",
-      "--minify",
-      "--config",
-      new URL("deno.json", ROOT).pathname,
-      "-o",
-      tmp.pathname,
-      ENTRY.pathname,
-    ],
-    cwd: ROOT.pathname,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    await Deno.remove(tmp).catch(() => {});
-    const text = new TextDecoder().decode(out.stderr) +
-      new TextDecoder().decode(out.stdout);
-    throw new Error(`deno bundle failed:\n${text}`);
+  const tmp = new URL(`.bundle-${suffix}/`, BUILD);
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform",
+        "browser",
+        "--minify",
+        "--code-splitting",
+        "--config",
+        new URL("deno.json", ROOT).pathname,
+        "--outdir",
+        tmp.pathname,
+        ENTRY.pathname,
+      ],
+      cwd: ROOT.pathname,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      const text = new TextDecoder().decode(out.stderr) +
+        new TextDecoder().decode(out.stdout);
+      throw new Error(`deno bundle failed:\n${text}`);
+    }
+    await placeBundle(tmp);
+  } finally {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
-  await Deno.rename(tmp, BUNDLE_PATH);
   const workletTmp = new URL(`static/build/pcm-worklet.js.${suffix}`, ROOT);
   await Deno.writeTextFile(workletTmp, PCM_WORKLET_SOURCE);
   await Deno.rename(workletTmp, WORKLET_PATH);
@@ -107,6 +117,29 @@ export async function ensureIslandsBuilt(
   await Deno.writeTextFile(stampTmp, hash + "\n");
   await Deno.rename(stampTmp, STAMP_PATH);
   return true;
+}
+
+/**
+ * Moves a build from `dir` into static/build/: the chunks first (their names are their
+ * contents' hashes, so a concurrent builder writes the same files), then client.js,
+ * then chunks no longer imported are removed.
+ */
+async function placeBundle(dir: URL): Promise<void> {
+  const chunks = new Set<string>();
+  for await (const e of Deno.readDir(dir)) {
+    if (e.name === "client.js") continue;
+    if (!CHUNK.test(e.name)) {
+      throw new Error(`unexpected bundle file ${e.name}`);
+    }
+    chunks.add(e.name);
+    await Deno.rename(new URL(e.name, dir), new URL(e.name, BUILD));
+  }
+  await Deno.rename(new URL("client.js", dir), BUNDLE_PATH);
+  for await (const e of Deno.readDir(BUILD)) {
+    if (e.isFile && CHUNK.test(e.name) && !chunks.has(e.name)) {
+      await Deno.remove(new URL(e.name, BUILD)).catch(() => {});
+    }
+  }
 }
 
 /**

@@ -7,7 +7,7 @@
  * text cut by an interrupt (`heard: false`) are reported at once.
  */
 import assert from "node:assert/strict";
-import { bundleBrowserClient } from "../../examples/backend.ts";
+import { bundleBrowserClient, bundleFile } from "../../examples/backend.ts";
 import { Encoder } from "../../lib/render/encoder.ts";
 import { ffmpegPath } from "../../lib/render/ffmpeg.ts";
 import { parseInit } from "../../lib/render/mp4_parse.ts";
@@ -102,11 +102,8 @@ Deno.test("captions fire when their audio is heard on the decoded timeline", asy
   const timers: ReturnType<typeof setInterval>[] = [];
   const { server, base } = serveLoopback((req) => {
     const path = new URL(req.url).pathname;
-    if (path === "/avatar.js") {
-      return new Response(bundle, {
-        headers: { "content-type": "text/javascript" },
-      });
-    }
+    const script = bundleFile(bundle, path);
+    if (script) return script;
     if (!path.endsWith("/ws")) {
       return new Response(PAGE, { headers: { "content-type": "text/html" } });
     }

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { encodeSample } from "../lib/render/_helpers.ts";
 import { parseInit } from "../../lib/render/mp4_parse.ts";
-import { bundleBrowserClient } from "../../examples/backend.ts";
+import { bundleBrowserClient, bundleFile } from "../../examples/backend.ts";
 import {
   openBrowser,
   requireChromium,
@@ -102,11 +102,8 @@ Deno.test("LiveBuffer: a takeover's GOP burst jumps to the live edge", async (t)
   const { init, segments } = await encodeSample(W, H, FRAMES);
   const bundle = await bundleBrowserClient();
   const { server, base } = serveLoopback((req) =>
-    new URL(req.url).pathname === "/client.js"
-      ? new Response(bundle, {
-        headers: { "content-type": "text/javascript" },
-      })
-      : new Response(
+    bundleFile(bundle, new URL(req.url).pathname, "/client.js") ??
+      new Response(
         `<!doctype html><script type="module">import * as c from "/client.js"; globalThis.avatarClient = c;</script>`,
         { headers: { "content-type": "text/html" } },
       )

@@ -8,7 +8,7 @@
  * failure the message has both sides' account (the service's dials, the page's states).
  */
 import assert from "node:assert/strict";
-import { bundleBrowserClient } from "../../examples/backend.ts";
+import { bundleBrowserClient, bundleFile } from "../../examples/backend.ts";
 import {
   openBrowser,
   requireChromium,
@@ -57,11 +57,8 @@ Deno.test("a player whose socket is closed with 4000 stops without redialling", 
     seen.push(`${Math.round(performance.now() - t0)} ${what}`);
   const { server, base } = serveLoopback((req) => {
     const path = new URL(req.url).pathname;
-    if (path === "/avatar.js") {
-      return new Response(bundle, {
-        headers: { "content-type": "text/javascript" },
-      });
-    }
+    const script = bundleFile(bundle, path);
+    if (script) return script;
     if (!path.endsWith("/ws")) {
       return new Response(PAGE, { headers: { "content-type": "text/html" } });
     }

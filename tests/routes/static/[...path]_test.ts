@@ -66,6 +66,18 @@ Deno.test("ensureIslandsBuilt() bundles the islands once and the app serves the 
     const js = await res.text();
     assert.equal(js, await Deno.readTextFile(BUNDLE_PATH));
     assert.match(js, /data-island|dataset/);
+    // The chunks it imports are served beside it: the WebAssembly Opus decoder only
+    // on demand (a dynamic import), never inlined in client.js.
+    const chunks = [...js.matchAll(/import\(?"\.\/([^"]+\.js)"/g)].map((m) =>
+      m[1]
+    );
+    assert.ok(chunks.some((c) => /^wasm_opus-/.test(c)), chunks.join());
+    assert.match(js, /import\("\.\/wasm_opus-[A-Z0-9]+\.js"\)/);
+    for (const chunk of chunks) {
+      const r = await app.request(`/static/build/${chunk}`);
+      assert.equal(r.status, 200, chunk);
+      await r.body?.cancel();
+    }
   } finally {
     await app.close();
   }
