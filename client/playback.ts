@@ -22,6 +22,7 @@ import {
   type WebCodecsStats,
 } from "./webcodecs/player.ts";
 import { Autoplay } from "./autoplay.ts";
+import { OpusAsk } from "./webcodecs/opus_ask.ts";
 import {
   aacDecodable,
   audioDecoders,
@@ -96,8 +97,9 @@ export class Playback {
   readonly #speech: SpeakingSchedule;
   readonly #captions: CaptionSchedule;
   readonly #autoplay: Autoplay;
-  /** This socket was asked for Opus (`media.config`). */
-  #askedOpus = false;
+  readonly #opus = new OpusAsk((msg) => this.#o.send(msg));
+  /** The current stream's init segment (its first binary frame), once it came. */
+  #init: ArrayBuffer | null = null;
 
   constructor(o: PlaybackOptions) {
     this.#o = o;
@@ -127,9 +129,15 @@ export class Playback {
     });
     this.#speech = new SpeakingSchedule(clock, o.onSpeaking);
     this.#captions = new CaptionSchedule(clock, o.onCaption);
-    // Ready before the first stream: in WebKit on GStreamer this loads the WebAssembly
-    // Opus decoder, which the first init segment's check waits for.
-    if (this.#webCodecsWanted()) void audioDecoders();
+    // In WebKit on GStreamer this loads the WebAssembly Opus decoder while the picture
+    // plays: once it runs the socket is asked for Opus; where it cannot, MSE plays.
+    if (this.#webCodecsWanted()) {
+      void opusDecodable().then((ok) => {
+        if (this.#mode !== "webcodecs") return;
+        if (ok) this.#opus.stream(this.#mime);
+        else this.#toMse();
+      });
+    }
   }
 
   /** Whether the options and the browser ask for WebCodecs (the stream decides). */
@@ -232,6 +240,7 @@ export class Playback {
   /** A binary socket frame: fMP4 media (ignored on WebRTC). */
   segment(data: ArrayBuffer): void {
     if (this.#media !== "fmp4") return;
+    this.#init ??= data;
     if (this.#held) {
       this.#held.push(data);
       if (!this.#checking) void this.#choose(new Uint8Array(data));
@@ -245,6 +254,7 @@ export class Playback {
     this.#o.onPlaying();
     this.#alpha = alpha;
     this.#mime = mime;
+    this.#init = null;
     this.#speech.reset();
     this.#captions.reset();
     if (this.#mode === "webcodecs") this.#webCodecsStream();
@@ -261,12 +271,8 @@ export class Playback {
   /** Picks WebCodecs or MSE for the session on its first init segment. */
   async #choose(init: Uint8Array): Promise<void> {
     this.#checking = true;
-    // Opus support known before the stream starts: whether its AAC is decoded at all.
-    const [ok, , audioDecoder] = await Promise.all([
-      webCodecsSupports(init),
-      opusDecodable(),
-      audioDecoders(),
-    ]);
+    const ok = await webCodecsSupports(init);
+    const audioDecoder = audioDecoders();
     this.#checking = false;
     const held = this.#held ?? [];
     this.#held = null;
@@ -289,46 +295,38 @@ export class Playback {
   }
 
   /**
-   * WebCodecs decodes the stream: the socket is asked for Opus (DECISIONS 6: short
-   * frames, no AAC lookahead to hold back) when the stream is AAC and Opus decodes
-   * here; a fresh `media.init` follows. True when it asked now: the AAC stream's audio
-   * is then not decoded (the Opus stream comes one round trip later, and a 96-kHz AAC
-   * output would be closed for it: opening an AudioContext blocks the page). A socket
-   * asked once that answers AAC again is not asked again, and its AAC is decoded.
+   * A new stream on the WebCodecs path (its init segment comes next), the socket asked
+   * for Opus if it is AAC. An AAC stream that will never be heard (WebKit on GStreamer:
+   * the socket was asked already, or Opus does not decode either) goes to MSE instead,
+   * with its sound, for the rest of the session; one while the Opus decoder loads
+   * plays its picture.
    */
-  #askOpus(): boolean {
-    if (
-      this.#askedOpus || /\bopus\b/.test(this.#mime) || opusKnown() !== true
-    ) {
-      return false;
+  #webCodecsStream(): void {
+    const asked = this.#opus.stream(this.#mime);
+    const opus = /\bopus\b/.test(this.#mime);
+    const loading = opusKnown() === null;
+    if (asked || opus || loading || aacDecodable()) {
+      return this.#wc!.reset(asked);
     }
-    this.#askedOpus = true;
-    this.#o.send({ type: "media.config", audio: "opus" });
-    return true;
+    this.#toMse();
   }
 
   /**
-   * A new stream on the WebCodecs path (its init segment comes next). An AAC stream on
-   * a socket already asked for Opus, where AAC cannot be decoded (WebKit on GStreamer),
-   * goes to MediaSource instead, with its sound, for the rest of the session.
+   * The rest of the session over MSE; mid-stream (the Opus decoder cannot run) from the
+   * stream's init segment again, MSE playing from its next keyframe.
    */
-  #webCodecsStream(): void {
-    const asked = this.#askOpus();
-    const opus = /\bopus\b/.test(this.#mime);
-    if (asked || opus || aacDecodable()) return this.#wc!.reset(asked);
-    this.#wc!.close();
+  #toMse(): void {
+    this.#wc?.close();
     this.#wc = null;
     this.#surface.close();
     this.#mode = "mse";
     this.#startMse();
+    if (this.#init) this.#buffer.append(this.#init);
   }
 
-  /**
-   * A new socket is open: its stream starts in AAC, and it is asked for Opus once (a
-   * service that does not answer with Opus is not asked again on that socket).
-   */
+  /** A new socket is open: its stream starts in AAC (./webcodecs/opus_ask.ts). */
   socketOpened(): void {
-    this.#askedOpus = false;
+    this.#opus.socketOpened();
   }
 
   #startMse(): void {

@@ -3,7 +3,8 @@
  * stream's audio track in, mono PCM out. Two implementations: WebCodecs'
  * `AudioDecoder`, read with `AudioData.copyTo` (here), and a WebAssembly Opus decoder
  * (./wasm_opus.ts) where `copyTo` cannot be used (WebKit on GStreamer: ./support.ts
- * picks, and loads the WebAssembly one only there).
+ * picks, and loads the WebAssembly one only there), held by a `DeferredAudioDecoder`
+ * until it has loaded.
  */
 import type { Fmp4Track } from "./fmp4.ts";
 
@@ -94,5 +95,50 @@ export class WebCodecsAudioDecoder implements AudioFrameDecoder {
     } finally {
       d.close();
     }
+  }
+}
+
+/** Frames a deferred decoder holds, at most (2 s of 20-ms frames). */
+const MAX_HELD = 100;
+
+/**
+ * A decoder that is still being made (the WebAssembly one loads): frames that come
+ * before it are held, then decoded in order; none is made (null), they are dropped.
+ */
+export class DeferredAudioDecoder implements AudioFrameDecoder {
+  #dec: AudioFrameDecoder | null = null;
+  #held: Array<{ data: Uint8Array; ptsUs: number; durationUs: number }> = [];
+  /** Made, or known never to be. */
+  #settled = false;
+  #closed = false;
+
+  constructor(made: Promise<AudioFrameDecoder | null>) {
+    const settle = () => {
+      this.#settled = true;
+      const held = this.#held;
+      this.#held = [];
+      return held;
+    };
+    void made.then((dec) => {
+      const held = settle();
+      if (!dec) return;
+      if (this.#closed) return dec.close();
+      this.#dec = dec;
+      for (const f of held) dec.decode(f.data, f.ptsUs, f.durationUs);
+    }, settle);
+  }
+
+  decode(data: Uint8Array, ptsUs: number, durationUs: number): void {
+    if (this.#dec) return this.#dec.decode(data, ptsUs, durationUs);
+    if (this.#closed || this.#settled) return;
+    this.#held.push({ data, ptsUs, durationUs });
+    if (this.#held.length > MAX_HELD) this.#held.shift();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#held = [];
+    this.#dec?.close();
+    this.#dec = null;
   }
 }

@@ -7,6 +7,7 @@
 import { type Fmp4Track, parseInitSegment } from "./fmp4.ts";
 import {
   audioConfig,
+  DeferredAudioDecoder,
   type MakeAudioDecoder,
   WebCodecsAudioDecoder,
 } from "./audio_decoder.ts";
@@ -78,8 +79,12 @@ export function aacDecodable(ua = userAgent()): boolean {
 
 /**
  * Whether both decoders accept the stream's configuration (`media.init`'s init
- * segment); false when either is missing or refuses. In WebKit on GStreamer the audio
- * is not `AudioDecoder`'s: there the WebAssembly Opus decoder must run instead.
+ * segment); false when either is missing or refuses. Whether `AudioDecoder` takes
+ * Opus is known when it resolves (`opusKnown`: whether the stream's AAC is decoded at
+ * all). In WebKit on GStreamer the audio is not `AudioDecoder`'s: there the video
+ * decides, unless the WebAssembly decoder is already known not to run; its load is not
+ * waited for (the first stream's AAC is not decoded there anyway: its picture plays
+ * meanwhile).
  */
 export async function webCodecsSupports(init: Uint8Array): Promise<boolean> {
   if (!webCodecsAvailable()) return false;
@@ -93,7 +98,8 @@ export async function webCodecsSupports(init: Uint8Array): Promise<boolean> {
         : await AudioDecoder.isConfigSupported(audioConfig(t));
       if (!r.supported) return false;
     }
-    if (wasm && !await opusDecodable()) return false;
+    if (wasm && opusKnown() === false) return false;
+    if (!wasm) await opusDecodable();
     return tracks.some((t) => t.kind === "video");
   } catch {
     return false;
@@ -121,12 +127,13 @@ export function opusKnown(): boolean | null {
 
 /**
  * Whether this browser decodes the Opus the service sends a WebCodecs player that asks
- * for it (48 kHz mono; asked once): its `AudioDecoder` takes it, or in WebKit on
- * GStreamer the WebAssembly decoder runs.
+ * for it (48 kHz mono; asked once, and early: the player asks as it is made): its
+ * `AudioDecoder` takes it, or in WebKit on GStreamer the WebAssembly decoder runs (it
+ * starts loading now).
  */
 export function opusDecodable(): Promise<boolean> {
   opus ??= gstreamerWebKit()
-    ? audioDecoders().then((d) => d !== null)
+    ? wasmOpus().then((m) => m !== null)
     : webCodecsAvailable()
     ? AudioDecoder.isConfigSupported({
       codec: "opus",
@@ -138,34 +145,49 @@ export function opusDecodable(): Promise<boolean> {
   return opus;
 }
 
-let decoders: Promise<MakeAudioDecoder | null> | null = null;
+type WasmOpus = typeof import("./wasm_opus.ts");
 
-/**
- * How this page decodes the stream's audio (asked once, and early: the player asks as
- * it is made): `AudioDecoder`; in WebKit on GStreamer the WebAssembly Opus decoder,
- * imported now. Null when there is none: no WebCodecs, or the WebAssembly decoder
- * cannot run (a CSP without `'wasm-unsafe-eval'`, its chunk not served), and the player
- * plays MediaSource.
- */
-export function audioDecoders(): Promise<MakeAudioDecoder | null> {
-  decoders ??= loadAudioDecoders();
-  return decoders;
+let wasm: Promise<WasmOpus | null> | null = null;
+
+/** `loadWasmOpus`, once a page. */
+function wasmOpus(): Promise<WasmOpus | null> {
+  wasm ??= loadWasmOpus();
+  return wasm;
 }
 
-/** `audioDecoders`, not kept: what a page with user agent `ua` gets. */
-export async function loadAudioDecoders(
+/**
+ * The WebAssembly Opus decoder's module, imported (a chunk of its own where the
+ * bundle is split) and started; null where it cannot run: a CSP without
+ * `'wasm-unsafe-eval'`, its chunk not served.
+ */
+export async function loadWasmOpus(): Promise<WasmOpus | null> {
+  try {
+    const m = await import("./wasm_opus.ts");
+    await m.wasmOpusReady();
+    return m;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * How this page decodes the stream's audio, or null without WebCodecs: `AudioDecoder`;
+ * in WebKit on GStreamer the WebAssembly Opus decoder, Opus only, held by a
+ * `DeferredAudioDecoder` until `load` (default: once a page) has it; where it cannot
+ * run, nothing is heard (the player then turns to MSE).
+ */
+export function audioDecoders(
   ua = userAgent(),
-): Promise<MakeAudioDecoder | null> {
+  load: () => Promise<WasmOpus | null> = wasmOpus,
+): MakeAudioDecoder | null {
   if (!webCodecsAvailable(ua)) return null;
   if (!gstreamerWebKit(ua)) {
     return (track, sink) => new WebCodecsAudioDecoder(track, sink);
   }
-  try {
-    const wasm = await import("./wasm_opus.ts");
-    await wasm.wasmOpusReady();
-    return (track, sink) =>
-      track.codec === "opus" ? new wasm.WasmOpusDecoder(track, sink) : null;
-  } catch {
-    return null;
-  }
+  return (track, sink) =>
+    track.codec === "opus"
+      ? new DeferredAudioDecoder(
+        load().then((m) => m && new m.WasmOpusDecoder(track, sink)),
+      )
+      : null;
 }

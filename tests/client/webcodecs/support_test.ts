@@ -2,20 +2,25 @@
  * Which browsers play the socket with WebCodecs (client/webcodecs/support.ts), by their
  * user agents: `auto` in Chromium, Firefox and WebKit on Linux; Safari only when asked.
  * Which audio decoder each gets: `AudioDecoder`, or in WebKit on Linux (whose decoded
- * `AudioData` cannot be read) the WebAssembly Opus decoder, Opus only, and none where
- * WebAssembly may not be compiled. Firefox's output latency is not read.
+ * `AudioData` cannot be read) the WebAssembly Opus decoder, Opus only, held until it
+ * loads, and silent where WebAssembly may not run. Firefox's output latency is not read.
  */
 import assert from "node:assert/strict";
 import {
   aacDecodable,
-  loadAudioDecoders,
+  audioDecoders,
+  loadWasmOpus,
   outputLatencyReadable,
   webCodecsAvailable,
   webCodecsPreferred,
 } from "../../../client/webcodecs/support.ts";
-import { WebCodecsAudioDecoder } from "../../../client/webcodecs/audio_decoder.ts";
+import {
+  type AudioFrameDecoder,
+  DeferredAudioDecoder,
+  WebCodecsAudioDecoder,
+} from "../../../client/webcodecs/audio_decoder.ts";
 import type { Fmp4Track } from "../../../client/webcodecs/fmp4.ts";
-import { WasmOpusDecoder } from "../../../client/webcodecs/wasm_opus.ts";
+import { poll } from "../../lib/render/_helpers.ts";
 
 const UA = {
   chromium:
@@ -102,6 +107,8 @@ function track(codec: string): Fmp4Track {
 }
 
 const SINK = { pcm: () => {}, error: () => {} };
+/** A 20-ms CELT frame of silence (TOC: config 31, mono, one frame). */
+const SILENT_FRAME = Uint8Array.of(0xf8, 0xff, 0xfe);
 
 Deno.test("decoder auto: WebCodecs in Chromium, Edge, Firefox and WebKitGTK; MediaSource in Safari", async () => {
   await withApis(() => {
@@ -147,10 +154,10 @@ Deno.test("AAC is decoded everywhere but WebKit on Linux", () => {
   assert.equal(aacDecodable(UA.safari), true);
 });
 
-Deno.test("loadAudioDecoders(): AudioDecoder for Chromium, Firefox and Safari, any codec", async () => {
-  await withApis(async () => {
+Deno.test("audioDecoders(): AudioDecoder for Chromium, Firefox and Safari, any codec", async () => {
+  await withApis(() => {
     for (const ua of [UA.chromium, UA.firefox, UA.safari]) {
-      const make = await loadAudioDecoders(ua);
+      const make = audioDecoders(ua, () => assert.fail("no WebAssembly here"));
       assert.ok(make, ua);
       for (const codec of ["opus", "mp4a.40.2"]) {
         const dec = make(track(codec), SINK);
@@ -159,28 +166,68 @@ Deno.test("loadAudioDecoders(): AudioDecoder for Chromium, Firefox and Safari, a
       }
     }
   });
-  assert.equal(await loadAudioDecoders(UA.chromium), null, "no APIs");
+  assert.equal(audioDecoders(UA.chromium), null, "no APIs");
 });
 
-Deno.test("loadAudioDecoders(): WebKitGTK gets the WebAssembly decoder for Opus, none for AAC", async () => {
+Deno.test("audioDecoders(): WebKitGTK decodes Opus with the WebAssembly decoder once it loads, AAC not at all", async () => {
   await withApis(async () => {
-    const make = await loadAudioDecoders(UA.webkitgtk);
+    let loaded!: (m: Awaited<ReturnType<typeof loadWasmOpus>>) => void;
+    const loading = new Promise<Awaited<ReturnType<typeof loadWasmOpus>>>(
+      (r) => loaded = r,
+    );
+    const make = audioDecoders(UA.webkitgtk, () => loading);
     assert.ok(make);
-    const opus = make(track("opus"), SINK);
-    assert.ok(opus instanceof WasmOpusDecoder);
-    opus.close();
     assert.equal(make(track("mp4a.40.2"), SINK), null);
+    const out: number[] = [];
+    const dec = make(track("opus"), {
+      pcm: (_, ptsUs) => out.push(ptsUs),
+      error: (m) => assert.fail(m),
+    });
+    assert.ok(dec instanceof DeferredAudioDecoder);
+    // Frames that come while it loads are held, then decoded in order.
+    dec.decode(SILENT_FRAME, 0, 20_000);
+    dec.decode(SILENT_FRAME, 20_000, 20_000);
+    loaded(await loadWasmOpus());
+    await poll(() => out.length === 2);
+    dec.decode(SILENT_FRAME, 40_000, 20_000);
+    await poll(() => out.length === 3);
+    assert.deepEqual(out, [0, 20_000, 40_000]);
+    dec.close();
   }, ["AudioDecoder"]);
 });
 
-Deno.test("loadAudioDecoders(): none in WebKitGTK where the page's CSP forbids WebAssembly (it plays MSE)", async () => {
-  await withApis(() =>
-    wasmRefused(async () => {
-      assert.equal(await loadAudioDecoders(UA.webkitgtk), null);
-      // Only the WebAssembly path depends on it.
-      assert.ok(await loadAudioDecoders(UA.chromium));
-    })
-  );
+Deno.test("loadWasmOpus(): null where the page's CSP forbids WebAssembly; its decoders then hear nothing", async () => {
+  await wasmRefused(async () => {
+    assert.equal(await loadWasmOpus(), null);
+  });
+  await withApis(async () => {
+    const make = audioDecoders(UA.webkitgtk, () => Promise.resolve(null))!;
+    const out: number[] = [];
+    const dec = make(track("opus"), {
+      pcm: (_, ptsUs) => out.push(ptsUs),
+      error: (m) => assert.fail(m),
+    })!;
+    dec.decode(SILENT_FRAME, 0, 20_000);
+    await new Promise((r) => setTimeout(r, 50));
+    dec.decode(SILENT_FRAME, 20_000, 20_000);
+    assert.deepEqual(out, []);
+    dec.close();
+  });
+  assert.ok(await loadWasmOpus(), "and it loads where WebAssembly runs");
+});
+
+Deno.test("DeferredAudioDecoder: a decoder made after it was closed is closed, and hears nothing", async () => {
+  let made!: (d: AudioFrameDecoder) => void;
+  const calls: string[] = [];
+  const deferred = new DeferredAudioDecoder(new Promise((r) => made = r));
+  deferred.decode(SILENT_FRAME, 0, 20_000);
+  deferred.close();
+  made({
+    decode: () => calls.push("decode"),
+    close: () => calls.push("close"),
+  });
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(calls, ["close"]);
 });
 
 Deno.test("the output latency is read everywhere but Firefox (reading it stopped its tab)", () => {
