@@ -17,22 +17,17 @@ import { serveLoopback, startTlsEngine } from "./_browser.ts";
 import { type Pulse, startPulse } from "./_desktop.ts";
 import type { PageDriver } from "./_drivers.ts";
 import {
-  COLLECT,
   ENDED,
   FRAME,
   hearAnswer,
+  openPage,
   PAGE_QUERY,
   PLAYS,
   until,
   waitFor,
 } from "./_matrix_page.ts";
-import {
-  aacAfterOpus,
-  CSP_NO_WASM,
-  CSP_WASM,
-  type Shipped,
-  shippedSession,
-} from "./_matrix_shipped.ts";
+import { type Shipped, shippedSession } from "./_matrix_shipped.ts";
+import { heldChunk, type PageServer, wasmOpusSteps } from "./_matrix_wasm.ts";
 
 /** The backends of the page's origin: a transport each, and one the engine refuses. */
 type Backend = "auto" | "websocket_fmp4" | "webrtc_sfu" | "refused";
@@ -75,8 +70,7 @@ async function session(
   transport: "auto" | "websocket_fmp4",
   plays: "rtc" | "mse",
 ): Promise<{ firstPlayMs: number; peakRms: number }> {
-  await page.goto(`${pageBase}/?${PAGE_QUERY}`);
-  await page.eval(COLLECT);
+  await openPage(page, `${pageBase}/?${PAGE_QUERY}`);
   await page.eval(
     `(globalThis.__start = performance.now(), document.getElementById("start").click(), true)`,
   );
@@ -145,8 +139,7 @@ async function session(
  * answer rejects the video, so it sends `webrtc.unsupported` instead, never the answer.
  */
 async function answerRejected(page: PageDriver, pageBase: string) {
-  await page.goto(`${pageBase}/?${PAGE_QUERY}`);
-  await page.eval(COLLECT);
+  await openPage(page, `${pageBase}/?${PAGE_QUERY}`);
   await page.eval(`(() => {
     RTCRtpReceiver.getCapabilities = undefined;
     globalThis.__sent = [];
@@ -175,8 +168,7 @@ async function answerRejected(page: PageDriver, pageBase: string) {
 
 /** A session in a browser that refuses sound without a gesture: it plays muted. */
 async function mutedStart(page: PageDriver, pageBase: string): Promise<void> {
-  await page.goto(`${pageBase}/?${PAGE_QUERY}`);
-  await page.eval(COLLECT);
+  await openPage(page, `${pageBase}/?${PAGE_QUERY}`);
   await page.eval(`(document.getElementById("start").click(), true)`);
   await until(
     page,
@@ -248,12 +240,15 @@ export async function runMatrix(
   // One origin (one microphone grant); the test picks the backend of each run, and
   // the page's CSP.
   let current: Backend = "auto";
-  let csp: string | null = null;
+  const chunk = heldChunk();
+  const server: PageServer = { csp: null, chunk };
   const { server: backend, base: pageBase } = serveLoopback(async (req) => {
+    const path = new URL(req.url).pathname;
+    if (/^\/wasm_opus-[A-Z0-9]+\.js$/.test(path)) await chunk.wait();
     const res = await backends[current](req);
-    if (!csp || new URL(req.url).pathname !== "/") return res;
+    if (!server.csp || path !== "/") return res;
     const headers = new Headers(res.headers);
-    headers.set("content-security-policy", csp);
+    headers.set("content-security-policy", server.csp);
     return new Response(res.body, { status: res.status, headers });
   });
   const pulse = await startPulse();
@@ -293,48 +288,15 @@ export async function runMatrix(
       },
     );
     if (options.wasmOpus) {
-      await t.step(
-        "a page whose CSP forbids WebAssembly: mse, sound, captions",
-        async () => {
-          current = "websocket_fmp4";
-          csp = CSP_NO_WASM;
-          try {
-            await shippedSession(page!, pageBase, ctx, "mse");
-          } finally {
-            csp = null;
-          }
-        },
-      );
-      await t.step(
-        "a page whose CSP allows 'wasm-unsafe-eval': webcodecs with Opus, sound, captions, a takeover",
-        async () => {
-          current = "websocket_fmp4";
-          csp = CSP_WASM;
-          try {
-            said(
-              "under a CSP",
-              await shippedSession(page!, pageBase, ctx, "webcodecs"),
-            );
-          } finally {
-            csp = null;
-          }
-        },
-      );
-      await t.step(
-        "a stream that turns AAC after Opus was asked: the session goes on over mse, sound, captions",
-        async () => {
-          current = "websocket_fmp4";
-          await aacAfterOpus(page!, pageBase, ctx);
-        },
-      );
+      current = "websocket_fmp4";
+      await wasmOpusSteps(t, page, pageBase, ctx, server, said);
     }
     if (options.autoPlays === "mse") {
       await t.step(
         "webrtc_sfu: the fatal unsupported_media at once, no reconnect",
         async () => {
           current = "webrtc_sfu";
-          await page!.goto(`${pageBase}/?${PAGE_QUERY}`);
-          await page!.eval(COLLECT);
+          await openPage(page!, `${pageBase}/?${PAGE_QUERY}`);
           const started = Date.now();
           await page!.eval(`(document.getElementById("start").click(), true)`);
           await until(
@@ -383,8 +345,7 @@ export async function runMatrix(
       "a session that fails to start: the page shows its status and reason",
       async () => {
         current = "refused";
-        await page!.goto(`${pageBase}/?${PAGE_QUERY}`);
-        await page!.eval(COLLECT);
+        await openPage(page!, `${pageBase}/?${PAGE_QUERY}`);
         await page!.eval(`(document.getElementById("start").click(), true)`);
         const shown = await until<string>(page!, ENDED, "the end on the page");
         assert.equal(shown, "failed start_failed");

@@ -35,6 +35,10 @@ export async function until<T>(
 const PAGE_STATE = `(() => ({
   url: location.href,
   ready: document.readyState,
+  started: typeof document.getElementById("start")?.onclick,
+  scripts: performance.getEntriesByType("resource")
+    .filter((e) => e.name.endsWith(".js"))
+    .map((e) => \`\${new URL(e.name).pathname} \${Math.round(e.duration)} ms\`),
   startDisabled: document.getElementById("start")?.disabled ?? null,
   player: globalThis.avatarPlayer?.state ?? null,
   shown: document.getElementById("state")?.textContent ?? null,
@@ -56,6 +60,20 @@ export async function waitFor(
     if (Date.now() > deadline) throw new Error(`waited too long for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Opens the example page at `url` once its script runs (its Start button has a
+ * handler), collecting its problems (`COLLECT`).
+ */
+export async function openPage(page: PageDriver, url: string): Promise<void> {
+  await page.goto(url);
+  await until(
+    page,
+    `typeof document.getElementById("start")?.onclick === "function"`,
+    "the page's script",
+  );
+  await page.eval(COLLECT);
 }
 
 /** Page errors and unhandled rejections, collected from the start. */

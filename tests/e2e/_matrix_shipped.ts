@@ -2,16 +2,14 @@
  * The browser matrix's runs of the example page as it ships (./_matrix.ts): a
  * transparent avatar, WebCodecs where the client uses it, else MSE; its picture drawn
  * on a canvas, its sound heard on the browser's sink, the answer's caption shown, and
- * in WebCodecs a takeover. In WebKitGTK, whose sound is the WebAssembly Opus decoder's,
- * also: a page whose CSP forbids WebAssembly (MSE), one that allows exactly
- * `'wasm-unsafe-eval'` (WebCodecs), and a stream that turns AAC after Opus was asked
- * (the rest of the session over MSE).
+ * in WebCodecs a takeover; and the probes and steps the WebKitGTK runs
+ * (./_matrix_wasm.ts) share.
  */
 import assert from "node:assert/strict";
 import { replyFor } from "../../scripts/example_engine.ts";
 import type { Pulse } from "./_desktop.ts";
 import type { PageDriver } from "./_drivers.ts";
-import { COLLECT, ENDED, hearAnswer, until } from "./_matrix_page.ts";
+import { ENDED, hearAnswer, openPage, until } from "./_matrix_page.ts";
 
 export interface ShippedCtx {
   pulse: Pulse;
@@ -26,13 +24,6 @@ export interface Shipped {
   glassMs: number | null;
 }
 
-/**
- * The CSPs of the WebKit steps: scripts from the page's origin and the worklets'
- * `blob:` URLs, without and with WebAssembly.
- */
-export const CSP_NO_WASM = "script-src 'self' blob:";
-export const CSP_WASM = "script-src 'self' blob: 'wasm-unsafe-eval'";
-
 /** Keeps the page's `client.stats` reports (what the player measured). */
 const REPORTS = `(() => {
   globalThis.__reports = [];
@@ -44,23 +35,24 @@ const REPORTS = `(() => {
   return true;
 })()`;
 
-const WEBCODECS_OPUS = `(() => { const s = globalThis.avatarPlayer?.stats;
+export const WEBCODECS_OPUS =
+  `(() => { const s = globalThis.avatarPlayer?.stats;
   return s?.decoder === "webcodecs" && s.webcodecs.framesDrawn > 25 &&
     s.webcodecs.audioCodec === "opus" && s.webcodecs.clockMs > 1000; })()`;
 
-const MSE_TRANSPARENT = `(() => { const v = document.querySelector("video");
+export const MSE_TRANSPARENT =
+  `(() => { const v = document.querySelector("video");
   return globalThis.avatarPlayer?.stats.decoder === "mse" && v.hidden &&
     !v.paused && v.currentTime > 1 &&
     document.querySelector("canvas.avatar-canvas")?.width > 0; })()`;
 
 /** Starts the page at `url`, waits until `decoder` draws the transparent avatar. */
-async function start(
+export async function start(
   page: PageDriver,
   url: string,
   decoder: "webcodecs" | "mse",
 ): Promise<void> {
-  await page.goto(url);
-  await page.eval(COLLECT);
+  await openPage(page, url);
   await page.eval(REPORTS);
   await page.eval(`(document.getElementById("start").click(), true)`);
   await until(
@@ -71,7 +63,10 @@ async function start(
 }
 
 /** Hears a typed turn's answer and sees its caption. */
-async function hearCaption(page: PageDriver, ctx: ShippedCtx): Promise<void> {
+export async function hearCaption(
+  page: PageDriver,
+  ctx: ShippedCtx,
+): Promise<void> {
   await hearAnswer(
     page,
     ctx.pulse,
@@ -83,9 +78,9 @@ async function hearCaption(page: PageDriver, ctx: ShippedCtx): Promise<void> {
 }
 
 /** Ends the session; the page saw no error. Returns what the player reported. */
-async function end(page: PageDriver): Promise<Shipped> {
+export async function end(page: PageDriver): Promise<Shipped> {
   const reports = await page.eval<Record<string, number>[]>(
-    `globalThis.__reports`,
+    `globalThis.__reports ?? []`,
   );
   await page.eval(`(document.getElementById("end").click(), true)`);
   assert.equal(await until(page, ENDED, "the end"), "ended requested");
@@ -135,23 +130,4 @@ export async function shippedSession(
     );
   }
   return await end(page);
-}
-
-/**
- * Where AAC cannot be decoded (WebKitGTK): the page plays WebCodecs with Opus, then asks
- * the socket for AAC itself, as a service that answers AAC after Opus was asked would
- * send. The player goes on over MSE, with sound and captions.
- */
-export async function aacAfterOpus(
-  page: PageDriver,
-  pageBase: string,
-  ctx: ShippedCtx,
-): Promise<void> {
-  await start(page, pageBase, "webcodecs");
-  await page.eval(
-    `(avatarPlayer._ws.send(JSON.stringify({ type: "media.config", audio: "aac" })), true)`,
-  );
-  await until(page, MSE_TRANSPARENT, "the AAC stream over MSE");
-  await hearCaption(page, ctx);
-  await end(page);
 }
