@@ -47,10 +47,21 @@ const PAGE_STATE = `(() => ({
   stats: globalThis.avatarPlayer?.stats ?? null,
 }))()`;
 
-/** Polls `check` until it holds. */
+/** What the page played while an answer was not heard. */
+const HEARD_STATE = `(() => {
+  const v = document.querySelector("video");
+  return {
+    video: v && { paused: v.paused, muted: v.muted, volume: v.volume,
+      time: v.currentTime, ready: v.readyState },
+    log: (document.getElementById("log")?.textContent ?? "").slice(-400),
+    stats: globalThis.avatarPlayer?.stats ?? null,
+  };
+})()`;
+
 /** No microphone frame at the engine for this long: the muted microphone drained. */
 const MIC_DRAINED_MS = 800;
 
+/** Polls `check` until it holds. */
 export async function waitFor(
   check: () => boolean,
   what: string,
@@ -147,7 +158,19 @@ export async function hearAnswer(
       return true;
     })()`);
     await until(page, shown, "the avatar's answer");
-    await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
+    try {
+      await waitFor(() => rec.peak() >= AUDIBLE_RMS, "audible sound");
+    } catch (err) {
+      // What played instead, for the failure's diagnosis.
+      const seen = await page.eval<unknown>(HEARD_STATE).catch((e) =>
+        String(e)
+      );
+      throw new Error(
+        `${(err as Error).message} (peak RMS ${Math.round(rec.peak())}; page: ${
+          JSON.stringify(seen)
+        })`,
+      );
+    }
     return Math.round(rec.peak());
   } finally {
     await rec.stop();
