@@ -125,8 +125,11 @@ export async function openWebKit(
   await require("/usr/bin/Xvfb", "xvfb", "Xvfb");
   const x = await startXvfb();
   const port = freePort();
-  const driverProc = new Deno.Command(WEBKIT_DRIVER, {
-    args: [`--port=${port}`],
+  // A session of its own (setsid: same pid, its own process group), so that closing
+  // ends MiniBrowser and its web processes too, even after the driver died: an
+  // orphaned MiniBrowser kept the log's pipe open and the run waited on it.
+  const driverProc = new Deno.Command("setsid", {
+    args: [WEBKIT_DRIVER, `--port=${port}`],
     env: { DISPLAY: x.display, PULSE_SERVER: pulseServer },
     stdin: "null",
     stdout: "null",
@@ -142,7 +145,11 @@ export async function openWebKit(
   });
   const logged = driverProc.stderr.pipeTo(log.writable).catch(() => {});
   const stopAll = async () => {
-    driverProc.kill();
+    try {
+      Deno.kill(-driverProc.pid, "SIGTERM");
+    } catch {
+      // The group is gone already.
+    }
     await driverProc.status;
     await logged;
     await x.stop();
