@@ -20,6 +20,11 @@ export interface Recording {
    * 328 is -40 dBFS).
    */
   peak(): number;
+  /**
+   * What the recorder did, for a failure's diagnosis: seconds recorded, whether it
+   * still runs, the end of what it printed.
+   */
+  state(): { seconds: number; running: boolean; said: string };
   stop(): Promise<void>;
 }
 
@@ -83,15 +88,27 @@ function recordMonitor(server: string): Recording {
     ],
     stdin: "null",
     stdout: "piped",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+  let running = true;
+  void child.status.then(() => running = false);
+  let said = "";
+  const saying = (async () => {
+    for await (
+      const text of child.stderr.pipeThrough(new TextDecoderStream())
+    ) {
+      said = (said + text).slice(-300);
+    }
+  })();
   const window = RATE / 20;
+  let bytes = 0;
   let peak = 0;
   let sum = 0;
   let n = 0;
   let odd: number | null = null;
   const reading = (async () => {
     for await (const chunk of child.stdout) {
+      bytes += chunk.length;
       let i = 0;
       const take = (lo: number, hi: number) => {
         const v = (hi << 24 >> 16) | lo;
@@ -113,10 +130,16 @@ function recordMonitor(server: string): Recording {
   })();
   return {
     peak: () => peak,
+    state: () => ({ seconds: bytes / 2 / RATE, running, said }),
     async stop() {
-      child.kill();
+      try {
+        child.kill();
+      } catch {
+        // It ended by itself (`state().running` says so).
+      }
       await child.status;
       await reading.catch(() => {});
+      await saying.catch(() => {});
     },
   };
 }

@@ -133,10 +133,11 @@ export const PLAYS = `(() => {
 
 /**
  * Mutes the microphone, waits until the engine got its last frames (`mic`: what the
- * engine heard), types "hello avatar", waits until `shown` (the answer on the page) and
- * until the answer is audible on the browser's sink; the peak RMS heard. Frames still
- * on their way when the text went out could start a speech onset at the engine after
- * the answer began: a barge-in that cut it, and no sound came.
+ * engine heard) and until the sink's recording runs, types "hello avatar", waits until
+ * `shown` (the answer on the page) and until the answer is audible on the browser's
+ * sink; the peak RMS heard. Frames still on their way when the text went out could
+ * start a speech onset at the engine after the answer began: a barge-in that cut it,
+ * and no sound came.
  */
 export async function hearAnswer(
   page: PageDriver,
@@ -152,6 +153,9 @@ export async function hearAnswer(
   }, "the muted microphone's last frames at the engine");
   const rec = pulse.record();
   try {
+    // parec delivers its first samples ~1 s after it starts (longer under load): an
+    // answer sent before then could be over before anything was recorded.
+    await waitFor(() => rec.state().seconds > 0, "the recording to start");
     await page.eval(`(() => {
       document.getElementById("text").value = "hello avatar";
       document.getElementById("send").click();
@@ -166,9 +170,10 @@ export async function hearAnswer(
         String(e)
       );
       throw new Error(
-        `${(err as Error).message} (peak RMS ${Math.round(rec.peak())}; page: ${
-          JSON.stringify(seen)
-        })`,
+        `${(err as Error).message} (peak RMS ${Math.round(rec.peak())}; ` +
+          `recorder: ${JSON.stringify(rec.state())}; page: ${
+            JSON.stringify(seen)
+          })`,
       );
     }
     return Math.round(rec.peak());
