@@ -19,7 +19,7 @@ import { FaceDriver, type FaceState } from "../lib/render/face.ts";
 import { createPhotoPainter } from "../lib/render/photo/mod.ts";
 import { createFrame, type Frame } from "../lib/render/raster.ts";
 import { ffmpegPath, h264Args, videoMaxKbps } from "../lib/render/ffmpeg.ts";
-import { FRAME_SAMPLES, loadSet } from "../scripts/lipsync/set.ts";
+import { loadSet, loopedFrames } from "../scripts/lipsync/set.ts";
 
 const PORTRAIT = new URL(
   "../tests/fixtures/photo/grace_hopper.jpg",
@@ -75,7 +75,11 @@ const VARIANTS: Variant[] = [
 type Source = Framing | "cartoon";
 
 /** Paints `SECONDS` of `source` talking into a raw I420 file; returns its size. */
-async function paint(source: Source, path: string) {
+async function paint(
+  source: Source,
+  frameAt: (i: number) => Int16Array,
+  path: string,
+) {
   let draw: (f: Frame, s: FaceState, w: Float64Array) => void;
   let width = 512, height = 512;
   if (source === "cartoon") {
@@ -93,13 +97,6 @@ async function paint(source: Source, path: string) {
     draw = (f, s, w) => painter.paint(f, s, w);
     width = avatar.width, height = avatar.height;
   }
-  const set = await loadSet();
-  let total = 0;
-  for (const u of set) total += u.pcm.length;
-  const speech = new Int16Array(total);
-  let at = 0;
-  for (const u of set) (speech.set(u.pcm, at), at += u.pcm.length);
-  const frames = Math.floor(speech.length / FRAME_SAMPLES);
   const driver = new FaceDriver(3);
   const frame = createFrame(width, height);
   const file = await Deno.open(path, {
@@ -108,10 +105,7 @@ async function paint(source: Source, path: string) {
     truncate: true,
   });
   for (let i = 0; i < SECONDS * FPS; i++) {
-    const k = i % frames;
-    const state = driver.next(
-      speech.subarray(k * FRAME_SAMPLES, (k + 1) * FRAME_SAMPLES),
-    );
+    const state = driver.next(frameAt(i));
     draw(frame, state, driver.weights);
     let off = 0;
     while (off < frame.data.length) {
@@ -202,11 +196,13 @@ async function measure(
   }
 }
 
+// (The speech is read once, for every source.)
+const frameAt = loopedFrames(await loadSet());
 const rows: string[] = [];
 for (const source of ["square", "portrait", "cartoon"] as const) {
   const raw = await Deno.makeTempFile({ suffix: ".yuv" });
   try {
-    const size = await paint(source, raw);
+    const size = await paint(source, frameAt, raw);
     for (const v of VARIANTS) {
       const m = await measure(raw, size, v);
       rows.push(

@@ -13,20 +13,10 @@
 import { AVATARS, BACKGROUNDS } from "../lib/avatars.ts";
 import { createFrame, drawAvatar } from "../lib/render/draw.ts";
 import { FaceDriver } from "../lib/render/face.ts";
-import { FRAME_SAMPLES, loadSet } from "../scripts/lipsync/set.ts";
+import { loadSet, loopedFrames } from "../scripts/lipsync/set.ts";
 import { photoVsCartoon } from "./_render_photo.ts";
 
-const set = await loadSet();
-let total = 0;
-for (const u of set) total += u.pcm.length;
-const speech = new Int16Array(total);
-let at = 0;
-for (const u of set) (speech.set(u.pcm, at), at += u.pcm.length);
-const frames = Math.floor(speech.length / FRAME_SAMPLES);
-const frameAt = (i: number) => {
-  const k = i % frames;
-  return speech.subarray(k * FRAME_SAMPLES, (k + 1) * FRAME_SAMPLES);
-};
+const frameAt = loopedFrames(await loadSet());
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

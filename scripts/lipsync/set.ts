@@ -112,3 +112,22 @@ export async function loadSet(
   }
   return out;
 }
+
+/**
+ * The set's speech end to end, looped: frame `i`'s `FRAME_SAMPLES` (the benches' steady
+ * talk, pauses between utterances included).
+ */
+export function loopedFrames(
+  set: LabelledUtterance[],
+): (i: number) => Int16Array {
+  let total = 0;
+  for (const u of set) total += u.pcm.length;
+  const speech = new Int16Array(total);
+  let at = 0;
+  for (const u of set) (speech.set(u.pcm, at), at += u.pcm.length);
+  const frames = Math.floor(speech.length / FRAME_SAMPLES);
+  return (i) => {
+    const k = i % frames;
+    return speech.subarray(k * FRAME_SAMPLES, (k + 1) * FRAME_SAMPLES);
+  };
+}

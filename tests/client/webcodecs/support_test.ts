@@ -19,7 +19,7 @@ import {
   DeferredAudioDecoder,
   WebCodecsAudioDecoder,
 } from "../../../client/webcodecs/audio_decoder.ts";
-import type { Fmp4Track } from "../../../client/webcodecs/fmp4.ts";
+import { monoTrack, SILENT_FRAME } from "./_audio.ts";
 import { poll } from "../../lib/render/_helpers.ts";
 
 const UA = {
@@ -90,25 +90,7 @@ async function wasmRefused(fn: () => Promise<void>): Promise<void> {
   }
 }
 
-function track(codec: string): Fmp4Track {
-  return {
-    trackId: 2,
-    kind: "audio",
-    timescale: 48000,
-    codec,
-    description: new Uint8Array(0),
-    width: 0,
-    height: 0,
-    sampleRate: 48000,
-    channels: 1,
-    startOffset: 0,
-    defaults: { duration: 0, size: 0, flags: 0 },
-  };
-}
-
 const SINK = { pcm: () => {}, error: () => {} };
-/** A 20-ms CELT frame of silence (TOC: config 31, mono, one frame). */
-const SILENT_FRAME = Uint8Array.of(0xf8, 0xff, 0xfe);
 
 Deno.test("decoder auto: WebCodecs in Chromium, Edge, Firefox and WebKitGTK; MediaSource in Safari", async () => {
   await withApis(() => {
@@ -160,7 +142,7 @@ Deno.test("audioDecoders(): AudioDecoder for Chromium, Firefox and Safari, any c
       const make = audioDecoders(ua, () => assert.fail("no WebAssembly here"));
       assert.ok(make, ua);
       for (const codec of ["opus", "mp4a.40.2"]) {
-        const dec = make(track(codec), SINK);
+        const dec = make(monoTrack(codec), SINK);
         assert.ok(dec instanceof WebCodecsAudioDecoder, `${ua} ${codec}`);
         dec.close();
       }
@@ -177,9 +159,9 @@ Deno.test("audioDecoders(): WebKitGTK decodes Opus with the WebAssembly decoder 
     );
     const make = audioDecoders(UA.webkitgtk, () => loading);
     assert.ok(make);
-    assert.equal(make(track("mp4a.40.2"), SINK), null);
+    assert.equal(make(monoTrack("mp4a.40.2"), SINK), null);
     const out: number[] = [];
-    const dec = make(track("opus"), {
+    const dec = make(monoTrack("opus"), {
       pcm: (_, ptsUs) => out.push(ptsUs),
       error: (m) => assert.fail(m),
     });
@@ -203,7 +185,7 @@ Deno.test("loadWasmOpus(): null where the page's CSP forbids WebAssembly; its de
   await withApis(async () => {
     const make = audioDecoders(UA.webkitgtk, () => Promise.resolve(null))!;
     const out: number[] = [];
-    const dec = make(track("opus"), {
+    const dec = make(monoTrack("opus"), {
       pcm: (_, ptsUs) => out.push(ptsUs),
       error: (m) => assert.fail(m),
     })!;

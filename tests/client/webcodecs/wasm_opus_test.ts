@@ -7,10 +7,10 @@
  */
 import assert from "node:assert/strict";
 import {
-  type Fmp4Track,
   parseInitSegment,
   parseMediaSegment,
 } from "../../../client/webcodecs/fmp4.ts";
+import { monoTrack, SILENT_FRAME } from "./_audio.ts";
 import {
   WasmOpusDecoder,
   wasmOpusReady,
@@ -135,21 +135,7 @@ Deno.test("WasmOpusDecoder decodes the service's Opus: the tone back on the stre
   assert.ok(Math.abs(tone.hz - TONE_HZ) < 2, `tone at ${tone.hz} Hz`);
 });
 
-const MONO_OPUS: Fmp4Track = {
-  trackId: 2,
-  kind: "audio",
-  timescale: 48000,
-  codec: "opus",
-  description: new Uint8Array(0),
-  width: 0,
-  height: 0,
-  sampleRate: 48000,
-  channels: 1,
-  startOffset: 0,
-  defaults: { duration: 0, size: 0, flags: 0 },
-};
-/** A 20-ms CELT frame of silence (TOC: config 31, mono, one frame). */
-const SILENT_FRAME = Uint8Array.of(0xf8, 0xff, 0xfe);
+const MONO_OPUS = monoTrack("opus");
 /** Code 3 with a frame count of 0: libopus's OPUS_INVALID_PACKET. */
 const CORRUPT_FRAME = Uint8Array.of(0xfb, 0x00);
 
