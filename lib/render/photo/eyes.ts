@@ -125,7 +125,11 @@ function drawEye(
       // The lid's skin above the photo's lid line and its lashes, stretched down to
       // the lashes' line, a little darker as it curves down over the eyeball.
       const ly = lidLine - riseAt(e, lx) - e.gap * (0.15 + 0.45 * (1 - t));
-      const seen = bilinear(src.y, w, h, lx - 0.5, ly - 0.5);
+      // Averaged across three columns: a hair in the band is not drawn down the lid
+      // as a streak.
+      const seen = (bilinear(src.y, w, h, lx - 2, ly - 0.5) +
+        bilinear(src.y, w, h, lx - 0.5, ly - 0.5) +
+        bilinear(src.y, w, h, lx + 1, ly - 0.5)) / 3;
       const lit = Math.max(darkest, Math.min(brightest, seen));
       let y = 16 + (lit - 16) * (1 - 0.1 * t);
       let u = bilinear(src.u, cw, ch, lx / 2 - 0.5, ly / 2 - 0.5);

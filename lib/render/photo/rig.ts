@@ -25,7 +25,13 @@ import {
   LIP_OUTER_UPPER,
 } from "./landmarks.ts";
 import type { PhotoAvatar } from "./types.ts";
-import { type EyeRig, eyeRig, sampleTone, type Tone } from "./regions.ts";
+import {
+  type EyeRig,
+  eyeRig,
+  riseAt,
+  sampleTone,
+  type Tone,
+} from "./regions.ts";
 import { type PhotoTeeth, photoTeeth } from "./teeth.ts";
 
 export type { EyeRig, PhotoTeeth, Tone };
@@ -156,7 +162,11 @@ export function buildRig(a: PhotoAvatar): Rig {
   // not the rims of glasses).
   const eyeSets = [[EYE_A_UPPER, EYE_A_LOWER], [EYE_B_UPPER, EYE_B_LOWER]];
   const lidBands: number[] = [];
-  for (const [up, lo] of eyeSets) {
+  const landmarkX = Float64Array.from(px), landmarkY = Float64Array.from(py);
+  const eyes = eyeSets.map(([up, lo]) =>
+    eyeRig(a, up, lo, landmarkX, landmarkY)
+  ) as [EyeRig, EyeRig];
+  for (const [e, [up, lo]] of eyeSets.entries()) {
     const eyeZ = (pz[up[0]] + pz[up[up.length - 1]]) / 2;
     const ux = up.map((i) => px[i]), uy = up.map((i) => py[i]);
     const lx = lo.map((i) => px[i]), ly = lo.map((i) => py[i]);
@@ -176,6 +186,13 @@ export function buildRig(a: PhotoAvatar): Rig {
       ) {
         lidBands.push(px.length, side);
         px.push(x), py.push(y), pz.push(eyeZ);
+      }
+      // And where the lashes end above the lid line: a blink carries them down
+      // whole with the line (pose.ts), and stretches only the skin above them.
+      const rise = riseAt(eyes[e], x);
+      if (rise >= 1.5) {
+        lidBands.push(px.length, -1);
+        px.push(x), py.push(yu - rise), pz.push(eyeZ);
       }
     }
   }
@@ -288,10 +305,6 @@ export function buildRig(a: PhotoAvatar): Rig {
   const oy = Float64Array.from(sy, (y, i) => y + am[4] * open[i]);
   const tris = meshWithHoles(ox, oy, eyeSets);
 
-  const eyes = eyeSets.map(([up, lo]) => eyeRig(a, up, lo, sx, sy)) as [
-    EyeRig,
-    EyeRig,
-  ];
   const cheekR = 0.05 * faceW;
   const cheek = (eye: number, corner: number, dir: number) => {
     const x = (sx[eye] + sx[corner]) / 2 + dir * 0.06 * faceW;

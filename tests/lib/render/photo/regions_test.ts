@@ -1,13 +1,18 @@
 /**
  * What the rig reads off an eye (lib/render/photo/regions.ts): how far above the upper
  * lid line the lid's own skin begins, past the lashes — a closing lid is drawn from
- * there (./eyes.ts), not from heavy or made-up lashes stretched over the eye.
+ * there (./eyes.ts), not from heavy or made-up lashes stretched over the eye; and a
+ * blink carries those lashes down whole (pose.ts).
  */
 import assert from "node:assert/strict";
 import { polylineY } from "../../../../lib/render/photo/geometry.ts";
 import { IRIS_START } from "../../../../lib/render/photo/landmarks.ts";
 import { eyeRig, riseAt } from "../../../../lib/render/photo/regions.ts";
 import type { PhotoAvatar } from "../../../../lib/render/photo/types.ts";
+import { createPose, posePoints } from "../../../../lib/render/photo/pose.ts";
+import { buildRig } from "../../../../lib/render/photo/rig.ts";
+import { restingFace } from "../../../../lib/render/face.ts";
+import { smileAvatar, testAvatar } from "./_avatar.ts";
 
 const W = 200, H = 200;
 // The eye: corners at (60, 106) and (120, 106), the upper lid at y 100 in the
@@ -68,4 +73,37 @@ Deno.test("eyeRig() finds the lid's skin above the lashes, however thick they ar
   // No lashes darker than the skin: the skin starts just above the lid line.
   const bare = eyeRig(portrait(0), UPPER, LOWER, sx, sy);
   assert.ok(riseAt(bare, 90) <= 1, `bare lid: ${riseAt(bare, 90)} px`);
+});
+
+Deno.test("a blink carries the lashes down whole with the lid line: only the skin above them stretches", async () => {
+  for (const avatar of [await testAvatar(), await smileAvatar()]) {
+    const rig = buildRig(avatar);
+    const pose = createPose(rig);
+    posePoints(rig, { ...restingFace(), blink: 1 }, 0, 0, pose);
+    let knots = 0;
+    for (const e of rig.eyes) {
+      const ux = e.upper.map((i) => rig.sx[i]),
+        uy = e.upper.map((i) => rig.sy[i]);
+      const px = e.upper.map((i) => pose.x[i]),
+        py = e.upper.map((i) => pose.y[i]);
+      // The rig's knots where the lashes end above the lid line (riseAt).
+      for (let i = IRIS_START + 10; i < rig.n; i++) {
+        const x = rig.sx[i];
+        if (x <= ux[0] || x >= ux[ux.length - 1]) continue;
+        const rise = riseAt(e, x);
+        if (Math.abs(polylineY(ux, uy, x) - rise - rig.sy[i]) > 1e-6) continue;
+        knots++;
+        // Closed, the band between the moved lid line and the knot is as tall as
+        // the photo's (stretched with the skin above, it was twice as tall).
+        const band = polylineY(px, py, pose.x[i]) - pose.y[i];
+        assert.ok(
+          Math.abs(band - rise) <= 0.15 * rise + 0.3,
+          `${avatar.name}: lashes ${rise.toFixed(1)} px tall in the photo, ${
+            band.toFixed(1)
+          } px closed`,
+        );
+      }
+    }
+    assert.ok(knots >= 4, `${avatar.name}: ${knots} lash knots`);
+  }
 });
