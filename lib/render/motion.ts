@@ -8,7 +8,7 @@
  */
 
 /** A swinging noise's knots: how often one turns to the other side, how far out at least. */
-const SWING_TURN = 0.75, SWING_MIN = 0.35;
+const SWING_TURN = 0.75, SWING_MIN = 0.55;
 
 /** One axis of smooth noise: Catmull-Rom through random knots `period` s apart. */
 class Noise {

@@ -124,8 +124,11 @@ Deno.test("every sentence moves the head: 6 s of talk turn, nod and tilt it over
     least.roll = Math.min(least.roll, spread(roll));
   }
   // (Before, with knots drawn independently: 4.5°, 1.4° and 1.9° at the least.)
+  // Yaw: a face mesh reads less than the commanded turn back off the decoded video
+  // (photo:eval), so each swing goes at least 0.55 of the way out (6.2° at the least
+  // when it was 0.35; the largest turn stays as it was, within the tearing bound).
   const msg = JSON.stringify(least);
-  assert.ok(least.yaw >= 5.5, msg);
+  assert.ok(least.yaw >= 6.8, msg);
   assert.ok(least.pitch >= 2.8, msg);
   assert.ok(least.roll >= 2.8, msg);
 });
