@@ -27,9 +27,22 @@ export function meshWithHoles(
     ),
   ];
   stepOffContours(ox, oy, sides);
-  // Coincident points (rounded landmarks) are meshed once.
+  // Coincident points (rounded landmarks) are meshed once, a contour's own point
+  // first: a lid or lip point standing in for a landmark beside it keeps moving with
+  // the lid or lip (the other way round, a blink left that point of the lid up).
+  const onContour = new Set([
+    ...LIP_INNER_UPPER,
+    ...LIP_INNER_LOWER,
+    ...eyeSets.flat(2),
+  ]);
+  const order = [
+    ...onContour,
+    ...Array.from({ length: ox.length }, (_, i) => i).filter((i) =>
+      !onContour.has(i)
+    ),
+  ];
   const keep: number[] = [];
-  for (let i = 0; i < ox.length; i++) {
+  for (const i of order) {
     let dup = false;
     for (const j of keep) {
       if (Math.abs(ox[i] - ox[j]) < 0.25 && Math.abs(oy[i] - oy[j]) < 0.25) {
