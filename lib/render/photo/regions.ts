@@ -32,6 +32,13 @@ export interface EyeRig {
    */
   riseX0: number;
   rise: Float64Array;
+  /**
+   * Per column as `rise`: how far past the rise the lid's skin reaches before
+   * something much darker (a rim of glasses, a brow), up to 1.5 gaps above the lid
+   * line. A blink stretches the skin below it and moves nothing above it; a closing
+   * lid's skin is read below it.
+   */
+  reach: Float64Array;
 }
 
 /** Mean tone of the photo's pixels for which `keep(x, y)` holds inside a box. */
@@ -107,9 +114,12 @@ export function eyeRig(
     sclera,
     gap,
     riseX0: Math.ceil(ux[0]),
-    rise: lashRise(a, ux, uy, gap),
+    ...lidSkin(a, ux, uy, gap),
   };
 }
+
+/** The lashes a blink carries down whole with the lid line: at most this of the gap. */
+export const LASH_MOST = 0.4;
 
 /** Lid skin is at least this share of the lid's brightest (p75) luma; lashes are not. */
 const LID_SKIN = 0.8;
@@ -117,18 +127,22 @@ const LID_SKIN = 0.8;
 /**
  * Per column of the eye (`riseX0` on, 1 px apart): the distance above the upper lid
  * line `ux`/`uy` (1 px at least) where the column first turns as light as the lid's
- * skin, at most 0.6 of the eye's gap; smoothed over five columns. The skin's luma: the column's p75
- * between 0.4 and 1.3 gaps above the line (the lid under the brow).
+ * skin, at most 0.6 of the eye's gap (`rise`); and from there up, where it first
+ * turns much darker than the skin again (`reach`: the rim of glasses, a brow), at
+ * most 1.5 gaps above the line. Both smoothed over five columns. The
+ * skin's luma: the column's p75 between 0.4 and 1.3 gaps above the line (the lid
+ * under the brow).
  */
-function lashRise(
+function lidSkin(
   a: PhotoAvatar,
   ux: number[],
   uy: number[],
   gap: number,
-): Float64Array {
+): { rise: Float64Array; reach: Float64Array } {
   const W = a.width, H = a.height, Y = a.i420;
   const x0 = Math.ceil(ux[0]), x1 = Math.floor(ux[ux.length - 1]);
-  const raw = new Float64Array(Math.max(1, x1 - x0 + 1));
+  const n = Math.max(1, x1 - x0 + 1);
+  const rawRise = new Float64Array(n), rawReach = new Float64Array(n);
   const luma = (x: number, y: number) =>
     Y[Math.min(H - 1, Math.max(0, Math.round(y))) * W + x];
   const most = 0.6 * gap;
@@ -148,9 +162,26 @@ function lashRise(
         break;
       }
     }
-    raw[x - x0] = rise;
+    let reach = Math.max(1, 1.5 * gap - rise);
+    for (let d = 1; d <= 1.5 * gap - rise; d += 0.5) {
+      if (luma(x, yl - rise - d) < RIM * skin) {
+        reach = d;
+        break;
+      }
+    }
+    rawRise[x - x0] = rise;
+    rawReach[x - x0] = reach;
   }
-  // Smoothed over five columns: one dark hair does not pull the lid's source up.
+  // A rim is not averaged away by the columns beside it.
+  const reach = smooth5(rawReach).map((r, i) => Math.min(r, rawReach[i]));
+  return { rise: smooth5(rawRise), reach };
+}
+
+/** Much darker than the lid's skin: a rim of glasses or a brow above the lid, not its crease. */
+const RIM = 0.55;
+
+/** `raw` averaged over five columns: one dark hair does not pull the lid's source up. */
+function smooth5(raw: Float64Array): Float64Array {
   const out = new Float64Array(raw.length);
   for (let i = 0; i < raw.length; i++) {
     let s = 0, n = 0;
@@ -170,6 +201,12 @@ function lashRise(
 export function riseAt(e: EyeRig, x: number): number {
   const i = Math.min(e.rise.length - 1, Math.max(0, Math.round(x - e.riseX0)));
   return e.rise[i];
+}
+
+/** The lid's skin's reach (px, past the rise) of `e` at photo column `x`. */
+export function reachAt(e: EyeRig, x: number): number {
+  const i = Math.min(e.reach.length - 1, Math.max(0, Math.round(x - e.riseX0)));
+  return e.reach[i];
 }
 
 /**

@@ -28,6 +28,8 @@ import type { PhotoAvatar } from "./types.ts";
 import {
   type EyeRig,
   eyeRig,
+  LASH_MOST,
+  reachAt,
   riseAt,
   sampleTone,
   type Tone,
@@ -188,11 +190,17 @@ export function buildRig(a: PhotoAvatar): Rig {
         px.push(x), py.push(y), pz.push(eyeZ);
       }
       // And where the lashes end above the lid line: a blink carries them down
-      // whole with the line (pose.ts), and stretches only the skin above them.
-      const rise = riseAt(eyes[e], x);
-      if (rise >= 1.5) {
+      // whole with the line (pose.ts), and stretches only the skin above them, up
+      // to a rim of glasses or a brow close above, which stays.
+      const rise = riseAt(eyes[e], x), lash = Math.min(LASH_MOST * gap, rise);
+      if (lash >= 1.5) {
         lidBands.push(px.length, -1);
-        px.push(x), py.push(yu - rise), pz.push(eyeZ);
+        px.push(x), py.push(yu - lash), pz.push(eyeZ);
+      }
+      const rim = rise + reachAt(eyes[e], x);
+      if (rim < 1.4 * gap && rim - lash >= 1.5) {
+        lidBands.push(px.length, -1);
+        px.push(x), py.push(yu - rim), pz.push(eyeZ);
       }
     }
   }
