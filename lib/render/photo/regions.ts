@@ -118,6 +118,38 @@ export function eyeRig(
   };
 }
 
+/**
+ * The rig's points around an eye (`upper`/`lower` lid indices into `sx`/`sy`), as
+ * [x, y, side] (side < 0 above the eye, > 0 below), in five columns: bands 0.7 and
+ * 1.5 gaps above the upper lid and 0.9 below the lower one, so the lids' motion stays
+ * near the eye; where the lashes end above the lid line (a blink carries them down
+ * whole with it, pose.ts) and where a rim of glasses or a brow close above begins
+ * (which stays: only the skin between stretches).
+ */
+export function lidKnots(
+  e: EyeRig,
+  upper: number[],
+  lower: number[],
+  sx: Float64Array,
+  sy: Float64Array,
+): Array<[number, number, number]> {
+  const ux = upper.map((i) => sx[i]), uy = upper.map((i) => sy[i]);
+  const lx = lower.map((i) => sx[i]), ly = lower.map((i) => sy[i]);
+  const x0 = ux[0], x1 = ux[ux.length - 1], gap = Math.max(1, e.gap);
+  const out: Array<[number, number, number]> = [];
+  for (let k = 1; k < 6; k++) {
+    const x = x0 + (x1 - x0) * k / 6;
+    const yu = polylineY(ux, uy, x), yl = polylineY(lx, ly, x);
+    out.push([x, yu - 0.7 * gap, -1], [x, yu - 1.5 * gap, -2]);
+    out.push([x, yl + 0.9 * gap, 1]);
+    const rise = riseAt(e, x), lash = Math.min(LASH_MOST * gap, rise);
+    if (lash >= 1.5) out.push([x, yu - lash, -1]);
+    const rim = rise + reachAt(e, x);
+    if (rim < 1.4 * gap && rim - lash >= 1.5) out.push([x, yu - rim, -1]);
+  }
+  return out;
+}
+
 /** The lashes a blink carries down whole with the lid line: at most this of the gap. */
 export const LASH_MOST = 0.4;
 

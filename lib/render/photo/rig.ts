@@ -28,9 +28,7 @@ import type { PhotoAvatar } from "./types.ts";
 import {
   type EyeRig,
   eyeRig,
-  LASH_MOST,
-  reachAt,
-  riseAt,
+  lidKnots,
   sampleTone,
   type Tone,
 } from "./regions.ts";
@@ -170,38 +168,11 @@ export function buildRig(a: PhotoAvatar): Rig {
   ) as [EyeRig, EyeRig];
   for (const [e, [up, lo]] of eyeSets.entries()) {
     const eyeZ = (pz[up[0]] + pz[up[up.length - 1]]) / 2;
-    const ux = up.map((i) => px[i]), uy = up.map((i) => py[i]);
-    const lx = lo.map((i) => px[i]), ly = lo.map((i) => py[i]);
-    const x0 = ux[0], x1 = ux[ux.length - 1];
-    let gap = 1;
-    for (let x = x0; x <= x1; x++) {
-      gap = Math.max(gap, polylineY(lx, ly, x) - polylineY(ux, uy, x));
-    }
-    for (let k = 1; k < 6; k++) {
-      const x = x0 + (x1 - x0) * k / 6;
-      const yu = polylineY(ux, uy, x), yl = polylineY(lx, ly, x);
-      for (
-        const [y, side] of [[yu - 0.7 * gap, -1], [yu - 1.5 * gap, -2], [
-          yl + 0.9 * gap,
-          1,
-        ]]
-      ) {
-        lidBands.push(px.length, side);
-        px.push(x), py.push(y), pz.push(eyeZ);
-      }
-      // And where the lashes end above the lid line: a blink carries them down
-      // whole with the line (pose.ts), and stretches only the skin above them, up
-      // to a rim of glasses or a brow close above, which stays.
-      const rise = riseAt(eyes[e], x), lash = Math.min(LASH_MOST * gap, rise);
-      if (lash >= 1.5) {
-        lidBands.push(px.length, -1);
-        px.push(x), py.push(yu - lash), pz.push(eyeZ);
-      }
-      const rim = rise + reachAt(eyes[e], x);
-      if (rim < 1.4 * gap && rim - lash >= 1.5) {
-        lidBands.push(px.length, -1);
-        px.push(x), py.push(yu - rim), pz.push(eyeZ);
-      }
+    for (
+      const [x, y, side] of lidKnots(eyes[e], up, lo, landmarkX, landmarkY)
+    ) {
+      lidBands.push(px.length, side);
+      px.push(x), py.push(y), pz.push(eyeZ);
     }
   }
   for (let k = 0; k <= 8; k++) {
