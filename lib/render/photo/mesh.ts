@@ -27,31 +27,30 @@ export function meshWithHoles(
     ),
   ];
   stepOffContours(ox, oy, sides);
-  // Coincident points (rounded landmarks) are meshed once, a contour's own point
-  // first: a lid or lip point standing in for a landmark beside it keeps moving with
-  // the lid or lip (the other way round, a blink left that point of the lid up).
+  // Coincident points (rounded landmarks) are meshed once, as a contour's own point
+  // if one of them is: a lid or lip point standing in for a landmark beside it keeps
+  // moving with the lid or lip (the other way round, a blink left that point of the
+  // lid up). Kept in index order, so the triangulation is otherwise the same.
   const onContour = new Set([
     ...LIP_INNER_UPPER,
     ...LIP_INNER_LOWER,
     ...eyeSets.flat(2),
   ]);
-  const order = [
-    ...onContour,
-    ...Array.from({ length: ox.length }, (_, i) => i).filter((i) =>
-      !onContour.has(i)
-    ),
-  ];
-  const keep: number[] = [];
-  for (const i of order) {
+  const kept = new Set<number>();
+  const same = (i: number, j: number) =>
+    Math.abs(ox[i] - ox[j]) < 0.25 && Math.abs(oy[i] - oy[j]) < 0.25;
+  for (const i of [...[...onContour].sort((p, q) => p - q), ...ox.keys()]) {
+    if (kept.has(i)) continue;
     let dup = false;
-    for (const j of keep) {
-      if (Math.abs(ox[i] - ox[j]) < 0.25 && Math.abs(oy[i] - oy[j]) < 0.25) {
+    for (const j of kept) {
+      if (same(i, j)) {
         dup = true;
         break;
       }
     }
-    if (!dup) keep.push(i);
+    if (!dup) kept.add(i);
   }
+  const keep = [...kept].sort((p, q) => p - q);
   const kp = new Float64Array(keep.length * 2);
   keep.forEach((i, k) => (kp[2 * k] = ox[i], kp[2 * k + 1] = oy[i]));
   const raw = delaunay(kp);
@@ -59,11 +58,7 @@ export function meshWithHoles(
   keep.forEach((i, k) => slot.set(i, k));
   const twin = (i: number) => {
     if (slot.has(i)) return slot.get(i)!;
-    for (const j of keep) {
-      if (Math.abs(ox[i] - ox[j]) < 0.25 && Math.abs(oy[i] - oy[j]) < 0.25) {
-        return slot.get(j)!;
-      }
-    }
+    for (const j of keep) if (same(i, j)) return slot.get(j)!;
     return -1;
   };
   const contours = [LIP_INNER_UPPER, LIP_INNER_LOWER, ...eyeSets.flat()];
