@@ -106,7 +106,10 @@ export function psnr(a: Uint8Array, b: Uint8Array): number {
  */
 export async function runEncoder(size: number) {
   const parts: Uint8Array[] = [];
-  let segments = 0;
+  // Fragments carrying a frame: the audio before each keyframe leaves in a fragment
+  // of its own, which counted as a frame let the writer drift a frame ahead per
+  // second until the encoder's queue overflowed ("encoder fell behind").
+  let frames = 0;
   let failure: Error | null = null;
   const encoder = new Encoder(
     {
@@ -118,7 +121,10 @@ export async function runEncoder(size: number) {
     },
     {
       onInit: (b) => parts.push(b.slice()),
-      onSegment: (b) => (parts.push(b.slice()), segments++),
+      onSegment: (b, video) => {
+        parts.push(b.slice());
+        if (video) frames++;
+      },
       onFailure: (err) => (failure = err),
     },
   );
@@ -132,11 +138,10 @@ export async function runEncoder(size: number) {
     async write(k: number, frame: Uint8Array, samples: Int16Array) {
       const audio = new Uint8Array(samples.slice().buffer);
       if (!encoder.write(frame, audio)) throw new Error("encoder fell behind");
-      await wait(() => k - segments <= 25);
+      await wait(() => k - frames <= 25);
     },
-    /** Waits until all but the last `left` of `frames` fragments are out. */
-    caughtUp: (frames: number, left = 3) =>
-      wait(() => segments >= frames - left),
+    /** Waits until all but the last `left` of `total` frames are out. */
+    caughtUp: (total: number, left = 3) => wait(() => frames >= total - left),
     /** Stops the encoder and writes the stream to `file`. */
     async finish(file: string) {
       const { clean } = await encoder.stop({

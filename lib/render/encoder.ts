@@ -23,7 +23,8 @@ import { Upsampler2x } from "./upsample.ts";
 
 export interface EncoderEvents {
   onInit(init: Uint8Array): void;
-  onSegment(segment: Uint8Array): void;
+  /** A fragment; `video`: it carries a frame (not only the audio before a keyframe). */
+  onSegment(segment: Uint8Array, video: boolean): void;
   /** The encoder died or produced unusable output without being asked to stop. */
   onFailure(err: Error): void;
 }
@@ -137,8 +138,8 @@ export class Encoder {
         onInit: (b) => {
           if (!this.#muted) this.events.onInit(b);
         },
-        onSegment: (b) => {
-          if (!this.#muted) this.events.onSegment(b);
+        onSegment: (b, video) => {
+          if (!this.#muted) this.events.onSegment(b, video);
         },
       });
       this.#outListener = listeners[2];

@@ -54,7 +54,8 @@ export interface MuxerOptions {
   /** The AAC bit rate (bit/s), for the init segment's esds. */
   audioBitRate: number;
   onInit(init: Uint8Array): void;
-  onSegment(segment: Uint8Array): void;
+  /** A fragment; `video`: it carries a frame (not only the audio before a keyframe). */
+  onSegment(segment: Uint8Array, video: boolean): void;
 }
 
 /** How many coded audio frames the encoder has given after `written` input samples. */
@@ -277,12 +278,15 @@ export class LiveMuxer {
     video: (Sample & { time: number; key: boolean }) | null,
     audio: Sample[],
   ): void {
-    this.o.onSegment(mediaFragment({
-      sequence: ++this.#sequence,
-      video,
-      audio,
-      audioTime: this.#audioTime,
-    }));
+    this.o.onSegment(
+      mediaFragment({
+        sequence: ++this.#sequence,
+        video,
+        audio,
+        audioTime: this.#audioTime,
+      }),
+      video !== null,
+    );
     this.#audioTime += audio.length * this.#frame;
   }
 }

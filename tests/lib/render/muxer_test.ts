@@ -78,13 +78,17 @@ Deno.test("a frame's fragment leaves before the next frame is written, with the 
 });
 
 function muxer() {
-  const out = { init: [] as Uint8Array[], segments: [] as Uint8Array[] };
+  const out = {
+    init: [] as Uint8Array[],
+    segments: [] as Uint8Array[],
+    video: [] as boolean[],
+  };
   const mux = new LiveMuxer({
     ...FORMAT,
     audioRate: AAC_RATE,
     audioBitRate: 64000,
     onInit: (b) => out.init.push(b),
-    onSegment: (b) => out.segments.push(b),
+    onSegment: (b, video) => (out.segments.push(b), out.video.push(video)),
   });
   mux.onConfig(new Uint8Array([1, 0x42, 0xc0, 0x15, 0xff, 0xe0, 0]));
   return { mux, out };
@@ -167,6 +171,10 @@ Deno.test("LiveMuxer", async (t) => {
       [2],
       "audio before the key alone",
     );
+    // Told apart from the frames' fragments (a writer pacing itself on fragments out
+    // counted it as a frame: bench/_lipsync_lib.ts).
+    assert.deepEqual(out.video.slice(-2), [false, true]);
+    assert.equal(out.video.filter((v) => v).length, 26);
     const [video, audio] = last[1];
     assert.equal(video.baseDecodeTime, 25 * 512);
     assert.equal(video.firstSampleSync, true);
