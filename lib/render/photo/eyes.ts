@@ -5,7 +5,7 @@
 import { polylineY, smoothstep } from "./geometry.ts";
 import { type DrawArgs, type DrawInterior, fillLens, line } from "./lens.ts";
 import { unhead } from "./pose.ts";
-import { reachAt, riseAt } from "./regions.ts";
+import { riseAt } from "./regions.ts";
 import type { EyeRig, Rig } from "./rig.ts";
 import { bilinear } from "./warp.ts";
 
@@ -124,11 +124,7 @@ function drawEye(
       const lx = p[0], lidLine = polylineY(rUp.x, rUp.y, lx);
       // The lid's skin above the photo's lid line and its lashes, stretched down to
       // the lashes' line, a little darker as it curves down over the eyeball.
-      // Read from below a rim of glasses or a brow close above the lid (a stretched
-      // rim drew a dark arch over the closed eye).
-      const span = Math.min(1, reachAt(e, lx) / (0.6 * e.gap));
-      const ly = lidLine - riseAt(e, lx) -
-        span * e.gap * (0.15 + 0.45 * (1 - t));
+      const ly = lidLine - riseAt(e, lx) - e.gap * (0.15 + 0.45 * (1 - t));
       // Averaged across three columns: a hair in the band is not drawn down the lid
       // as a streak.
       const seen = (bilinear(src.y, w, h, lx - 2, ly - 0.5) +

@@ -10,8 +10,8 @@
 import type { FaceState } from "../face.ts";
 import { polylineY, smoothstep } from "./geometry.ts";
 import { headRotation } from "./head3d.ts";
+import { lashAt } from "./regions.ts";
 import { LIP_NONE, LIP_UPPER, type Rig } from "./rig.ts";
-import { LASH_MOST, reachAt, riseAt } from "./regions.ts";
 
 /** One frame's pose: vertex positions and what the mouth and eye interiors need. */
 export interface Pose {
@@ -227,14 +227,11 @@ export function posePoints(
         else if (l.e.lower.includes(i) && inside) y -= state.blink * 0.15 * gap;
         else if (sy < yu && sy > yu - 1.5 * l.e.gap && !BROWS.has(i)) {
           // The lashes above the line go down whole with it; the lid's skin above
-          // them stretches, less the farther up, and nothing past a rim of glasses
-          // or a brow close above the lid moves.
-          const rise = riseAt(l.e, rig.sx[i]);
-          const lash = Math.min(LASH_MOST * l.e.gap, rise) + 0.25;
-          const fall = rise + reachAt(l.e, rig.sx[i]) - lash;
+          // them stretches, less the farther up.
+          const lash = lashAt(l.e, rig.sx[i]) + 0.25;
           const d = Math.min(
             1,
-            Math.max(0, yu - sy - lash) / Math.max(1, fall),
+            Math.max(0, yu - sy - lash) / (1.5 * l.e.gap - lash),
           );
           y += state.blink * 0.85 * gap * hx * (1 - d) ** 2;
         } else if (sy > yl && sy < yl + 0.9 * l.e.gap) {

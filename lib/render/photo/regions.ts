@@ -33,12 +33,13 @@ export interface EyeRig {
   riseX0: number;
   rise: Float64Array;
   /**
-   * Per column as `rise`: how far past the rise the lid's skin reaches before
-   * something much darker (a rim of glasses, a brow), up to 1.5 gaps above the lid
-   * line. A blink stretches the skin below it and moves nothing above it; a closing
-   * lid's skin is read below it.
+   * How far (px) above the lid line a blink carries the photo down whole with it, one
+   * height for the eye (per-column heights made a closed lid's knots zigzag into
+   * spikes): the lashes, the median rise of the columns where skin was found above
+   * them, at most 0.4 of the gap; none where it mostly was not (a lid in deep shade or
+   * made up says nothing of its lashes). See `lashAt`.
    */
-  reach: Float64Array;
+  lash: number;
 }
 
 /** Mean tone of the photo's pixels for which `keep(x, y)` holds inside a box. */
@@ -118,13 +119,26 @@ export function eyeRig(
   };
 }
 
+/** The eye's one lash height (`EyeRig.lash`) from its columns' `rise`. */
+function lashHeight(rise: Float64Array, gap: number): number {
+  // The middle of the eye: its corners' columns are mostly the other lid.
+  const n = rise.length, a = Math.floor(n * 0.15), b = Math.ceil(n * 0.85);
+  const mid = (xs: Float64Array) =>
+    Array.from(xs.subarray(a, Math.max(a + 1, b)));
+  const q = (xs: number[], p: number) =>
+    xs.sort((x, y) => x - y)[Math.floor(p * (xs.length - 1))];
+  const found = mid(rise).filter((r) => r < 0.6 * gap - 0.5);
+  return found.length * 2 < b - a
+    ? 0
+    : Math.min(LASH_MOST * gap, q(found, 0.5));
+}
+
 /**
  * The rig's points around an eye (`upper`/`lower` lid indices into `sx`/`sy`), as
  * [x, y, side] (side < 0 above the eye, > 0 below), in five columns: bands 0.7 and
  * 1.5 gaps above the upper lid and 0.9 below the lower one, so the lids' motion stays
- * near the eye; where the lashes end above the lid line (a blink carries them down
- * whole with it, pose.ts) and where a rim of glasses or a brow close above begins
- * (which stays: only the skin between stretches).
+ * near the eye; and where the lashes end above the lid line (a blink carries them
+ * down whole with it, pose.ts).
  */
 export function lidKnots(
   e: EyeRig,
@@ -142,16 +156,14 @@ export function lidKnots(
     const yu = polylineY(ux, uy, x), yl = polylineY(lx, ly, x);
     out.push([x, yu - 0.7 * gap, -1], [x, yu - 1.5 * gap, -2]);
     out.push([x, yl + 0.9 * gap, 1]);
-    const rise = riseAt(e, x), lash = Math.min(LASH_MOST * gap, rise);
+    const lash = lashAt(e, x);
     if (lash >= 1.5) out.push([x, yu - lash, -1]);
-    const rim = rise + reachAt(e, x);
-    if (rim < 1.4 * gap && rim - lash >= 1.5) out.push([x, yu - rim, -1]);
   }
   return out;
 }
 
 /** The lashes a blink carries down whole with the lid line: at most this of the gap. */
-export const LASH_MOST = 0.4;
+const LASH_MOST = 0.4;
 
 /** Lid skin is at least this share of the lid's brightest (p75) luma; lashes are not. */
 const LID_SKIN = 0.8;
@@ -159,22 +171,20 @@ const LID_SKIN = 0.8;
 /**
  * Per column of the eye (`riseX0` on, 1 px apart): the distance above the upper lid
  * line `ux`/`uy` (1 px at least) where the column first turns as light as the lid's
- * skin, at most 0.6 of the eye's gap (`rise`); and from there up, where it first
- * turns much darker than the skin again (`reach`: the rim of glasses, a brow), at
- * most 1.5 gaps above the line. Both smoothed over five columns. The
- * skin's luma: the column's p75 between 0.4 and 1.3 gaps above the line (the lid
- * under the brow).
+ * skin, at most 0.6 of the eye's gap, smoothed over five columns; and the eye's
+ * one lash height from them. The skin's luma: the column's p75 between 0.4 and 1.3
+ * gaps above the line (the lid under the brow).
  */
 function lidSkin(
   a: PhotoAvatar,
   ux: number[],
   uy: number[],
   gap: number,
-): { rise: Float64Array; reach: Float64Array } {
+): { rise: Float64Array; lash: number } {
   const W = a.width, H = a.height, Y = a.i420;
   const x0 = Math.ceil(ux[0]), x1 = Math.floor(ux[ux.length - 1]);
   const n = Math.max(1, x1 - x0 + 1);
-  const rawRise = new Float64Array(n), rawReach = new Float64Array(n);
+  const raw = new Float64Array(n);
   const luma = (x: number, y: number) =>
     Y[Math.min(H - 1, Math.max(0, Math.round(y))) * W + x];
   const most = 0.6 * gap;
@@ -194,23 +204,11 @@ function lidSkin(
         break;
       }
     }
-    let reach = Math.max(1, 1.5 * gap - rise);
-    for (let d = 1; d <= 1.5 * gap - rise; d += 0.5) {
-      if (luma(x, yl - rise - d) < RIM * skin) {
-        reach = d;
-        break;
-      }
-    }
-    rawRise[x - x0] = rise;
-    rawReach[x - x0] = reach;
+    raw[x - x0] = rise;
   }
-  // A rim is not averaged away by the columns beside it.
-  const reach = smooth5(rawReach).map((r, i) => Math.min(r, rawReach[i]));
-  return { rise: smooth5(rawRise), reach };
+  const rise = smooth5(raw);
+  return { rise, lash: lashHeight(rise, gap) };
 }
-
-/** Much darker than the lid's skin: a rim of glasses or a brow above the lid, not its crease. */
-const RIM = 0.55;
 
 /** `raw` averaged over five columns: one dark hair does not pull the lid's source up. */
 function smooth5(raw: Float64Array): Float64Array {
@@ -229,16 +227,19 @@ function smooth5(raw: Float64Array): Float64Array {
   return out;
 }
 
+/**
+ * How far above the lid line at photo column `x` a blink carries the photo whole: the
+ * eye's lash height, but not past this column's own lashes (a glint or a lit lid
+ * just above them would be carried down over the closed eye).
+ */
+export function lashAt(e: EyeRig, x: number): number {
+  return Math.min(e.lash, riseAt(e, x) + 1);
+}
+
 /** The lashes' rise (px) of `e` at photo column `x`. */
 export function riseAt(e: EyeRig, x: number): number {
   const i = Math.min(e.rise.length - 1, Math.max(0, Math.round(x - e.riseX0)));
   return e.rise[i];
-}
-
-/** The lid's skin's reach (px, past the rise) of `e` at photo column `x`. */
-export function reachAt(e: EyeRig, x: number): number {
-  const i = Math.min(e.reach.length - 1, Math.max(0, Math.round(x - e.riseX0)));
-  return e.reach[i];
 }
 
 /**
