@@ -52,8 +52,10 @@ function drawEye(
   const p = scratch.p;
   // Closing, the lid covers the eye: its own skin (the photo's, above the upper lid)
   // stretched down over the opening, the lashes along its lower edge; none of the
-  // iris shows through.
-  const cover = smoothstep(0.3, 0.8, state.blink);
+  // iris shows through. Only as it shuts: half closed, the moving lid is opaque over
+  // the eye's upper half and the lower half is the photo's eye (faded in from 0.3, a
+  // translucent lid ghosted the iris through it).
+  const cover = smoothstep(0.6, 0.95, state.blink);
   fillLens(out, w, h, up, lo, (X, Y, px) => {
     unhead(pose, rig, X, Y, p);
     let hx = p[0], hy = p[1];

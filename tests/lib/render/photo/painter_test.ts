@@ -227,6 +227,25 @@ Deno.test("photo painter", async (t) => {
     }
   });
 
+  await t.step(
+    "half closed, the lid is opaque: the eye below its edge is the photo's, no iris ghosted through it",
+    () => {
+      // At a blink of 0.55 the lid cover used to be cross-faded in at half strength
+      // over the whole opening: the lower half's iris showed through a translucent
+      // lid (on a tile, a blink's first frame read as a wink).
+      const { state, weights } = faceWith({}, { blink: 0.55 });
+      const f = paintOnce(own, state, weights).data;
+      for (const b of EYES) {
+        const lower = { ...b, y0: Math.round((b.y0 + b.y1) / 2) + 1 };
+        const open = stats(avatar.i420, lower), half = stats(f, lower);
+        assert.ok(
+          half.min <= open.min + 12,
+          `the darkest of the eye's lower half: ${open.min} → ${half.min}`,
+        );
+      }
+    },
+  );
+
   await t.step("the irises follow the gaze, leaving no ghost behind", () => {
     const rig = buildRig(avatar);
     EYES.forEach((b, k) => {
