@@ -121,16 +121,14 @@ export function eyeRig(
 
 /** The eye's one lash height (`EyeRig.lash`) from its columns' `rise`. */
 function lashHeight(rise: Float64Array, gap: number): number {
-  // The middle of the eye: its corners' columns are mostly the other lid.
-  const n = rise.length, a = Math.floor(n * 0.15), b = Math.ceil(n * 0.85);
-  const mid = (xs: Float64Array) =>
-    Array.from(xs.subarray(a, Math.max(a + 1, b)));
-  const q = (xs: number[], p: number) =>
-    xs.sort((x, y) => x - y)[Math.floor(p * (xs.length - 1))];
-  const found = mid(rise).filter((r) => r < 0.6 * gap - 0.5);
-  return found.length * 2 < b - a
-    ? 0
-    : Math.min(LASH_MOST * gap, q(found, 0.5));
+  // The middle of the eye (its corners' columns are mostly the other lid), where
+  // skin was found above the lashes.
+  const a = Math.floor(rise.length * 0.15), b = Math.ceil(rise.length * 0.85);
+  const found = Array.from(rise.subarray(a, Math.max(a + 1, b)))
+    .filter((r) => r < 0.6 * gap - 0.5)
+    .sort((x, y) => x - y);
+  if (found.length * 2 < b - a) return 0;
+  return Math.min(LASH_MOST * gap, found[Math.floor((found.length - 1) / 2)]);
 }
 
 /**
