@@ -120,12 +120,15 @@ export const drawMouth: DrawInterior = (
     // Lower teeth once the lips are well apart (a sliver would read as a line).
     const lowerOn = smoothstep(0.2, 0.6, m.lowerTeeth) *
       smoothstep(0.03 * faceH, 0.06 * faceH, opened);
-    // Drawn teeth in the photo's own teeth's tone when it shows them, else a warm
-    // ivory a little brighter than the skin.
+    // Drawn teeth in the photo's own teeth's tone when it shows them, else an ivory
+    // a little brighter than the skin with about half its colour (where the
+    // evaluation set's portraits show teeth, they carry 0.3-0.4 of the skin's
+    // chroma: at the skin's 0.7/0.55 drawn teeth were khaki, grey-green beside a
+    // ruddy face; at 0.4/0.3, grey-blue).
     const own = rig.photoTeeth;
     const teethY = own ? own.y : Math.min(225, 16 + (skin.y - 16) * 1.12 + 10);
-    const tu = own ? own.u : 128 + (skin.u - 128) * 0.7;
-    const tv = own ? own.v : 128 + (skin.v - 128) * 0.55;
+    const tu = own ? own.u : 128 + (skin.u - 128) * 0.5;
+    const tv = own ? own.v : 128 + (skin.v - 128) * 0.45;
     const lightK = rig.light * 0.15;
     // A narrow opening lets little light in: everything inside is dimmer.
     const dim = 0.6 + 0.4 * smoothstep(2, 0.07 * faceH, gap);
@@ -135,11 +138,14 @@ export const drawMouth: DrawInterior = (
     // (The mouth's red is the lip's own, half strength: the cavity's chroma falls with
     // its light, and shaded teeth taking that would turn grey-green beside the skin.)
     const redU = 128 + (lip.u - 128) * 0.5, redV = 128 + (lip.v - 128) * 0.5;
+    // (Their chroma falls with their light, as the cavity's does: teeth in shade
+    // keep their colour's hue, not its strength, or they read as olive.)
     const teeth = (tk: number, a: number) => {
       cy += (16 + (teethY - 16) * tk - cy) * a;
       const shade = (1 - Math.min(1, tk)) * 0.7;
-      cu += (tu + (redU - tu) * shade - cu) * a;
-      cv += (tv + (redV - tv) * shade - cv) * a;
+      const ck = Math.min(1, 0.35 + tk);
+      cu += (128 + (tu - 128 + (redU - tu) * shade) * ck - cu) * a;
+      cv += (128 + (tv - 128 + (redV - tv) * shade) * ck - cv) * a;
     };
     fillLens(out, w, h, up, lo, (X, Y, px) => {
       unhead(pose, rig, X, Y, p);
@@ -177,8 +183,9 @@ export const drawMouth: DrawInterior = (
       cy = 16 + (lip.y - 16) * kc;
       // A surface in shade keeps its hue, not its chroma: chroma falls with the
       // light as luma does (a little redder than the lip: the wet inside), or the
-      // dark mouth reads as saturated maroon.
-      const ck = Math.min(1, 0.1 + 1.5 * kc);
+      // dark mouth reads as saturated maroon; a quarter of it stays, or the
+      // mouth's corners beside the teeth read as grey.
+      const ck = Math.min(1, 0.25 + 1.5 * kc);
       cu = 128 + (lip.u - 128) * (0.4 + 0.4 * corner) * ck;
       cv = 128 + ((lip.v - 128) * (0.55 + 0.3 * corner) + 2) * ck;
       // Tongue: behind the lower teeth, its far side darker, its edge soft.
@@ -248,7 +255,7 @@ export const drawMouth: DrawInterior = (
       }
       if (upperA > 0 && ownK < 1) {
         const edge = 1 - 0.15 * smoothstep(biteU - 2.5, biteU, hy);
-        teeth(side * lipShadow * edge * up.k, upperA);
+        teeth(lipShadow * (0.3 + 0.7 * side * edge * up.k), upperA);
       }
       if (upperA > 0 && own && ownK > 0 && ownC >= 0) {
         // The photo's own teeth (past the row's end, its last column's), in the
