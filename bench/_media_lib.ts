@@ -20,8 +20,12 @@ export interface ProcStat {
 }
 
 /** Reads /proc/<pid>/stat; null when the process is gone. */
-export async function procStat(pid: number): Promise<ProcStat | null> {
-  const text = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => null);
+export async function procStat(
+  pid: number,
+  /** Under /proc: a thread's `<pid>/task/<tid>`; by default the process. */
+  path = String(pid),
+): Promise<ProcStat | null> {
+  const text = await Deno.readTextFile(`/proc/${path}/stat`).catch(() => null);
   if (!text) return null;
   const close = text.lastIndexOf(")");
   const comm = text.slice(text.indexOf("(") + 1, close);
@@ -72,6 +76,8 @@ export async function stillRunning(
 export interface TreeSample {
   at: number;
   serviceTicks: number;
+  /** The service's main thread (its event loop) alone. */
+  loopTicks: number;
   encoderTicks: number;
   /** Ticks per encoder pid, to subtract encoders that were born or died meanwhile. */
   perEncoder: Map<number, number>;
@@ -89,6 +95,7 @@ export async function sampleTree(pid: number): Promise<TreeSample> {
   return {
     at: performance.now(),
     serviceTicks: self?.ticks ?? 0,
+    loopTicks: (await procStat(pid, `${pid}/task/${pid}`))?.ticks ?? 0,
     encoderTicks: kids.reduce((n, k) => n + k.ticks, 0),
     perEncoder: new Map(kids.map((k) => [k.pid, k.ticks])),
     serviceRssKiB: await rssKiB(pid),
@@ -102,7 +109,7 @@ export function cpuBetween(
   a: TreeSample,
   b: TreeSample,
   ticksPerSecond: number,
-): { service: number; encoders: number } {
+): { service: number; loop: number; encoders: number } {
   let enc = 0;
   for (const [pid, t] of b.perEncoder) {
     const before = a.perEncoder.get(pid);
@@ -110,6 +117,7 @@ export function cpuBetween(
   }
   return {
     service: (b.serviceTicks - a.serviceTicks) / ticksPerSecond,
+    loop: (b.loopTicks - a.loopTicks) / ticksPerSecond,
     encoders: enc / ticksPerSecond,
   };
 }

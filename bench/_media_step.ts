@@ -37,6 +37,8 @@ export interface StepResult {
   turns_skipped: number;
   cpu_per_session_pct: number;
   cpu_service_pct: number;
+  /** The service's main thread alone (its event loop). */
+  cpu_event_loop_pct: number;
   cpu_encoders_pct: number;
   cpu_bench_pct: number;
   rss_per_session_mib: number;
@@ -175,6 +177,7 @@ export async function runStep(
       turns_skipped: skipped,
       cpu_per_session_pct: pct((cpu.service + cpu.encoders) / n, wall),
       cpu_service_pct: pct(cpu.service, wall),
+      cpu_event_loop_pct: pct(cpu.loop, wall),
       cpu_encoders_pct: pct(cpu.encoders, wall),
       cpu_bench_pct: pct((selfB - selfA) / TICKS_PER_S, wall),
       rss_per_session_mib: Math.round((totalKiB - baselineKiB) / n / 102.4) /

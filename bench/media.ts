@@ -23,7 +23,9 @@
  * for N ≤ 4), `--steps 1,2,4,…` (default up to 40, stopping at the first that falls
  * behind), `--budget <s>` (default 420: no new step after it), `--avatar <id>` (default
  * `ava`, 384×384; `ava-hd` for 512×512; `photo`: the test portrait uploaded as a photo
- * avatar with `deno task avatars add` into the bench's KV, 512×512, DECISIONS 12).
+ * avatar with `deno task avatars add` into the bench's KV, 512×512, DECISIONS 12),
+ * `--paint-workers <n>` (the service's `PAINT_WORKERS`; 0 paints photos on its event
+ * loop). The CPU columns: the service (its event loop alone in brackets) + its ffmpegs.
  */
 import { kvCounts, perSessionMinute } from "./_kv_sizing.ts";
 import { startExampleEngine } from "../scripts/example_engine.ts";
@@ -70,7 +72,9 @@ function row(r: StepResult): string {
     f(r.latency_p99_ms, 7),
     f(r.latency_max_ms, 7),
     f(r.cpu_per_session_pct, 9),
-    `${f(r.cpu_service_pct, 6)} +${f(r.cpu_encoders_pct, 6)}`,
+    `${f(r.cpu_service_pct, 6)} (${f(r.cpu_event_loop_pct, 5)}) +${
+      f(r.cpu_encoders_pct, 6)
+    }`,
     f(r.cpu_bench_pct, 6),
     f(r.rss_per_session_mib, 9),
     f(r.rss_encoder_per_session_mib, 7),
@@ -152,7 +156,13 @@ async function main(): Promise<void> {
   }, 1000);
   try {
     if (avatarId === "photo") avatarId = await addPhoto(`${dir}/kv.sqlite`);
-    svc = await startService(`${dir}/kv.sqlite`);
+    // `--paint-workers N`: the service's PAINT_WORKERS (0: photos painted on the
+    // event loop); by default the service's own (one per core).
+    const workers = opt("paint-workers", "");
+    svc = await startService(
+      `${dir}/kv.sqlite`,
+      workers ? { PAINT_WORKERS: workers } : {},
+    );
     // Warm-up session (JIT, ffmpeg binary in the page cache), then the idle baseline.
     await runStep(svc, engine.url, clients, 1, 2000, 0, avatarId);
     await sleep(1000);
@@ -161,7 +171,7 @@ async function main(): Promise<void> {
       `service idle RSS after warm-up: ${(baselineKiB / 1024).toFixed(1)} MiB`,
     );
     console.log(
-      "\n  N  lat.n  p50 ms  p99 ms  max ms  CPU/sess%  svc% + ffmpeg%  bench%  RSS/sess MiB  ffmpeg   rate  gap ms  load1  ok?  ends",
+      "\n  N  lat.n  p50 ms  p99 ms  max ms  CPU/sess%  svc% (loop%) + ffmpeg%  bench%  RSS/sess MiB  ffmpeg   rate  gap ms  load1  ok?  ends",
     );
     const queue = [...steps];
     let lastOk = 0;

@@ -38,6 +38,8 @@ export interface Config extends NodeConfig {
   requestBodyTimeoutMs: number;
   maxConcurrentSessions: number;
   renderMaxSessions: number;
+  /** Threads painting photo avatars (`PAINT_WORKERS`); 0 paints them on the event loop. */
+  paintWorkers: number;
   /** Photo avatars a tenant may keep (`AVATAR_STORE_MAX_PER_TENANT`, DECISIONS 12). */
   avatarStoreMaxPerTenant: number;
   /** Seconds a render slot reserved at create waits for the session's media socket. */
@@ -352,6 +354,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     maxConcurrentSessions: int(env, "MAX_CONCURRENT_SESSIONS", 20, 1),
     renderMaxSessions: int(env, "RENDER_MAX_SESSIONS", defaultRenderSlots(), 0),
     renderReservationS: int(env, "RENDER_RESERVATION_S", 30, 1),
+    paintWorkers: int(
+      env,
+      "PAINT_WORKERS",
+      navigator.hardwareConcurrency ?? 2,
+      0,
+    ),
     avatarStoreMaxPerTenant: int(env, "AVATAR_STORE_MAX_PER_TENANT", 20, 0),
     startTimeoutMs: int(env, "START_TIMEOUT_MS", 15000, 1),
     endCleanupTimeoutMs: int(env, "END_CLEANUP_TIMEOUT_MS", 10000, 1),

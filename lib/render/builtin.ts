@@ -12,7 +12,13 @@ import type { Logger } from "../log.ts";
 import { BuiltinSession } from "./builtin_session.ts";
 import { ffmpegPath } from "./ffmpeg.ts";
 import { realClock, type RenderClock } from "./pacing.ts";
-import { cartoonPainter, type Painter, type PainterSource } from "./painter.ts";
+import {
+  cartoonPainter,
+  isThreadPainter,
+  type Painter,
+  type PainterSource,
+  type ThreadPainter,
+} from "./painter.ts";
 import {
   type RenderBackend,
   type RenderOpenOptions,
@@ -76,7 +82,9 @@ export function createBuiltinRenderer(
     );
   };
   deps.onClose.push(close);
-  const openPainter = async (o: RenderOpenOptions): Promise<Painter> => {
+  const openPainter = async (
+    o: RenderOpenOptions,
+  ): Promise<Painter | ThreadPainter> => {
     const photo = await options.painters?.(o);
     if (photo) return photo;
     const avatar = findAvatar(o.avatarId);
@@ -98,20 +106,25 @@ export function createBuiltinRenderer(
   return {
     async open(o: RenderOpenOptions): Promise<RenderSession> {
       const painter = await openPainter(o);
-      if (alphaOf(o.bgId) && !painter.paintAlpha) {
-        throw new RenderStartError(
-          "misconfigured",
-          "this avatar cannot be drawn on a transparent background",
-        );
-      }
-      let ffmpeg = options.ffmpeg;
-      if (!ffmpeg) {
-        try {
-          ffmpeg = await ffmpegPath();
-        } catch (err) {
+      let ffmpeg: string;
+      try {
+        // (A painter on another thread paints the alpha there, when asked to.)
+        const alpha = isThreadPainter(painter)
+          ? painter.alpha
+          : painter.paintAlpha !== undefined;
+        if (alphaOf(o.bgId) && !alpha) {
+          throw new RenderStartError(
+            "misconfigured",
+            "this avatar cannot be drawn on a transparent background",
+          );
+        }
+        ffmpeg = options.ffmpeg ?? await ffmpegPath().catch((err) => {
           deps.log.error("ffmpeg not available", { err });
           throw new RenderStartError("failed", "the encoder is not available");
-        }
+        });
+      } catch (err) {
+        if (isThreadPainter(painter)) painter.close();
+        throw err;
       }
       const session: BuiltinSession = new BuiltinSession(
         painter,

@@ -4,7 +4,11 @@
  * RTP output of a webrtc_sfu session, and the speech events each viewer hears of.
  */
 import type { Logger } from "../log.ts";
-import type { Painter } from "./painter.ts";
+import {
+  isThreadPainter,
+  type Painter,
+  type ThreadPainter,
+} from "./painter.ts";
 import { planTicks, type RenderClock } from "./pacing.ts";
 import type {
   AudioCodec,
@@ -19,9 +23,20 @@ import { SpeechRoutes } from "./speech_routes.ts";
 import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
 import { RtpOutput, type RtpTarget } from "./rtp.ts";
-import { Pictures } from "./picture.ts";
+import {
+  blankPicture,
+  type FramePictures,
+  type FrameWriter,
+  Pictures,
+  type QueuedFrame,
+} from "./picture.ts";
 import { STREAM_RATE } from "./voice.ts";
 import { AgentAudio } from "./agent_audio.ts";
+import { PictureQueue } from "./picture_queue.ts";
+import { stampClock } from "./clock_stamp.ts";
+
+/** A frame of a session: its audio, bound for its encoder run and RTP output. */
+type Frame = QueuedFrame<EncoderStream, RtpOutput>;
 
 /** How a session paces: the backend's options (frame size: the painter's). */
 export interface BuiltinSessionOptions {
@@ -53,7 +68,8 @@ export class BuiltinSession implements RenderSession {
   #rtp: { out: RtpOutput; sink: RtpSink } | null = null;
   #retiring = new Set<Promise<unknown>>();
   #last: Uint8Array | null = null;
-  #pictures: Pictures;
+  /** Where frames get their pictures: painted here, or on the painter's thread. */
+  #pictures: FramePictures<Frame>;
   #audio: AgentAudio;
   #speech = new SpeechTimeline();
   #routes: SpeechRoutes;
@@ -65,7 +81,7 @@ export class BuiltinSession implements RenderSession {
   #skipped = 0;
 
   constructor(
-    private readonly painter: Painter,
+    private readonly painter: Painter | ThreadPainter,
     private readonly ffmpeg: string,
     private readonly opts: BuiltinSessionOptions,
     private readonly log: Logger,
@@ -78,7 +94,10 @@ export class BuiltinSession implements RenderSession {
      */
     alpha = false,
   ) {
-    this.#pictures = new Pictures(painter, alpha, opts.clockStamp);
+    const write: FrameWriter<Frame> = (f, p, e) => this.#write(f, p, e);
+    this.#pictures = isThreadPainter(painter)
+      ? new PictureQueue(painter, write)
+      : new Pictures(painter, alpha, write);
     this.#routes = new SpeechRoutes(this.#speech, log);
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
@@ -187,8 +206,15 @@ export class BuiltinSession implements RenderSession {
    * samples while it runs, else the watched encoder run's; null when nobody hears it.
    */
   #streamPos(): number | null {
-    if (this.#rtp) return this.#rtp.out.samples;
-    return this.#run?.watched ? this.#run.samples : null;
+    if (this.#rtp) return this.#rtp.out.samples + this.#queued(this.#rtp.out);
+    return this.#run?.watched
+      ? this.#run.samples + this.#queued(this.#run)
+      : null;
+  }
+
+  /** Audio samples of frames still waiting for their pictures, bound for `to`. */
+  #queued(to: EncoderStream | RtpOutput): number {
+    return this.#pictures.pendingFor(to);
   }
 
   /** Spawns the session's encoder; null (logged) when ffmpeg cannot start. */
@@ -271,6 +297,8 @@ export class BuiltinSession implements RenderSession {
     options: { graceful: boolean; timeoutMs: number },
   ): Promise<{ clean: boolean }> {
     this.#closed = true;
+    this.#pictures.close();
+    if (isThreadPainter(this.painter)) this.painter.close();
     if (this.#timer !== undefined) this.opts.clock.clearTimer(this.#timer);
     this.#timer = undefined;
     const run = this.#run;
@@ -328,25 +356,66 @@ export class BuiltinSession implements RenderSession {
     this.#speech.took(samples, real, this.#streamPos());
     // Marks of audio taken now move to the run (or are dropped with no viewer).
     if (run) {
-      for (const m of take.marks) run.mark(run.samples + m.offset, m.at);
+      const at = run.samples + this.#queued(run);
+      for (const m of take.marks) run.mark(at + m.offset, m.at);
     }
-    const rtp = this.#rtp;
+    const rtp = this.#rtp?.out ?? null;
     if (!run && !rtp) return;
-    const toRun = run && rtp ? run.samples - rtp.out.samples : null;
-    if (draw || this.#last === null) {
-      this.#last = this.#pictures.paint(face, this.#face.weights);
-    } else {
-      this.#skipped++;
-    }
-    const audio = new Uint8Array(
-      samples.buffer,
-      samples.byteOffset,
-      samples.byteLength,
+    const frame: Frame = {
+      audio: new Uint8Array(
+        samples.buffer,
+        samples.byteOffset,
+        samples.byteLength,
+      ),
+      run,
+      rtp,
+      toRun: run && rtp
+        ? run.samples + this.#queued(run) - rtp.samples - this.#queued(rtp)
+        : null,
+    };
+    const paint = draw || this.#last === null;
+    const asked = this.#pictures.push(
+      frame,
+      paint ? { state: face, weights: this.#face.weights } : null,
     );
-    if (rtp && !rtp.out.write(this.#last, audio)) {
+    if (!asked) this.#skipped++;
+  }
+
+  /**
+   * Writes a frame with its picture (null: the last one again) to the outputs it was
+   * produced for, where they still run. A picture its thread failed to paint shows the
+   * last one again while the painter is restarted; when the painter has ended, the
+   * outputs fail (their viewers get a restarted stream, ./stream.ts).
+   */
+  #write(
+    frame: Frame,
+    picture: Uint8Array | null,
+    err: Error | null,
+  ): void {
+    if (this.#closed) return;
+    const run = frame.run === this.#run ? frame.run : null;
+    const rtp = this.#rtp && frame.rtp === this.#rtp.out ? this.#rtp : null;
+    if (err && (this.painter as ThreadPainter).failed) {
+      if (run) run.fail(err);
+      if (rtp) this.#failRtp(err);
+      return;
+    }
+    if (picture) {
+      if (this.opts.clockStamp) {
+        stampClock({
+          width: this.painter.width,
+          height: this.#pictures.codedHeight,
+          data: picture,
+        }, Date.now());
+      }
+      this.#last = picture;
+    }
+    // (The first frame of a painter that failed at once: black.)
+    this.#last ??= blankPicture(this.painter.width, this.#pictures.codedHeight);
+    if (rtp && !rtp.out.write(this.#last, frame.audio)) {
       this.#failRtp(new Error("render rtp encoder fell behind real time"));
-    } else if (rtp) this.#routes.toRtp(rtp, toRun);
-    if (run && !run.write(this.#last, audio)) {
+    } else if (rtp) this.#routes.toRtp(rtp, frame.toRun);
+    if (run && !run.write(this.#last, frame.audio)) {
       run.fail(new Error("render encoder fell behind real time"));
     }
   }

@@ -28,13 +28,43 @@ export interface Painter {
 }
 
 /**
+ * A painter on another thread (./paint_pool/): each coded picture is painted there (the
+ * colour, with the alpha stacked below it on a transparent background, as
+ * ./picture.ts makes it) and handed back.
+ */
+export interface ThreadPainter {
+  readonly width: number;
+  readonly height: number;
+  /** Whether pictures carry the alpha stacked below the colour (twice as tall). */
+  readonly alpha: boolean;
+  /** Pictures asked for and not yet answered. */
+  readonly pending: number;
+  /** Ended (closed, or failed for good): no picture will come. */
+  readonly failed: boolean;
+  /**
+   * The picture of the face in `state`; rejects when its thread failed (it is
+   * restarted: later pictures are painted again) or the painter is closed.
+   */
+  picture(state: FaceState, weights: Float64Array): Promise<Uint8Array>;
+  /** Ends the painter; its pending pictures reject. */
+  close(): void;
+}
+
+/**
  * Opens the painter of an avatar a catalog does not hold (a tenant's photo avatar):
  * undefined when `options.avatarId` is not one of its own; rejects with
  * `RenderStartError` when it is but cannot be painted.
  */
 export type PainterSource = (
   options: RenderOpenOptions,
-) => Promise<Painter | undefined>;
+) => Promise<Painter | ThreadPainter | undefined>;
+
+/** Whether `p` paints on another thread. */
+export function isThreadPainter(
+  p: Painter | ThreadPainter,
+): p is ThreadPainter {
+  return "picture" in p;
+}
 
 /**
  * The drawn cartoon of the catalog as a painter; its alpha is the exact outline of the

@@ -1,17 +1,60 @@
 /**
- * The coded picture of each frame of a built-in render session (./builtin_session.ts):
- * the painter's I420 frame, or for a transparent session the stacked-alpha picture of
- * ./stacked.ts (the painter's alpha plane below the colour, twice as tall), with the
- * clock stamp of a latency-measuring session (./clock_stamp.ts) drawn on it.
+ * The coded pictures of a built-in render session (./builtin_session.ts), frame by
+ * frame: the painter's I420 frame, or for a transparent session the stacked-alpha
+ * picture of ./stacked.ts (the painter's alpha plane below the colour, twice as tall).
+ * A painter on this thread paints each frame's picture as the frame is made
+ * (`Pictures`); one on another thread hands them back later (./picture_queue.ts).
+ * Either way each frame goes to the session's writer in order, with its picture or
+ * none (show the last again).
  */
-import { stampClock } from "./clock_stamp.ts";
 import type { Frame } from "./draw.ts";
 import type { FaceState } from "./face.ts";
 import type { Painter } from "./painter.ts";
 import { stackAlpha } from "./stacked.ts";
 
-export class Pictures {
+/** One frame's audio and where it goes (the session's run and RTP output then). */
+export interface QueuedFrame<Run, Rtp> {
+  audio: Uint8Array;
+  run: Run | null;
+  rtp: Rtp | null;
+  /** The run's position minus the RTP output's, frames not yet written included. */
+  toRun: number | null;
+}
+
+/** The face a frame shows, when it asks for a picture of its own. */
+export interface FrameFace {
+  state: FaceState;
+  weights: Float64Array;
+}
+
+/**
+ * Writes a frame: its picture (null: show the last again), or the error that kept it
+ * from being painted.
+ */
+export type FrameWriter<F> = (
+  frame: F,
+  picture: Uint8Array | null,
+  err: Error | null,
+) => void;
+
+/** Where a session's frames get their pictures. */
+export interface FramePictures<F extends QueuedFrame<unknown, unknown>> {
   /** The coded picture's height: twice the painter's for stacked alpha. */
+  readonly codedHeight: number;
+  /** Audio samples of frames made and not yet written, bound for `target`. */
+  pendingFor(target: F["run"] | F["rtp"]): number;
+  /**
+   * Takes a frame, with `face` to be painted (null: the last picture again); returns
+   * whether its picture was asked for.
+   */
+  push(frame: F, face: FrameFace | null): boolean;
+  /** Drops frames not yet written (the session stopped). */
+  close(): void;
+}
+
+/** Pictures of a painter on this thread: painted and written as each frame is made. */
+export class Pictures<F extends QueuedFrame<unknown, unknown>>
+  implements FramePictures<F> {
   readonly codedHeight: number;
   #frame: Frame;
   /** The alpha plane of a transparent session (null: opaque). */
@@ -21,7 +64,7 @@ export class Pictures {
     private readonly painter: Painter,
     /** Transparent: the painter must have `paintAlpha`. */
     alpha: boolean,
-    private readonly clockStamp: boolean,
+    private readonly write: FrameWriter<F>,
   ) {
     this.#alpha = alpha ? new Uint8Array(painter.width * painter.height) : null;
     this.codedHeight = alpha ? painter.height * 2 : painter.height;
@@ -32,20 +75,33 @@ export class Pictures {
     };
   }
 
+  pendingFor(): number {
+    return 0;
+  }
+
+  push(frame: F, face: FrameFace | null): boolean {
+    this.write(frame, face ? this.#paint(face) : null, null);
+    return face !== null;
+  }
+
+  close(): void {}
+
   /** Paints the next picture, a new buffer (the encoders may still hold the last). */
-  paint(face: FaceState, weights: Float64Array): Uint8Array {
+  #paint({ state, weights }: FrameFace): Uint8Array {
     const painter = this.painter;
     const frame = this.#frame;
     frame.data = new Uint8Array(painter.width * painter.height * 3 / 2);
-    painter.paint(frame, face, weights);
-    let out = frame.data;
-    if (this.#alpha) {
-      painter.paintAlpha!(this.#alpha);
-      out = stackAlpha(frame, this.#alpha);
-    }
-    if (this.clockStamp) {
-      stampClock({ ...frame, height: this.codedHeight, data: out }, Date.now());
-    }
-    return out;
+    painter.paint(frame, state, weights);
+    if (!this.#alpha) return frame.data;
+    painter.paintAlpha!(this.#alpha);
+    return stackAlpha(frame, this.#alpha);
   }
+}
+
+/** A black I420 picture, `w`×`h`. */
+export function blankPicture(w: number, h: number): Uint8Array {
+  const p = new Uint8Array(w * h * 3 / 2);
+  p.fill(16, 0, w * h);
+  p.fill(128, w * h);
+  return p;
 }

@@ -11,7 +11,7 @@ import {
   createBuiltinRenderer,
   type RenderClock,
 } from "../../lib/render/builtin.ts";
-import type { Painter } from "../../lib/render/painter.ts";
+import { isThreadPainter, type Painter } from "../../lib/render/painter.ts";
 import { photoPainters } from "../../lib/render/photo/mod.ts";
 import type { PhotoAvatar } from "../../lib/render/photo/types.ts";
 import type { RenderSink } from "../../lib/ports/render.ts";
@@ -114,8 +114,9 @@ export async function renderClip(
   const backend = createBuiltinRenderer({ log, onClose }, {
     clock,
     painters: async (o) => {
+      // (In this process: no paint pool was given.)
       const p = await source(o);
-      return p && timed(p, paintMs);
+      return p && !isThreadPainter(p) ? timed(p, paintMs) : p;
     },
   });
   const session = await backend.open({

@@ -4,5 +4,6 @@ export {
   isPhotoAvatarId,
   type PhotoPainterOptions,
   photoPainters,
+  type ThreadPainters,
 } from "./painter.ts";
 export { LANDMARK_COUNT, PHOTO_SIZE, type PhotoAvatar } from "./types.ts";

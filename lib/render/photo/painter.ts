@@ -9,7 +9,7 @@
 import type { BackgroundDef } from "../../avatars.ts";
 import { findBackground, PHOTO_OWN_BG } from "../../avatars.ts";
 import type { FaceState } from "../face.ts";
-import type { Painter, PainterSource } from "../painter.ts";
+import type { Painter, PainterSource, ThreadPainter } from "../painter.ts";
 import { RenderStartError } from "../../ports/render.ts";
 import { backgroundPlanes, createFrame, type Frame } from "../raster.ts";
 import { decontaminate } from "./decontaminate.ts";
@@ -178,12 +178,50 @@ export function isPhotoAvatarId(id: string): boolean {
 }
 
 /**
+ * The background a session asked for, as the painter takes it: "transparent", null for
+ * the photo's own (none named, or named), a catalog background, or undefined when the
+ * catalog has no such background.
+ */
+function photoBackground(
+  bgId: string,
+): BackgroundDef | "transparent" | null | undefined {
+  return bgId === "transparent"
+    ? "transparent"
+    : bgId === "" || bgId === PHOTO_OWN_BG
+    ? null
+    : findBackground(bgId);
+}
+
+/**
+ * The painter of `avatar` on the background `bgId` names; throws RangeError when the
+ * background is unknown or the avatar cannot be painted.
+ */
+export function openPhotoPainter(
+  avatar: PhotoAvatar,
+  bgId: string,
+  seed: number,
+): Painter {
+  const bg = photoBackground(bgId);
+  if (bg === undefined) throw new RangeError("unknown background");
+  return createPhotoPainter(avatar, { bg, seed });
+}
+
+/** Opens a photo avatar's painter on another thread (./paint_pool/). */
+export type ThreadPainters = (
+  avatar: PhotoAvatar,
+  bgId: string,
+  seed: number,
+) => Promise<ThreadPainter | null>;
+
+/**
  * The photo avatars as a painter source for the built-in renderer: ids that are not
  * photo avatars are not its own (undefined); one that `load` cannot find under the
- * session's tenant is misconfigured.
+ * session's tenant is misconfigured. With `threads` (the paint pool), each is painted
+ * on the pool's threads; where it has none, on the caller's.
  */
 export function photoPainters(
   load: (tenantId: string, avatarId: string) => Promise<PhotoAvatar | null>,
+  threads?: ThreadPainters,
 ): PainterSource {
   return async (o) => {
     if (!o.avatarId.startsWith("ph_")) return undefined;
@@ -193,17 +231,13 @@ export function photoPainters(
     if (!avatar) {
       throw new RenderStartError("misconfigured", "unknown photo avatar");
     }
-    // No background named (or the photo's own by name): the photo's own stays.
-    const bg = o.bgId === "transparent"
-      ? "transparent"
-      : o.bgId === "" || o.bgId === PHOTO_OWN_BG
-      ? null
-      : findBackground(o.bgId);
-    if (bg === undefined) {
+    if (photoBackground(o.bgId) === undefined) {
       throw new RenderStartError("misconfigured", "unknown background");
     }
+    const seed = seedOf(o.sessionId);
     try {
-      return createPhotoPainter(avatar, { bg, seed: seedOf(o.sessionId) });
+      return await threads?.(avatar, o.bgId, seed) ??
+        openPhotoPainter(avatar, o.bgId, seed);
     } catch {
       throw new RenderStartError(
         "misconfigured",

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { photoPainters } from "../../../../lib/render/photo/mod.ts";
 import { rigOf } from "../../../../lib/render/photo/painter.ts";
 import { RenderStartError } from "../../../../lib/ports/render.ts";
+import { isThreadPainter } from "../../../../lib/render/painter.ts";
 import { AVATAR_ID, smileAvatar, testAvatar } from "./_avatar.ts";
 
 const avatar = await testAvatar();
@@ -79,7 +80,8 @@ Deno.test("photoPainters()", async (t) => {
         avatarId: AVATAR_ID,
         bgId: "transparent",
       });
-      assert.ok(p && p.width === 512 && p.height === 512 && p.paintAlpha);
+      assert.ok(p && !isThreadPainter(p), "painted in-process without a pool");
+      assert.ok(p.width === 512 && p.height === 512 && p.paintAlpha);
       for (const own of ["", "photo"]) {
         const q = await source({
           sessionId: "s",
@@ -87,7 +89,7 @@ Deno.test("photoPainters()", async (t) => {
           avatarId: AVATAR_ID,
           bgId: own,
         });
-        assert.ok(q && !q.paintAlpha, `bgId "${own}": the photo's own`);
+        assert.ok(q && !isThreadPainter(q) && !q.paintAlpha, `bgId "${own}"`);
       }
       await assert.rejects(
         source({
