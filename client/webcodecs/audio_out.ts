@@ -18,7 +18,8 @@ export const AUDIO_OUT_PROCESSOR = "avatar-audio-out";
 /**
  * Module source of the processor (plain JavaScript, loaded from a Blob URL). Messages
  * in: `{pcm: Float32Array, ptsUs}` (mono, the context's rate), `{reset: true, startSamples,
- * stepSamples, marginSamples, maxSamples, slackSamples}`. Messages out: `{clock: ptsUs, frame, playing}`
+ * stepSamples, marginSamples, maxSamples, slackSamples}`, `{stop: true}` (the output
+ * closed: the processor ends). Messages out: `{clock: ptsUs, frame, playing}`
  * every few quanta and on every change, `{underrun: true, target}`, `{jumped: samples}`.
  */
 export const AUDIO_OUT_SOURCE = `
@@ -38,9 +39,15 @@ class AvatarAudioOut extends AudioWorkletProcessor {
     this.quanta = 0;
     this.floor = Infinity;
     this.played = 0;
+    this.stopped = false;
     this.port.onmessage = (e) => this.onMessage(e.data);
   }
   onMessage(m) {
+    if (m.stop) {
+      this.stopped = true;
+      this.chunks = [];
+      return;
+    }
     if (m.reset) {
       this.chunks = [];
       this.queued = 0;
@@ -81,6 +88,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
     });
   }
   process(inputs, outputs) {
+    if (this.stopped) return false;
     const out = outputs[0][0];
     if (!out) return true;
     const wasPlaying = this.playing;
@@ -155,7 +163,52 @@ export const NO_AUDIO_STATS: Readonly<AudioOutStats> = {
 /** Jitter buffer bounds, in video frames. */
 const MAX_TARGET_FRAMES = 10;
 
-/** The worklet player on one AudioContext; `reset` per stream. */
+/**
+ * The page's audio contexts, one per sample rate (and worklet URL), each with the
+ * processor's module loaded once: players share them and never close them. WebKitGTK's
+ * page deadlocked when a player closed its context while the next one opened its own (a
+ * takeover, or one session after another): its main thread waited, inside GStreamer's
+ * state change, for a lock an AudioWorklet thread held while it waited for the main
+ * thread. Sharing also spares each later player the context's start (~240 ms of the
+ * main thread the first time in headless Chromium) and keeps a page under the
+ * browser's limit of contexts.
+ */
+const contexts = new Map<
+  string,
+  { ctx: AudioContext; module: Promise<void> }
+>();
+
+/** The shared context for `sampleRate`, opened (and its module loaded) on first use. */
+function sharedContext(
+  sampleRate: number,
+  workletUrl: string | undefined,
+): { ctx: AudioContext; module: Promise<void> } {
+  const key = `${sampleRate} ${workletUrl ?? ""}`;
+  const known = contexts.get(key);
+  if (known && known.ctx.state !== "closed") return known;
+  // Numeric 0: the smallest buffer the device allows. "interactive" is larger on
+  // some outputs (headless Chromium: 10 ms base + 32 ms output, against 2.7 + 8),
+  // and video is shown on the heard clock, so every ms here is glass to glass.
+  const ctx = new AudioContext({ sampleRate, latencyHint: 0 });
+  const blob = workletUrl ? null : URL.createObjectURL(
+    new Blob([AUDIO_OUT_SOURCE], { type: "text/javascript" }),
+  );
+  const entry = {
+    ctx,
+    module: ctx.audioWorklet.addModule(workletUrl ?? blob!).finally(() => {
+      if (blob) URL.revokeObjectURL(blob);
+    }),
+  };
+  // A module that did not load is tried again, on a new context, by the next player.
+  entry.module.catch(() => {
+    if (contexts.get(key) === entry) contexts.delete(key);
+    void ctx.close().catch(() => {});
+  });
+  contexts.set(key, entry);
+  return entry;
+}
+
+/** The worklet player on the page's shared AudioContext; `reset` per stream. */
 export class AudioOut {
   readonly stats: AudioOutStats = {
     underruns: 0,
@@ -186,15 +239,9 @@ export class AudioOut {
     this.#step = streamRate > 48000 && streamRate % 48000 === 0
       ? streamRate / 48000
       : 1;
-    const sampleRate = streamRate / this.#step;
-    // Numeric 0: the smallest buffer the device allows. "interactive" is larger on
-    // some outputs (headless Chromium: 10 ms base + 32 ms output, against 2.7 + 8),
-    // and video is shown on the heard clock, so every ms here is glass to glass.
-    this.ctx = new AudioContext({ sampleRate, latencyHint: 0 });
-    const blob = workletUrl ? null : URL.createObjectURL(
-      new Blob([AUDIO_OUT_SOURCE], { type: "text/javascript" }),
-    );
-    this.#ready = this.ctx.audioWorklet.addModule(workletUrl ?? blob!).then(
+    const shared = sharedContext(streamRate / this.#step, workletUrl);
+    this.ctx = shared.ctx;
+    this.#ready = shared.module.then(
       () => {
         if (this.#closed) return;
         const node = new AudioWorkletNode(this.ctx, AUDIO_OUT_PROCESSOR, {
@@ -210,11 +257,8 @@ export class AudioOut {
         }
       },
     ).catch((err) => {
-      // Closing the context while the module loads aborts the load (Chromium:
-      // AbortError): a closed output has nothing to play, which is no failure.
+      // A closed output has nothing to play: its module's fate is no failure of its.
       if (!this.#closed) throw err;
-    }).finally(() => {
-      if (blob) URL.revokeObjectURL(blob);
     });
   }
 
@@ -295,11 +339,15 @@ export class AudioOut {
     return this.ctx.resume();
   }
 
+  /** Ends this output: its processor stops; the shared context stays open. */
   close(): void {
     this.#closed = true;
-    this.#node?.disconnect();
+    const node = this.#node;
     this.#node = null;
-    void this.ctx.close().catch(() => {});
+    if (!node) return;
+    node.port.postMessage({ stop: true });
+    node.port.onmessage = null;
+    node.disconnect();
   }
 
   #onMessage(m: Record<string, unknown>): void {
