@@ -8,12 +8,17 @@
 /** The bearer token the benches' service answers `/metrics` to. */
 export const METRICS_TOKEN = "bench-metrics-token-0123456789abcdef";
 
-/** `op prefix` → count, summed over results, as the service counts them now. */
-export async function kvCounts(base: string): Promise<Map<string, number>> {
+/** The service's `/metrics` exposition now. */
+export async function metricsText(base: string): Promise<string> {
   const res = await fetch(`${base}/metrics`, {
     headers: { authorization: `Bearer ${METRICS_TOKEN}` },
   });
-  const text = await res.text();
+  return await res.text();
+}
+
+/** `op prefix` → count, summed over results, as the service counts them now. */
+export async function kvCounts(base: string): Promise<Map<string, number>> {
+  const text = await metricsText(base);
   const out = new Map<string, number>();
   for (
     const m of text.matchAll(

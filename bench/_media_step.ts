@@ -39,6 +39,8 @@ export interface StepResult {
   cpu_service_pct: number;
   /** The service's main thread alone (its event loop). */
   cpu_event_loop_pct: number;
+  /** Frames streamed with the last picture again over the step, % (bench:media). */
+  repeated_pct?: number;
   cpu_encoders_pct: number;
   cpu_bench_pct: number;
   rss_per_session_mib: number;

@@ -25,9 +25,28 @@
  * `ava`, 384×384; `ava-hd` for 512×512; `photo`: the test portrait uploaded as a photo
  * avatar with `deno task avatars add` into the bench's KV, 512×512, DECISIONS 12),
  * `--paint-workers <n>` (the service's `PAINT_WORKERS`; 0 paints photos on its event
- * loop). The CPU columns: the service (its event loop alone in brackets) + its ffmpegs.
+ * loop). The CPU columns: the service (its event loop alone in brackets) + its ffmpegs;
+ * `rep.%`: frames streamed with the last picture again (`avatar_render_frames_total`),
+ * the share a painter behind did not paint.
  */
-import { kvCounts, perSessionMinute } from "./_kv_sizing.ts";
+import { kvCounts, metricsText, perSessionMinute } from "./_kv_sizing.ts";
+
+/** Frames the service streamed so far: painted for them, and repeated. */
+async function frameCounts(
+  base: string,
+): Promise<{ painted: number; repeated: number }> {
+  const text = await metricsText(base);
+  const n = (p: string) =>
+    Number(
+      text.match(
+        new RegExp(
+          `^avatar_render_frames_total\\{picture="${p}"\\} (\\d+)$`,
+          "m",
+        ),
+      )?.[1] ?? 0,
+    );
+  return { painted: n("painted"), repeated: n("repeated") };
+}
 import { startExampleEngine } from "../scripts/example_engine.ts";
 import {
   loadavg,
@@ -79,6 +98,7 @@ function row(r: StepResult): string {
     f(r.rss_per_session_mib, 9),
     f(r.rss_encoder_per_session_mib, 7),
     f(r.min_rate, 6),
+    f(r.repeated_pct ?? 0, 6),
     f(r.max_gap_ms, 6),
     r.loadavg.split(" ")[0].padStart(5),
     r.behind ? `BEHIND ${[...new Set(r.errors)].join(",")}` : "ok",
@@ -171,7 +191,7 @@ async function main(): Promise<void> {
       `service idle RSS after warm-up: ${(baselineKiB / 1024).toFixed(1)} MiB`,
     );
     console.log(
-      "\n  N  lat.n  p50 ms  p99 ms  max ms  CPU/sess%  svc% (loop%) + ffmpeg%  bench%  RSS/sess MiB  ffmpeg   rate  gap ms  load1  ok?  ends",
+      "\n  N  lat.n  p50 ms  p99 ms  max ms  CPU/sess%  svc% (loop%) + ffmpeg%  bench%  RSS/sess MiB  ffmpeg   rate  rep.%  gap ms  load1  ok?  ends",
     );
     const queue = [...steps];
     let lastOk = 0;
@@ -184,6 +204,7 @@ async function main(): Promise<void> {
       }
       const windowMs = Number(opt("window", n <= 4 ? "25" : "15")) * 1000;
       const kv0 = await kvCounts(svc.base), t0 = performance.now();
+      const f0 = await frameCounts(svc.base);
       const r = await runStep(
         svc,
         engine.url,
@@ -199,6 +220,11 @@ async function main(): Promise<void> {
         n,
         performance.now() - t0,
       );
+      const f1 = await frameCounts(svc.base);
+      const streamed = f1.painted - f0.painted + f1.repeated - f0.repeated;
+      r.repeated_pct = streamed > 0
+        ? Math.round((f1.repeated - f0.repeated) / streamed * 1000) / 10
+        : 0;
       results.push(r);
       console.log(row(r));
       if (!r.behind) {

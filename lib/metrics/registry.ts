@@ -141,6 +141,17 @@ export class AppMetrics {
     buckets: [0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2],
     registers: [this.registry],
   });
+  /**
+   * Frames the built-in renderer streamed, by picture: painted for that frame, or the
+   * last one again (a catch-up frame, or a painter that fell behind).
+   */
+  readonly renderFrames = new client.Counter({
+    name: "avatar_render_frames_total",
+    help:
+      "Frames streamed by the built-in renderer, by picture: painted, or repeated (the last again: catch-up, or a painter behind).",
+    labelNames: ["picture"] as const,
+    registers: [this.registry],
+  });
   /** A session's engine connection, from the socket's start to connected or failed. */
   readonly engineConnect = new client.Histogram({
     name: "avatar_engine_connect_seconds",

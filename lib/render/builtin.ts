@@ -51,6 +51,8 @@ export interface BuiltinOptions {
    * the app's metrics.
    */
   onAudioLatency?: (ms: number) => void;
+  /** Hears each frame streamed: whether its picture was painted for it (the metrics). */
+  onFrame?: (painted: boolean) => void;
 }
 
 /** The deps the built-in renderer uses (a subset of AppDeps). */
@@ -75,6 +77,7 @@ export function createBuiltinRenderer(
     clockStamp: options.clockStamp ?? false,
     wallNow: options.wallNow ?? Date.now,
     onAudioLatency: options.onAudioLatency,
+    onFrame: options.onFrame,
   };
   const close = async () => {
     await Promise.all(

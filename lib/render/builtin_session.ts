@@ -48,6 +48,8 @@ export interface BuiltinSessionOptions {
   wallNow: () => number;
   /** Hears each push-to-fragment latency (ms), as it is measured. */
   onAudioLatency?: (ms: number) => void;
+  /** Hears each frame written: whether its picture was painted for it. */
+  onFrame?: (painted: boolean) => void;
 }
 
 /** A render session of the built-in renderer, from `open` to `stop`. */
@@ -410,6 +412,7 @@ export class BuiltinSession implements RenderSession {
       }
       this.#last = picture;
     }
+    this.opts.onFrame?.(picture !== null);
     // (The first frame of a painter that failed at once: black.)
     this.#last ??= blankPicture(this.painter.width, this.#pictures.codedHeight);
     if (rtp && !rtp.out.write(this.#last, frame.audio)) {

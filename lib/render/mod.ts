@@ -43,6 +43,10 @@ export function createRenderBackend(
   return createBuiltinRenderer(deps, {
     clockStamp: deps.config.renderClockStamp,
     onAudioLatency: (ms) => deps.metrics.renderLatency.observe(ms / 1000),
+    onFrame: (painted) =>
+      deps.metrics.renderFrames.inc({
+        picture: painted ? "painted" : "repeated",
+      }),
     ...builtin,
   });
 }

@@ -34,8 +34,10 @@ class SpeechSink extends RecordingSink {
 async function session(pool: PaintPool | null, atOnce: boolean) {
   const clock = new ManualClock();
   const held: { painter: ThreadPainter | null } = { painter: null };
+  const frames = { painted: 0, repeated: 0 };
   const backend = createBuiltinRenderer({ log: memoryLogger(), onClose: [] }, {
     clock,
+    onFrame: (painted) => painted ? frames.painted++ : frames.repeated++,
     painters: photoPainters(
       (tenant, id) =>
         Promise.resolve(tenant === "acme" && id === AVATAR_ID ? avatar : null),
@@ -73,7 +75,7 @@ async function session(pool: PaintPool | null, atOnce: boolean) {
   const skipped = s.stats().skippedDraws;
   await s.stop({ graceful: true, timeoutMs: 5000 });
   const video = timelines(sink.inits[0].init, sink.segments).get(1)!;
-  return { sink, video, skipped };
+  return { sink, video, skipped, frames };
 }
 
 Deno.test("a photo session painted on the pool streams every frame in order; frames made while the painter is behind reuse the last picture; speech lands as in-process", async () => {
@@ -97,6 +99,10 @@ Deno.test("a photo session painted on the pool streams every frame in order; fra
     // most MAX_AHEAD before it answered, the rest showed the last again.
     assert.equal(paced.skipped, 0);
     assert.ok(burst.skipped >= 50 - 2 * MAX_AHEAD, `${burst.skipped} skipped`);
+    // The frames metric hears each frame once: painted, or repeated.
+    assert.deepEqual(paced.frames, { painted: 50, repeated: 0 });
+    assert.equal(burst.frames.painted + burst.frames.repeated, 50);
+    assert.equal(burst.frames.repeated, burst.skipped);
     const times = (s: SpeechSink) =>
       s.events.map((e) => `${e.speaking}@${e.mediaTimeMs}`).join(" ");
     assert.ok(local.sink.events.length >= 2, times(local.sink));
