@@ -24,16 +24,15 @@ import { EncoderStream } from "./stream.ts";
 import { FaceDriver } from "./face.ts";
 import { RtpOutput, type RtpTarget } from "./rtp.ts";
 import {
-  blankPicture,
   type FramePictures,
   type FrameWriter,
   Pictures,
   type QueuedFrame,
+  ShownPicture,
 } from "./picture.ts";
 import { STREAM_RATE } from "./voice.ts";
 import { AgentAudio } from "./agent_audio.ts";
 import { PictureQueue } from "./picture_queue.ts";
-import { stampClock } from "./clock_stamp.ts";
 
 /** A frame of a session: its audio, bound for its encoder run and RTP output. */
 type Frame = QueuedFrame<EncoderStream, RtpOutput>;
@@ -69,7 +68,8 @@ export class BuiltinSession implements RenderSession {
    */
   #rtp: { out: RtpOutput; sink: RtpSink } | null = null;
   #retiring = new Set<Promise<unknown>>();
-  #last: Uint8Array | null = null;
+  /** The picture each frame written shows. */
+  #shown: ShownPicture;
   /** Where frames get their pictures: painted here, or on the painter's thread. */
   #pictures: FramePictures<Frame>;
   #audio: AgentAudio;
@@ -100,6 +100,12 @@ export class BuiltinSession implements RenderSession {
     this.#pictures = isThreadPainter(painter)
       ? new PictureQueue(painter, write)
       : new Pictures(painter, alpha, write);
+    this.#shown = new ShownPicture(
+      painter.width,
+      this.#pictures.codedHeight,
+      opts.clockStamp,
+      opts.onFrame,
+    );
     this.#routes = new SpeechRoutes(this.#speech, log);
     this.#frameMs = 1000 / opts.fps;
     this.#samplesPerFrame = STREAM_RATE / opts.fps;
@@ -375,7 +381,7 @@ export class BuiltinSession implements RenderSession {
         ? run.samples + this.#queued(run) - rtp.samples - this.#queued(rtp)
         : null,
     };
-    const paint = draw || this.#last === null;
+    const paint = draw || !this.#shown.any;
     const asked = this.#pictures.push(
       frame,
       paint ? { state: face, weights: this.#face.weights } : null,
@@ -389,11 +395,7 @@ export class BuiltinSession implements RenderSession {
    * last one again while the painter is restarted; when the painter has ended, the
    * outputs fail (their viewers get a restarted stream, ./stream.ts).
    */
-  #write(
-    frame: Frame,
-    picture: Uint8Array | null,
-    err: Error | null,
-  ): void {
+  #write(frame: Frame, picture: Uint8Array | null, err: Error | null): void {
     if (this.#closed) return;
     const run = frame.run === this.#run ? frame.run : null;
     const rtp = this.#rtp && frame.rtp === this.#rtp.out ? this.#rtp : null;
@@ -402,23 +404,11 @@ export class BuiltinSession implements RenderSession {
       if (rtp) this.#failRtp(err);
       return;
     }
-    if (picture) {
-      if (this.opts.clockStamp) {
-        stampClock({
-          width: this.painter.width,
-          height: this.#pictures.codedHeight,
-          data: picture,
-        }, Date.now());
-      }
-      this.#last = picture;
-    }
-    this.opts.onFrame?.(picture !== null);
-    // (The first frame of a painter that failed at once: black.)
-    this.#last ??= blankPicture(this.painter.width, this.#pictures.codedHeight);
-    if (rtp && !rtp.out.write(this.#last, frame.audio)) {
+    const shown = this.#shown.next(picture);
+    if (rtp && !rtp.out.write(shown, frame.audio)) {
       this.#failRtp(new Error("render rtp encoder fell behind real time"));
     } else if (rtp) this.#routes.toRtp(rtp, frame.toRun);
-    if (run && !run.write(this.#last, frame.audio)) {
+    if (run && !run.write(shown, frame.audio)) {
       run.fail(new Error("render encoder fell behind real time"));
     }
   }

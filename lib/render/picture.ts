@@ -10,6 +10,7 @@
 import type { Frame } from "./draw.ts";
 import type { FaceState } from "./face.ts";
 import type { Painter } from "./painter.ts";
+import { stampClock } from "./clock_stamp.ts";
 import { stackAlpha } from "./stacked.ts";
 
 /** One frame's audio and where it goes (the session's run and RTP output then). */
@@ -98,10 +99,42 @@ export class Pictures<F extends QueuedFrame<unknown, unknown>>
   }
 }
 
-/** A black I420 picture, `w`×`h`. */
-export function blankPicture(w: number, h: number): Uint8Array {
-  const p = new Uint8Array(w * h * 3 / 2);
-  p.fill(16, 0, w * h);
-  p.fill(128, w * h);
-  return p;
+/**
+ * The picture each frame written shows: its own, or the last one again (black before
+ * any: the first frame of a painter that failed at once), with the wall clock stamped
+ * on each new one in a latency-measuring session (./clock_stamp.ts).
+ */
+export class ShownPicture {
+  #last: Uint8Array | null = null;
+
+  constructor(
+    private readonly width: number,
+    /** The coded picture's height (twice the painter's for stacked alpha). */
+    private readonly height: number,
+    private readonly clockStamp: boolean,
+    /** Hears each frame: whether its picture was painted for it. */
+    private readonly onFrame?: (painted: boolean) => void,
+  ) {}
+
+  /** Whether a picture was shown yet. */
+  get any(): boolean {
+    return this.#last !== null;
+  }
+
+  /** What the next frame shows, given its own picture (null: none). */
+  next(picture: Uint8Array | null): Uint8Array {
+    this.onFrame?.(picture !== null);
+    if (picture) {
+      if (this.clockStamp) {
+        const { width, height } = this;
+        stampClock({ width, height, data: picture }, Date.now());
+      }
+      this.#last = picture;
+    }
+    if (!this.#last) {
+      const n = this.width * this.height;
+      this.#last = new Uint8Array(n * 3 / 2).fill(16, 0, n).fill(128, n);
+    }
+    return this.#last;
+  }
 }
