@@ -248,8 +248,9 @@ export class PaintPool {
     if (msg.kind === "failed" && msg.seq < 0) {
       const opened = p.opened;
       p.opened = null;
+      // (Opened once, it could not open again on a new worker: it is done.)
       if (opened) opened.reject(new Error(msg.message));
-      else p.fail(new Error(msg.message));
+      else p.close();
       return;
     }
     const w = p.waiting.get(msg.seq);
@@ -279,6 +280,12 @@ export class PaintPool {
       p.failures++;
       p.fail(err);
       if (p.failures >= MAX_FAILURES) p.close();
+    }
+    // A worker with nobody left to paint for is not started again (one whose
+    // module cannot load would otherwise be restarted for ever).
+    if (slot.painters.size === 0) {
+      this.#slots = this.#slots.filter((s) => s !== slot);
+      return;
     }
     try {
       this.#spawn(slot);
