@@ -144,16 +144,18 @@ export async function openWebKit(
     truncate: true,
   });
   const logged = driverProc.stderr.pipeTo(log.writable).catch(() => {});
-  const stopAll = async () => {
-    try {
-      Deno.kill(-driverProc.pid, "SIGTERM");
-    } catch {
-      // The group is gone already.
-    }
-    await driverProc.status;
-    await logged;
-    await x.stop();
-  };
+  let stopping: Promise<void> | null = null;
+  const stopAll = () =>
+    stopping ??= (async () => {
+      try {
+        Deno.kill(-driverProc.pid, "SIGTERM");
+      } catch {
+        // The group is gone already.
+      }
+      await driverProc.status;
+      await logged;
+      await x.stop();
+    })();
   let wd: WebDriver;
   try {
     wd = await connectWebKit(port, autoplay);
@@ -162,17 +164,49 @@ export async function openWebKit(
     throw err;
   }
   const caps = await wd.getCapabilities();
+  // A web process that deadlocks (WebKitGTK 2.50: its main thread inside a GStreamer
+  // state change, docs/notes/performance-history.md) answers WebDriver never; the
+  // step fails after WEBKIT_ANSWER_MS and the browser is ended, not the run hung.
+  const answered = async <T>(what: string, p: Promise<T>): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        p,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            void stopAll();
+            reject(
+              new Error(
+                `WebKit's page did not answer ${what} in ${WEBKIT_ANSWER_MS} ms (its web process hung; ended)`,
+              ),
+            );
+          }, WEBKIT_ANSWER_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   return {
     version: `webkitgtk/${caps.get("browserVersion")}`,
-    goto: (url) => wd.get(url),
+    goto: (url) => answered(`goto ${url}`, wd.get(url)),
     eval: <T>(expression: string) =>
-      wd.executeScript(`return (${expression});`) as Promise<T>,
+      answered(
+        "a script",
+        wd.executeScript(`return (${expression});`) as Promise<T>,
+      ),
     async close() {
-      await wd.quit().catch(() => {});
+      await answered("quit", wd.quit()).catch(() => {});
       await stopAll();
     },
   };
 }
+
+/**
+ * Longest a WebKit page may take to answer one WebDriver command: the slowest the
+ * matrix asks (a navigation, a script) answer within seconds.
+ */
+const WEBKIT_ANSWER_MS = 90_000;
 
 /** A WebDriver session of MiniBrowser, once WebKitWebDriver listens. */
 async function connectWebKit(
