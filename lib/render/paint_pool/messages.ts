@@ -6,8 +6,11 @@
 import type { FaceState } from "../face.ts";
 import type { PhotoAvatar } from "../photo/types.ts";
 
-/** How a test makes a worker fail: throw out of its handler, or stop answering. */
-export type PaintFault = "crash" | "hang";
+/**
+ * How a test makes a worker fail or lag: throw out of its handler, stop answering, or
+ * take a second longer over its next open.
+ */
+export type PaintFault = "crash" | "hang" | "slow-open";
 
 export type ToPainter =
   /** Opens painter `id` on `avatar` (`bgId` as the session asked: "" the photo's own). */

@@ -27,7 +27,10 @@ export interface PaintPoolOptions {
 /** Longest a worker may take over one picture before it is replaced (ms). */
 export const PAINT_HANG_MS = 2_000;
 
-/** Longest a new worker may take to answer its first message (ms). */
+/**
+ * Longest an open may take, and what waits behind it on its worker (ms): a new worker
+ * loads its modules, a painter builds its rig (a 720×1280 one takes longer).
+ */
 export const OPEN_TIMEOUT_MS = 15_000;
 
 /** Failed workers a painter may be on before it is closed. */
@@ -42,8 +45,13 @@ interface Pending {
 interface Slot {
   /** Null only while it is replaced. */
   worker: Worker | null;
-  /** When its worker started, until it first answered (then null). */
-  startedAt: number | null;
+  /**
+   * Opens posted to its worker and not yet answered: while there are any, pictures
+   * wait behind them (a new worker loads its modules, a painter builds its rig).
+   */
+  opening: number;
+  /** When its last open was answered: what waited behind it is timed from then. */
+  freeSince: number;
   painters: Set<PoolPainter>;
   /** Pixels its painters paint a frame. */
   load: number;
@@ -177,7 +185,9 @@ export class PaintPool {
   }
 
   post(slot: Slot, msg: ToPainter): void {
-    slot.worker?.postMessage(msg);
+    if (!slot.worker) return;
+    if (msg.kind === "open") slot.opening++;
+    slot.worker.postMessage(msg);
   }
 
   forget(p: PoolPainter): void {
@@ -193,7 +203,8 @@ export class PaintPool {
     if (this.#slots.length < this.size) {
       const slot: Slot = {
         worker: null,
-        startedAt: null,
+        opening: 0,
+        freeSince: 0,
         painters: new Set(),
         load: 0,
       };
@@ -221,11 +232,9 @@ export class PaintPool {
       type: "module",
     });
     slot.worker = worker;
-    slot.startedAt = performance.now();
+    slot.opening = 0;
     worker.onmessage = (e: MessageEvent<FromPainter>) => {
-      if (slot.worker !== worker) return;
-      slot.startedAt = null;
-      this.#answer(e.data);
+      if (slot.worker === worker) this.#answer(slot, e.data);
     };
     worker.onerror = (e: ErrorEvent) => {
       // Handled here: the process goes on.
@@ -237,7 +246,11 @@ export class PaintPool {
     };
   }
 
-  #answer(msg: FromPainter): void {
+  #answer(slot: Slot, msg: FromPainter): void {
+    if (msg.kind === "opened" || (msg.kind === "failed" && msg.seq < 0)) {
+      slot.opening = Math.max(0, slot.opening - 1);
+      slot.freeSince = performance.now();
+    }
     const p = this.#painters.get(msg.id);
     if (!p) return;
     if (msg.kind === "opened") {
@@ -304,20 +317,16 @@ export class PaintPool {
     this.#timer = setInterval(() => {
       const now = performance.now();
       for (const slot of this.#slots) {
-        // (A new worker loads its modules and builds its painters' rigs first:
-        // until it answers once, it has OPEN_TIMEOUT_MS.)
-        if (slot.startedAt !== null) {
-          if (now - slot.startedAt > OPEN_TIMEOUT_MS) {
-            this.#restart(slot, "hung", "did not start");
-          }
-          continue;
-        }
+        // (While opens are under way, what waits behind them has OPEN_TIMEOUT_MS.)
+        const limit = slot.opening > 0 ? OPEN_TIMEOUT_MS : this.#hangMs;
         let oldest = Infinity;
         for (const p of slot.painters) {
           if (p.opened) oldest = Math.min(oldest, p.opened.at);
-          for (const w of p.waiting.values()) oldest = Math.min(oldest, w.at);
+          for (const w of p.waiting.values()) {
+            oldest = Math.min(oldest, Math.max(w.at, slot.freeSince));
+          }
         }
-        if (now - oldest > this.#hangMs) {
+        if (now - oldest > limit) {
           this.#restart(slot, "hung", `${Math.round(now - oldest)} ms`);
         }
       }

@@ -14,6 +14,13 @@ const painters = new Map<
   number,
   { painter: Painter; alpha: Uint8Array | null }
 >();
+/** Tests only: the next open takes a second longer. */
+let slowOpen = false;
+
+function busy(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) { /* busy */ }
+}
 
 function reply(msg: FromPainter, transfer: Transferable[] = []): void {
   self.postMessage(msg, transfer);
@@ -23,6 +30,7 @@ self.onmessage = (event: MessageEvent<ToPainter>) => {
   const msg = event.data;
   switch (msg.kind) {
     case "open": {
+      if (slowOpen) (slowOpen = false, busy(1000));
       try {
         const painter = openPhotoPainter(msg.avatar, msg.bgId, msg.seed);
         const alpha = msg.bgId === "transparent"
@@ -69,10 +77,9 @@ self.onmessage = (event: MessageEvent<ToPainter>) => {
       // Tests only: an uncaught error ends the worker; a hang stops its loop.
       if (msg.fault === "crash") {
         throw new Error("paint worker crashed (test fault)");
-      } else {
-        const until = Date.now() + 60_000;
-        while (Date.now() < until) { /* hang */ }
       }
+      if (msg.fault === "slow-open") slowOpen = true;
+      else busy(60_000);
       return;
   }
 };

@@ -14,7 +14,7 @@ import { openPhotoPainter } from "../../../../lib/render/photo/painter.ts";
 import { createFrame } from "../../../../lib/render/raster.ts";
 import { stackAlpha } from "../../../../lib/render/stacked.ts";
 import { visemeIndex } from "../../../../lib/render/visemes.ts";
-import { faceWith, testAvatar } from "../photo/_avatar.ts";
+import { faceWith, smileAvatar, testAvatar } from "../photo/_avatar.ts";
 
 const avatar = await testAvatar();
 
@@ -97,6 +97,26 @@ Deno.test("a worker that hangs is ended after hangMs and replaced; its painters 
     assert.equal(pool.restarts, 1);
     const p = await a.picture(state, weights);
     assert.equal(p.length, avatar.width * avatar.height * 3 / 2);
+  } finally {
+    pool.close();
+  }
+});
+
+Deno.test("pictures waiting behind a slow open are not taken for a hung worker", async () => {
+  const pool = new PaintPool({ log: memoryLogger(), size: 1, hangMs: 300 });
+  try {
+    const a = (await pool.open(avatar, "", 1))!;
+    const { state, weights } = faces[0];
+    await a.picture(state, weights);
+    // Another painter opens (a second longer than hangMs) while a's picture waits.
+    pool.fault(a, "slow-open");
+    const opening = pool.open(await smileAvatar(), "studio", 2);
+    const picture = a.picture(state, weights);
+    const b = (await opening)!;
+    await picture;
+    await b.picture(state, weights);
+    // (Before: the open and the picture behind it were late by hangMs: replaced.)
+    assert.equal(pool.restarts, 0);
   } finally {
     pool.close();
   }
