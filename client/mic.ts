@@ -23,6 +23,7 @@ export class Microphone {
     readonly sampleRate: number,
     private readonly ctx: AudioContext,
     private readonly stream: MediaStream,
+    private readonly node: AudioWorkletNode,
   ) {}
 
   /** Asks for the microphone and starts capturing. Rejects when it is unavailable. */
@@ -62,11 +63,14 @@ export class Microphone {
         const frames = framer.push(e.data);
         if (frames.length > 0) onFrames(frames);
       };
+      // Started before the worklet runs: a state change of a context whose worklet
+      // posts from its render thread deadlocked WebKitGTK's page (its main thread in
+      // GStreamer's state change, the worklet waiting for the main thread).
+      if (ctx.state !== "running") await ctx.resume();
       ctx.createMediaStreamSource(stream).connect(node);
       // Connected to the output (it writes silence) so the graph keeps pulling it.
       node.connect(ctx.destination);
-      await ctx.resume();
-      return new Microphone(options.sampleRate, ctx, stream);
+      return new Microphone(options.sampleRate, ctx, stream, node);
     } catch (err) {
       stream.getTracks().forEach((t) => t.stop());
       void ctx.close();
@@ -79,13 +83,19 @@ export class Microphone {
     this.stream.getAudioTracks().forEach((t) => t.enabled = on);
   }
 
-  /** Resumes a context the browser suspended (after a sleeping tab). */
+  /**
+   * Resumes a context the browser suspended (after a sleeping tab); a running one is
+   * left alone (a takeover asked every time, and each resume is a state change).
+   */
   resume(): void {
-    void this.ctx.resume();
+    if (this.ctx.state === "suspended") void this.ctx.resume();
   }
 
+  /** Ends the capture: the worklet stops before its context closes. */
   stop(): void {
     this.stream.getTracks().forEach((t) => t.stop());
+    this.node.port.onmessage = null;
+    this.node.disconnect();
     void this.ctx.close();
   }
 }

@@ -335,8 +335,11 @@ export class AudioOut {
     return output + (this.ctx.baseLatency || 0);
   }
 
+  /** Resumes the context where the browser holds it (autoplay); a running one is left alone. */
   resume(): Promise<void> {
-    return this.ctx.resume();
+    return this.ctx.state === "suspended"
+      ? this.ctx.resume()
+      : Promise.resolve();
   }
 
   /** Ends this output: its processor stops; the shared context stays open. */
