@@ -84,11 +84,13 @@ export class Microphone {
   }
 
   /**
-   * Resumes a context the browser suspended (after a sleeping tab); a running one is
-   * left alone (a takeover asked every time, and each resume is a state change).
+   * Resumes a context the browser suspended or interrupted (after a sleeping tab); a
+   * running one is left alone (a takeover asked every time, and each resume is a
+   * state change).
    */
   resume(): void {
-    if (this.ctx.state === "suspended") void this.ctx.resume();
+    const state = this.ctx.state as string;
+    if (state !== "running" && state !== "closed") void this.ctx.resume();
   }
 
   /** Ends the capture: the worklet stops before its context closes. */

@@ -335,9 +335,13 @@ export class AudioOut {
     return output + (this.ctx.baseLatency || 0);
   }
 
-  /** Resumes the context where the browser holds it (autoplay); a running one is left alone. */
+  /**
+   * Resumes the context where the browser holds it (autoplay; Safari's
+   * "interrupted"); a running one is left alone.
+   */
   resume(): Promise<void> {
-    return this.ctx.state === "suspended"
+    const state = this.ctx.state as string;
+    return state !== "running" && state !== "closed"
       ? this.ctx.resume()
       : Promise.resolve();
   }
