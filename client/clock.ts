@@ -7,7 +7,16 @@
 
 type VideoWithFrames = HTMLVideoElement & {
   requestVideoFrameCallback?: (cb: () => void) => number;
+  cancelVideoFrameCallback?: (handle: number) => void;
 };
+
+/**
+ * On the video's clock a timer wakes an event no later than this after it is due (nor
+ * sooner than the floor: a paused video does not spin), whether or not a frame is
+ * presented: a page that presents no frames for a while (a background tab, a starved
+ * compositor) still hears what it plays.
+ */
+const VIDEO_WAKE_MS = { min: 20, max: 50 };
 
 export class MediaClock {
   /**
@@ -25,19 +34,46 @@ export class MediaClock {
   }
 
   /**
-   * Calls `fn` once, soon enough to fire an event due at `dueMs`: on the next video
-   * frame when the video is the clock, else by a timer at most 50 ms away (the clock
-   * moves with the playout delay or the audio).
+   * Calls `fn` once, soon enough to fire an event due at `dueMs`: by a timer at most
+   * 50 ms away (the clock moves with the playout delay or the audio); when the video
+   * is the clock, on the next video frame if that comes sooner.
    */
   wake(dueMs: number, fn: () => void): void {
     const own = this.own?.();
-    const v = this.video as VideoWithFrames;
     if (own !== null && own !== undefined) {
       setTimeout(fn, Math.max(0, Math.min(50, dueMs - own)));
-    } else if (typeof v.requestVideoFrameCallback === "function") {
-      v.requestVideoFrameCallback(fn);
+      return;
+    }
+    const v = this.video as VideoWithFrames;
+    let done = false;
+    let cancelFrame = () => {};
+    const timer = setTimeout(
+      () => {
+        if (done) return;
+        done = true;
+        cancelFrame();
+        fn();
+      },
+      Math.max(
+        VIDEO_WAKE_MS.min,
+        Math.min(
+          VIDEO_WAKE_MS.max,
+          (dueMs - v.currentTime * 1000) / (v.playbackRate || 1),
+        ),
+      ),
+    );
+    const onFrame = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      fn();
+    };
+    if (typeof v.requestVideoFrameCallback === "function") {
+      const handle = v.requestVideoFrameCallback(onFrame);
+      cancelFrame = () => v.cancelVideoFrameCallback?.(handle);
     } else {
-      requestAnimationFrame(fn);
+      const handle = requestAnimationFrame(onFrame);
+      cancelFrame = () => cancelAnimationFrame(handle);
     }
   }
 }

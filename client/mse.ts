@@ -14,6 +14,7 @@
  */
 import { ArrivalWait } from "./arrival_wait.ts";
 import { errorText } from "./errors.ts";
+import { LiveEdge } from "./live_edge.ts";
 
 /** How close to the end of a buffered range the playhead counts as stalled at a hole. */
 const HOLE_EDGE_S = 0.1;
@@ -36,17 +37,6 @@ function sourceClass(): { cls: SourceClass; managed: boolean } | null {
   if (g.ManagedMediaSource) return { cls: g.ManagedMediaSource, managed: true };
   return null;
 }
-
-/**
- * How long a new stream may be moved to the live edge at a smaller lag than
- * `maxLatencyS`: a takeover starts with the current GOP in one burst, from its keyframe,
- * so up to a second behind live, and would otherwise play that late until it drifted
- * past `maxLatencyS`. A fresh session's stream grows in real time and is never that far
- * behind (Chromium starts once ~0.2 s is buffered).
- */
-const CATCH_UP_MS = 1_500;
-/** Lag past the target that moves a new stream (seconds). */
-const CATCH_UP_SLACK_S = 0.15;
 
 export interface LiveBufferOptions {
   /** Fall this far behind the newest media (seconds) and playback jumps forward. */
@@ -96,14 +86,7 @@ export class LiveBuffer {
   #initPending = false;
   /** Bumped on every reset so callbacks of an older MediaSource do nothing. */
   #generation = 0;
-  /**
-   * Until then (`performance.now()` ms) the stream is new: a takeover's burst (the
-   * current GOP, up to a second behind live) is still arriving, and playback goes to
-   * the live edge once more than `CATCH_UP_SLACK_S` past the target behind it.
-   */
-  #catchUpUntil = 0;
-  readonly #maxLatency: number;
-  readonly #targetLatency: number;
+  readonly #edge: LiveEdge;
   readonly #keepBehind: number;
   readonly #onError: (code: string, message: string) => void;
   readonly #onAppended: () => void;
@@ -112,8 +95,10 @@ export class LiveBuffer {
     readonly video: HTMLVideoElement,
     options: LiveBufferOptions = {},
   ) {
-    this.#maxLatency = options.maxLatencyS ?? 1;
-    this.#targetLatency = options.targetLatencyS ?? 0.25;
+    this.#edge = new LiveEdge(
+      options.maxLatencyS ?? 1,
+      options.targetLatencyS ?? 0.25,
+    );
     this.#keepBehind = options.keepBehindS ?? 3;
     this.#onError = options.onError ?? (() => {});
     this.#onAppended = options.onAppended ?? (() => {});
@@ -136,7 +121,7 @@ export class LiveBuffer {
     }
     const generation = ++this.#generation;
     this.stats.streams++;
-    this.#catchUpUntil = performance.now() + CATCH_UP_MS;
+    this.#edge.reset(performance.now());
     const source = new api.cls();
     this.#source = source;
     this.#mime = mime;
@@ -221,21 +206,24 @@ export class LiveBuffer {
       if (b.start(i) - 0.05 <= t && t < b.end(i)) current = i;
       else if (b.start(i) > t && next === null) next = b.start(i);
     }
-    const end = b.end(b.length - 1);
+    // A seek under way (a jump, a skip) is left to finish: another would restart it.
+    if (this.video.seeking) return this.#trim();
     // At (or outside) the end of a range with media after a hole: playback would stall.
     const atHole = next !== null &&
       (current === -1 || b.end(current) - t < HOLE_EDGE_S);
     if (atHole) {
       this.video.currentTime = next! + 0.01;
       this.stats.gapSkips++;
-    } else if (
-      end - t > this.#maxLatency ||
-      (performance.now() < this.#catchUpUntil &&
-        end - t > this.#targetLatency + CATCH_UP_SLACK_S)
-    ) {
-      this.video.currentTime = end - this.#targetLatency;
+      return this.#trim();
+    }
+    const to = this.#edge.decide({
+      now: performance.now(),
+      time: t,
+      end: b.end(b.length - 1),
+    });
+    if (to !== null) {
+      this.video.currentTime = to;
       this.stats.liveEdgeJumps++;
-      this.#catchUpUntil = 0;
     }
     this.#trim();
   }

@@ -11,6 +11,11 @@ export interface Pulse {
   server: string;
   /** Starts recording what the browser plays (its null sink's monitor). */
   record(): Recording;
+  /**
+   * What the server has connected, for a failure's diagnosis: its clients and sink
+   * inputs (a browser's streams: corked, muted, their volume), from `pactl`.
+   */
+  describe(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -66,12 +71,33 @@ export async function startPulse(): Promise<Pulse> {
   return {
     server,
     record: () => recordMonitor(server),
+    describe: () => describePulse(server),
     async stop() {
       child.kill();
       await child.status;
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };
+}
+
+async function describePulse(server: string): Promise<string> {
+  const out: string[] = [];
+  for (const what of ["clients", "sink-inputs"]) {
+    const r = await new Deno.Command("pactl", {
+      args: [`--server=${server}`, "list", what],
+      stdin: "null",
+    }).output().catch((e) => ({ stdout: new TextEncoder().encode(String(e)) }));
+    const text = new TextDecoder().decode(r.stdout);
+    // The lines that tell a stream's state; the rest (channel maps, formats) is noise.
+    out.push(
+      `${what}: ` +
+        text.split("\n").map((l) => l.trim()).filter((l) =>
+          /^(Client|Sink Input|Corked|Mute|Volume|Sink:|application\.name|application\.process\.binary|media\.name)/
+            .test(l)
+        ).join("; "),
+    );
+  }
+  return out.join(" | ");
 }
 
 function recordMonitor(server: string): Recording {

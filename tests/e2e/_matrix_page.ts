@@ -169,11 +169,12 @@ export async function hearAnswer(
       const seen = await page.eval<unknown>(HEARD_STATE).catch((e) =>
         String(e)
       );
+      const sinks = await pulse.describe();
       throw new Error(
         `${(err as Error).message} (peak RMS ${Math.round(rec.peak())}; ` +
           `recorder: ${JSON.stringify(rec.state())}; page: ${
             JSON.stringify(seen)
-          })`,
+          }; pulse: ${sinks})`,
       );
     }
     return Math.round(rec.peak());

@@ -1,0 +1,98 @@
+/**
+ * When MSE playback (./mse.ts) jumps to the live edge. Past `maxLatencyS` behind the
+ * newest media the playhead moves to `targetLatencyS` before it; a new stream (a
+ * takeover's GOP burst, up to a second behind live) is moved sooner, for
+ * `CATCH_UP_MS`. A jump is a seek, and a seek flushes the browser's audio and waits
+ * for a new preroll: on a browser too slow to preroll before the stream grows past
+ * the limit again (WebKitGTK under load: a second per seek), jumping again at once
+ * seeks for ever and plays no sound at all. So: no jump until the last one has played `SETTLE_S` (or `SETTLE_MAX_MS` passed: a video that
+ * never moves is moved again), and a stream that falls behind again within
+ * `STRUGGLE_MS` of a jump gets half the limit more room, once per jump, up to
+ * `MAX_ROOM` times it, for the rest of the stream.
+ */
+
+/**
+ * How long a new stream may be moved at a smaller lag than `maxLatencyS`: a takeover
+ * starts with the current GOP in one burst, from its keyframe, so up to a second
+ * behind live, and would otherwise play that late until it drifted past `maxLatencyS`.
+ * A fresh session's stream grows in real time and is never that far behind (Chromium
+ * starts once ~0.2 s is buffered).
+ */
+export const CATCH_UP_MS = 1_500;
+/** Lag past the target that moves a new stream (seconds). */
+export const CATCH_UP_SLACK_S = 0.15;
+/** Media played since a jump landed before another jump (seconds). */
+export const SETTLE_S = 0.5;
+/** A jump that never played may be followed by another after this (ms). */
+export const SETTLE_MAX_MS = 3_000;
+/** Falling behind again this soon after a jump means the browser needs more room (ms). */
+export const STRUGGLE_MS = 5_000;
+/** The most room a struggling stream gets, as a multiple of `maxLatencyS`. */
+export const MAX_ROOM = 3;
+
+/** Where the playhead is and what is buffered, as `decide` reads it. */
+export interface PlayheadState {
+  /** `performance.now()`, ms. */
+  now: number;
+  /** The video's current time, seconds. */
+  time: number;
+  /** The end of the newest buffered media, seconds. */
+  end: number;
+}
+
+export class LiveEdge {
+  #maxLag: number;
+  #catchUpUntil = 0;
+  /**
+   * Where the last jump landed (media seconds), when (ms), and whether falling behind
+   * since gave the stream more room already; null before a jump.
+   */
+  #landed: { time: number; at: number; roomed: boolean } | null = null;
+
+  constructor(
+    private readonly maxLatencyS: number,
+    private readonly targetLatencyS: number,
+  ) {
+    this.#maxLag = maxLatencyS;
+  }
+
+  /** The lag past which playback jumps now (seconds): `maxLatencyS`, or more. */
+  get maxLagS(): number {
+    return this.#maxLag;
+  }
+
+  /** A new stream starts at `now` (ms): back to `maxLatencyS`, catching up a while. */
+  reset(now: number): void {
+    this.#maxLag = this.maxLatencyS;
+    this.#landed = null;
+    this.#catchUpUntil = now + CATCH_UP_MS;
+  }
+
+  /**
+   * Where to jump (media seconds), or null to keep playing where it is. Not asked
+   * while a seek is under way (./mse.ts): another would restart it.
+   */
+  decide(s: PlayheadState): number | null {
+    const lag = s.end - s.time;
+    const catchingUp = s.now < this.#catchUpUntil &&
+      lag > this.targetLatencyS + CATCH_UP_SLACK_S;
+    if (lag <= this.#maxLag && !catchingUp) return null;
+    const last = this.#landed;
+    if (last) {
+      const since = s.now - last.at;
+      if (s.time - last.time < SETTLE_S && since < SETTLE_MAX_MS) return null;
+      if (since < STRUGGLE_MS && !last.roomed) {
+        last.roomed = true;
+        this.#maxLag = Math.min(
+          this.maxLatencyS * MAX_ROOM,
+          this.#maxLag + this.maxLatencyS / 2,
+        );
+        if (lag <= this.#maxLag && !catchingUp) return null;
+      }
+    }
+    const to = s.end - this.targetLatencyS;
+    this.#landed = { time: to, at: s.now, roomed: false };
+    this.#catchUpUntil = 0;
+    return to;
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The live-edge policy of MSE playback (client/live_edge.ts): a jump past the limit,
+ * a new stream caught up sooner, and no seek storm on a browser slower to preroll than
+ * the stream grows — the storm that played WebKitGTK under load no sound for a minute
+ * (72 jumps in 64 s).
+ */
+import assert from "node:assert/strict";
+import {
+  CATCH_UP_MS,
+  LiveEdge,
+  MAX_ROOM,
+  SETTLE_MAX_MS,
+  SETTLE_S,
+} from "../../client/live_edge.ts";
+
+const MAX = 1;
+const TARGET = 0.25;
+
+function edge(): LiveEdge {
+  const e = new LiveEdge(MAX, TARGET);
+  // A stream that started long ago: its catch-up is over.
+  e.reset(-CATCH_UP_MS - 1);
+  return e;
+}
+
+Deno.test("LiveEdge: past the limit the playhead jumps to the target before the newest media", () => {
+  const e = edge();
+  assert.equal(e.decide({ now: 0, time: 10, end: 10.9 }), null);
+  assert.equal(e.decide({ now: 0, time: 10, end: 11.2 }), 11.2 - TARGET);
+});
+
+Deno.test("LiveEdge: a new stream is moved once past the target and its slack, only at first", () => {
+  const e = new LiveEdge(MAX, TARGET);
+  e.reset(0);
+  assert.equal(e.decide({ now: 100, time: 0, end: 0.6 }), 0.6 - TARGET);
+  const later = new LiveEdge(MAX, TARGET);
+  later.reset(0);
+  assert.equal(later.decide({ now: CATCH_UP_MS + 1, time: 0, end: 0.6 }), null);
+});
+
+Deno.test("LiveEdge: a slow preroll is not jumped over again: one jump, then playback, then the next", () => {
+  const e = edge();
+  let now = 0;
+  let time = 10;
+  let end = 11.2;
+  const to = e.decide({ now, time, end })!;
+  assert.equal(to, end - TARGET);
+  time = to;
+  // The browser takes a second to preroll: nothing plays, the stream grows past the
+  // limit — and the playhead is left to start.
+  let jumps = 0;
+  for (let i = 0; i < 10; i++) {
+    now += 100;
+    end += 0.1;
+    if (e.decide({ now, time, end }) !== null) jumps++;
+  }
+  assert.equal(jumps, 0);
+  // It plays half a second, 1.25 s behind: past the limit so soon after the jump, the
+  // stream gets more room instead of another jump.
+  now += SETTLE_S * 1000;
+  time += SETTLE_S;
+  end += SETTLE_S;
+  assert.equal(e.decide({ now, time, end }), null);
+  assert.equal(e.maxLagS, MAX * 1.5);
+  // Past that room too (another half second stalled): it jumps, the room stays.
+  now += 500;
+  end += 0.5;
+  assert.equal(e.decide({ now, time, end }), end - TARGET);
+  assert.equal(e.maxLagS, MAX * 1.5);
+});
+
+Deno.test("LiveEdge: a browser whose every seek costs a second of preroll jumps once, then plays on", () => {
+  const e = edge();
+  let time = 10;
+  let end = 11.2;
+  let prerollUntil = -1;
+  let jumps = 0;
+  // 20 s in 100-ms ticks: the stream grows in real time; after a jump nothing plays
+  // for a second, then the video plays in real time.
+  for (let now = 0; now < 20_000; now += 100) {
+    const to = e.decide({ now, time, end });
+    if (to !== null) {
+      jumps++;
+      time = to;
+      prerollUntil = now + 1000;
+    }
+    end += 0.1;
+    if (now >= prerollUntil) time += 0.1;
+  }
+  assert.equal(jumps, 1);
+  assert.equal(e.maxLagS, MAX * 1.5);
+});
+
+Deno.test("LiveEdge: each jump followed soon by a fall past the room adds room, up to its cap", () => {
+  const e = edge();
+  let now = 0;
+  let time = 0;
+  const rooms: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    // Far behind: a jump (and, this soon after the last, more room first).
+    const to = e.decide({ now, time, end: time + 100 });
+    assert.notEqual(to, null);
+    rooms.push(e.maxLagS);
+    // It plays past the settle a second later, and is far behind again.
+    now += 1000;
+    time = to! + SETTLE_S;
+  }
+  assert.deepEqual(rooms, [1, 1.5, 2, 2.5, 3, 3, 3, 3]);
+  assert.equal(e.maxLagS, MAX * MAX_ROOM);
+});
+
+Deno.test("LiveEdge: a jump that never plays is followed by another after a while; a new stream starts afresh", () => {
+  const e = edge();
+  const to = e.decide({ now: 0, time: 10, end: 11.2 })!;
+  assert.equal(e.decide({ now: SETTLE_MAX_MS - 1, time: to, end: 14 }), null);
+  assert.equal(
+    e.decide({ now: SETTLE_MAX_MS, time: to, end: 14 }),
+    14 - TARGET,
+  );
+  e.reset(10_000);
+  assert.equal(e.maxLagS, MAX);
+  assert.equal(e.decide({ now: 10_100, time: 0, end: 0.3 }), null);
+});
