@@ -41,6 +41,7 @@ import {
 } from "./webrtc.ts";
 import type { CaptionDetail, SpeakingDetail } from "./player_types.ts";
 import type { ServerMessage } from "./protocol.ts";
+import { RtcClock } from "./rtc_clock.ts";
 
 export interface PlaybackOptions {
   video: HTMLVideoElement;
@@ -96,6 +97,7 @@ export class Playback {
   readonly #surface: AvatarSurface;
   readonly #speech: SpeakingSchedule;
   readonly #captions: CaptionSchedule;
+  readonly #rtcClock: RtcClock;
   readonly #autoplay: Autoplay;
   readonly #opus = new OpusAsk((msg) => this.#o.send(msg));
   /** The current stream's init segment (its first binary frame), once it came. */
@@ -118,12 +120,17 @@ export class Playback {
       if (this.decoder !== "webcodecs") o.onShown();
     });
     // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
-    // plays once the receiver's jitter buffer lets it (docs/media-protocol.md).
+    // is heard that lag later (./rtc_clock.ts, docs/media-protocol.md).
     // WebCodecs: the audio worklet's heard time (-1 until audio plays). MSE: the video.
+    this.#rtcClock = new RtcClock({
+      playoutDelayMs: () => this.#rtc?.playoutDelayMs ?? 0,
+      audioEnergy: () => this.#rtc?.audioEnergy() ?? Promise.resolve(null),
+    }, () => {
+      this.#speech.check();
+      this.#captions.check();
+    });
     const clock = new MediaClock(o.video, () => {
-      if (this.#media === "rtc") {
-        return Date.now() - (this.#rtc?.playoutDelayMs ?? 0);
-      }
+      if (this.#media === "rtc") return this.#rtcClock.now();
       if (this.#mode === "webcodecs") return this.#wc?.mediaTimeMs ?? -1;
       return null;
     });
@@ -189,6 +196,7 @@ export class Playback {
     }
     this.#speech.reset();
     this.#captions.reset();
+    this.#rtcClock.reset();
   }
 
   get bufferStats(): LiveBufferStats {
@@ -339,6 +347,7 @@ export class Playback {
    * sender's wall clock, which no new viewer restarts.
    */
   offer(sdp: string): void {
+    this.#rtcClock.reset();
     void this.#rtc?.offer(sdp);
   }
 
@@ -349,6 +358,9 @@ export class Playback {
 
   /** `avatar.speaking`: scheduled for when playback reaches it. */
   speech(detail: SpeakingDetail): void {
+    if (this.#media === "rtc" && detail.speaking) {
+      this.#rtcClock.speechStarts(detail.media_time_ms);
+    }
     this.#speech.add(detail);
   }
 

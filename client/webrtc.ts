@@ -194,6 +194,26 @@ export class RtcPlayback {
     return out;
   }
 
+  /**
+   * The received audio's total energy (inbound-rtp `totalAudioEnergy`) and when it was
+   * read (epoch ms); null without a PeerConnection or where the browser reports none.
+   */
+  async audioEnergy(): Promise<{ energy: number; at: number } | null> {
+    const pc = this.#pc;
+    if (!pc) return null;
+    let energy: number | null = null;
+    (await pc.getStats()).forEach((r) => {
+      if (r.type === "inbound-rtp" && r.kind === "audio") {
+        if (typeof r.totalAudioEnergy === "number") {
+          energy = (energy ?? 0) + r.totalAudioEnergy;
+        }
+      }
+    });
+    return energy === null || this.#pc !== pc
+      ? null
+      : { energy, at: Date.now() };
+  }
+
   /** The audio playout delay (ms) as of the last refresh. */
   get playoutDelayMs(): number {
     return this.#last.playoutDelayMs;

@@ -178,7 +178,12 @@ export class BuiltinSession implements RenderSession {
         (err) => this.#failRtp(err),
         this.opts.wallNow,
       );
-      this.#rtp = { out, sink };
+      const rtp = { out, sink };
+      this.#rtp = rtp;
+      // Speech events leave as the encoder takes their audio.
+      out.onTaken = () => {
+        if (this.#rtp === rtp) this.#routes.toRtp(rtp);
+      };
       // Speech now follows the RTP output's timeline, which starts at 0.
       this.#speech.newRun();
     } catch (err) {
@@ -405,9 +410,9 @@ export class BuiltinSession implements RenderSession {
       return;
     }
     const shown = this.#shown.next(picture);
-    if (rtp && !rtp.out.write(shown, frame.audio)) {
+    if (rtp && !rtp.out.write(shown, frame.audio, frame.toRun)) {
       this.#failRtp(new Error("render rtp encoder fell behind real time"));
-    } else if (rtp) this.#routes.toRtp(rtp, frame.toRun);
+    }
     if (run && !run.write(shown, frame.audio)) {
       run.fail(new Error("render encoder fell behind real time"));
     }

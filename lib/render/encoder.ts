@@ -182,11 +182,12 @@ export class Encoder {
   /**
    * Queues one video frame and its audio. Returns false when the encoder has fallen
    * more than `maxQueuedFrames` behind (the caller treats that as a failure).
+   * `taken`: called once ffmpeg has read the frame (its audio is read alongside).
    */
-  write(frame: Uint8Array, audio: Uint8Array): boolean {
+  write(frame: Uint8Array, audio: Uint8Array, taken?: () => void): boolean {
     if (this.#stopping) return true;
     if (this.#video.queued >= this.#maxQueued) return false;
-    this.#video.push(frame);
+    this.#video.push(frame, taken);
     if (this.#mux && this.#codec === "opus") {
       // Opus codes the stream's own 48 kHz: its delay (2.5 ms) is far inside a frame.
       this.#audio.push(audio);

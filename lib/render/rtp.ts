@@ -86,8 +86,11 @@ export function rtpEncoderArgs(
   ];
 }
 
-/** Recent writes remembered for `wallMsAt` (more than 300 ms of frames at 60 fps). */
-const MAX_WRITES = 32;
+/**
+ * Recent writes remembered for `wallMsAt`: more than the encoder may hold queued
+ * (./encoder.ts `maxQueuedFrames`, 50) so that a frame it takes late is still known.
+ */
+const MAX_WRITES = 64;
 
 /**
  * RTP encoder failures in a rolling minute that are restarted; one more ends the
@@ -107,8 +110,21 @@ export class RtpOutput {
   #restarts: number[] = [];
   /** Audio samples written so far (the RTP output's own timeline, at `sampleRate`). */
   samples = 0;
-  /** Recent writes: the sample position each began at and the wall clock then. */
-  #writes: Array<{ pos: number; at: number }> = [];
+  /** The end of the audio the encoder has taken (its frames read), in `samples`. */
+  takenSamples = 0;
+  /** Called when the encoder has taken a frame (`takenSamples` moved). */
+  onTaken: () => void = () => {};
+  /**
+   * Recent writes: the sample positions each covers, the wall clock at its write and
+   * when the encoder took it (null until then), and its `runOffset`.
+   */
+  #writes: Array<{
+    pos: number;
+    end: number;
+    at: number;
+    taken: number | null;
+    runOffset: number | null;
+  }> = [];
 
   /**
    * Spawns ffmpeg; throws when spawning fails. `onFailure` reports a dead encoder;
@@ -161,26 +177,61 @@ export class RtpOutput {
     return this.#encoder.pid;
   }
 
-  /** One frame and its audio; false when the encoder fell behind (a failure). */
-  write(frame: Uint8Array, audio: Uint8Array): boolean {
+  /**
+   * One frame and its audio; false when the encoder fell behind (a failure).
+   * `runOffset` is kept with the frame's positions (`runOffsetAt`): where a watched
+   * fMP4 run of the same session stood against this output (./speech_routes.ts).
+   */
+  write(
+    frame: Uint8Array,
+    audio: Uint8Array,
+    runOffset: number | null = null,
+  ): boolean {
     if (this.#writes.length >= MAX_WRITES) this.#writes.shift();
-    this.#writes.push({ pos: this.samples, at: this.wallNow() });
-    this.samples += audio.byteLength >> 1;
-    return this.#encoder.write(frame, audio);
+    const w = {
+      pos: this.samples,
+      end: this.samples + (audio.byteLength >> 1),
+      at: this.wallNow(),
+      taken: null as number | null,
+      runOffset,
+    };
+    this.#writes.push(w);
+    this.samples = w.end;
+    return this.#encoder.write(frame, audio, () => {
+      w.taken = this.wallNow();
+      // A replaced encoder's frames are never taken: the next one's move past them.
+      this.takenSamples = Math.max(this.takenSamples, w.end);
+      this.onTaken();
+    });
   }
 
   /**
-   * The wall clock (epoch ms) at which audio sample `pos` was written: the write of the
-   * frame that carried it, plus the sample's offset in that frame's audio. Positions
-   * older than the writes remembered are counted back from the oldest at real time.
+   * The wall clock (epoch ms) at which audio sample `pos` went into the encoder: when
+   * the encoder took the frame that carried it (its write, if it never did), plus the
+   * sample's offset in that frame's audio. A backlog at the encoder (ffmpeg behind a
+   * burst of frames, under load) delays the audio by as much: counted from the take,
+   * the time is the audio's, not the backlog's. Positions older than the writes
+   * remembered are counted back from the oldest at real time.
    */
   wallMsAt(pos: number): number {
-    let w = this.#writes[0] ?? { pos: this.samples, at: this.wallNow() };
+    const w = this.#writeAt(pos);
+    const at = w ? w.taken ?? w.at : this.wallNow();
+    const from = w ? w.pos : this.samples;
+    return Math.round(at + ((pos - from) * 1000) / this.fmt.sampleRate);
+  }
+
+  /** The `runOffset` of the write that carried sample `pos` (null: none known). */
+  runOffsetAt(pos: number): number | null {
+    return this.#writeAt(pos)?.runOffset ?? null;
+  }
+
+  #writeAt(pos: number) {
+    let w = this.#writes[0];
     for (const x of this.#writes) {
       if (x.pos > pos) break;
       w = x;
     }
-    return Math.round(w.at + ((pos - w.pos) * 1000) / this.fmt.sampleRate);
+    return w;
   }
 
   /** Stops the encoder; resolves once it and every replaced one is reaped. */

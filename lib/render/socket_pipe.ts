@@ -6,7 +6,7 @@
 
 /** A write-only byte pipe into one accepted unix-socket connection. */
 export class SocketPipe {
-  #queue: Uint8Array[] = [];
+  #queue: { bytes: Uint8Array; taken?: () => void }[] = [];
   #conn: Deno.UnixConn | null = null;
   #pumping = false;
   #ending = false;
@@ -29,9 +29,13 @@ export class SocketPipe {
     return this.#queue.length;
   }
 
-  push(bytes: Uint8Array): void {
+  /**
+   * Queues `bytes`; `taken` is called once the reader has taken them all (the socket
+   * accepted the last byte): never for bytes dropped by `close` or a failed write.
+   */
+  push(bytes: Uint8Array, taken?: () => void): void {
     if (this.#closed || this.#ending) return;
-    this.#queue.push(bytes);
+    this.#queue.push({ bytes, taken });
     void this.#pump();
   }
 
@@ -67,9 +71,10 @@ export class SocketPipe {
     const conn = this.#conn;
     try {
       while (this.#queue.length > 0 && !this.#closed) {
-        let buf = this.#queue[0];
+        let buf = this.#queue[0].bytes;
         while (buf.length > 0) buf = buf.subarray(await conn.write(buf));
-        this.#queue.shift();
+        if (this.#closed) break;
+        this.#queue.shift()?.taken?.();
       }
       if (this.#ending && !this.#closed) await conn.closeWrite();
     } catch {

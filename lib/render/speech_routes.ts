@@ -35,18 +35,22 @@ export class SpeechRoutes {
   }
 
   /**
-   * Hands the RTP sink the speech events of the audio written to it so far; with a
-   * watched fMP4 run (`toRun`: its position less the RTP output's, before this frame),
-   * keeps them for its viewer too.
+   * Hands the RTP sink the speech events of the audio its encoder has taken so far,
+   * in the wall clock of the take (./rtp.ts `wallMsAt`); where a watched fMP4 run
+   * stood against the RTP output at that frame (its `runOffset`), keeps them for its
+   * viewer too.
    */
-  toRtp(rtp: { out: RtpOutput; sink: RtpSink }, toRun: number | null): void {
+  toRtp(rtp: { out: RtpOutput; sink: RtpSink }): void {
     if (!this.speech.hasPending) return;
-    for (const { pos, event } of this.speech.deliveredAt(rtp.out.samples)) {
+    for (
+      const { pos, event } of this.speech.deliveredAt(rtp.out.takenSamples)
+    ) {
       try {
         rtp.sink.onSpeech?.({ ...event, mediaTimeMs: rtp.out.wallMsAt(pos) });
       } catch (err) {
         this.log.error("render rtp sink failed", { err });
       }
+      const toRun = rtp.out.runOffsetAt(pos);
       if (toRun !== null && this.#runSpeech.length < MAX_AUDIO_MARKS) {
         this.#runSpeech.push({ pos: pos + toRun, event });
       }

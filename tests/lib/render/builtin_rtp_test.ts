@@ -170,7 +170,7 @@ Deno.test("builtin renderer: over RTP, caption marks and a turn's end ride the s
   const { session, video, audio, close } = await rtpSession(
     "session:rtp-captions",
   );
-  const events: SpeechEvent[] = [];
+  const events: Array<SpeechEvent & { at: number }> = [];
   const until = async (what: string, check: () => boolean) => {
     for (let i = 0; i < 200 && !check(); i++) {
       await new Promise((r) => setTimeout(r, 25));
@@ -182,7 +182,10 @@ Deno.test("builtin renderer: over RTP, caption marks and a turn's end ride the s
       host: "127.0.0.1",
       videoPort: video.port,
       audioPort: audio.port,
-    }, { onError: () => {}, onSpeech: (e) => events.push(e) });
+    }, {
+      onError: () => {},
+      onSpeech: (e) => events.push({ ...e, at: Date.now() }),
+    });
     await until("RTP", () => audio.pts.size > 0);
     // A 1.8-s answer pushed at once, a caption before it and one after 1 s of it.
     session.markText("turn_1", 1);
@@ -193,17 +196,78 @@ Deno.test("builtin renderer: over RTP, caption marks and a turn's end ride the s
     await until("the end", () => events.some((e) => e.ended));
     const on = events.find((e) => e.speaking && e.mark === undefined)!;
     const marks = events.filter((e) => e.mark !== undefined);
-    assert.deepEqual(marks.map((e) => e.mark), [1, 2]);
-    // Epoch ms of the sender's clock, as avatar.speaking on this transport.
-    assert.ok(Math.abs(marks[0].mediaTimeMs - on.mediaTimeMs) <= FRAME_MS);
-    assert.ok(
-      Math.abs(marks[1].mediaTimeMs - on.mediaTimeMs - 1000) <= FRAME_MS,
-      `${marks[1].mediaTimeMs - on.mediaTimeMs}`,
-    );
     const off = events.find((e) => !e.speaking && e.mark === undefined)!;
-    assert.ok(Math.abs(off.mediaTimeMs - on.mediaTimeMs - 1800) <= FRAME_MS);
+    assert.deepEqual(marks.map((e) => e.mark), [1, 2]);
+    // Epoch ms of the sender's clock, as avatar.speaking on this transport: when the
+    // encoder took the frame carrying each (the event leaves then) plus the offset in
+    // that frame.
+    for (const e of [on, ...marks, off]) {
+      assert.ok(
+        e.mediaTimeMs >= e.at - 2 && e.mediaTimeMs <= e.at + FRAME_MS,
+        JSON.stringify(e),
+      );
+    }
+    assert.ok(Math.abs(marks[0].mediaTimeMs - on.mediaTimeMs) <= FRAME_MS);
+    // 1 s and 1.8 s of audio later on the encoder's clock: the encoder takes frames at
+    // real time (faster while it catches up a backlog, slower while it falls behind).
+    const gap = (e: { mediaTimeMs: number; at: number }, ms: number) => {
+      const d = e.mediaTimeMs - on.mediaTimeMs;
+      assert.ok(
+        Math.abs(d - (e.at - on.at)) <= FRAME_MS + 2 && d > 0,
+        `${d} ms for ${ms} ms of audio (delivered ${e.at - on.at} ms apart)`,
+      );
+    };
+    gap(marks[1], 1000);
+    gap(off, 1800);
+    assert.ok(off.mediaTimeMs > marks[1].mediaTimeMs);
     assert.ok(events.indexOf(off) < events.findIndex((e) => e.ended));
   } finally {
+    await close();
+  }
+});
+
+Deno.test("an RTP encoder behind its input: speech is stamped when the encoder takes its audio, not when it was written", async () => {
+  const { session, video, audio, before, close } = await rtpSession(
+    "session:rtp-backlog",
+  );
+  const events: Array<SpeechEvent & { at: number }> = [];
+  let stopped = 0;
+  try {
+    session.publishRtp!({
+      host: "127.0.0.1",
+      videoPort: video.port,
+      audioPort: audio.port,
+    }, {
+      onError: () => {},
+      onSpeech: (e) => events.push({ ...e, at: Date.now() }),
+    });
+    await until("RTP", () => audio.pts.size > 0);
+    // ffmpeg stalls (a loaded machine): frames queue up, first in its socket's buffer.
+    stopped = rtpPid(before)!;
+    Deno.kill(stopped, "SIGSTOP");
+    await new Promise((r) => setTimeout(r, 500));
+    const pushedAt = Date.now();
+    session.pushAudio(tone(0.4), 16000, "turn_1");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(
+      events.length,
+      0,
+      "no event for audio the encoder has not taken",
+    );
+    const resumedAt = Date.now();
+    Deno.kill(stopped, "SIGCONT");
+    stopped = 0;
+    await until("speaking", () => events.length > 0);
+    const on = events[0];
+    assert.equal(on.speaking, true);
+    // Its audio left the encoder after the stall, a second after it was written.
+    assert.ok(
+      on.mediaTimeMs >= resumedAt && on.mediaTimeMs <= on.at + FRAME_MS,
+      `speech at ${on.mediaTimeMs - pushedAt} ms after the push; resumed at ` +
+        `${resumedAt - pushedAt}, delivered at ${on.at - pushedAt}`,
+    );
+  } finally {
+    if (stopped) Deno.kill(stopped, "SIGCONT");
     await close();
   }
 });
