@@ -8,7 +8,9 @@
  * seeks for ever and plays no sound at all. So: no jump until the last one has played `SETTLE_S` (or `SETTLE_MAX_MS` passed: a video that
  * never moves is moved again), and a stream that falls behind again within
  * `STRUGGLE_MS` of a jump gets half the limit more room, once per jump, up to
- * `MAX_ROOM` times it, for the rest of the stream.
+ * `MAX_ROOM` times it, for the rest of the stream. And a jump skips silence, not what
+ * the avatar says: none while it speaks (unless `SPEECH_CAP` times the limit behind),
+ * and one that would skip a speech start buffered ahead lands just before it.
  */
 
 /**
@@ -29,6 +31,10 @@ export const SETTLE_MAX_MS = 3_000;
 export const STRUGGLE_MS = 5_000;
 /** The most room a struggling stream gets, as a multiple of `maxLatencyS`. */
 export const MAX_ROOM = 3;
+/** Behind by this multiple of `maxLatencyS`, a jump cuts even speech. */
+export const SPEECH_CAP = 4;
+/** A jump lands this far before a speech start it would skip (seconds). */
+export const SPEECH_LEAD_S = 0.1;
 
 /** Where the playhead is and what is buffered, as `decide` reads it. */
 export interface PlayheadState {
@@ -38,6 +44,11 @@ export interface PlayheadState {
   time: number;
   /** The end of the newest buffered media, seconds. */
   end: number;
+  /**
+   * The speech there (./speaking.ts): whether the avatar speaks at the playhead, and
+   * the first speech start buffered ahead (seconds; null: none). Absent: none known.
+   */
+  speech?: { speaking: boolean; nextStartS: number | null };
 }
 
 export class LiveEdge {
@@ -90,7 +101,14 @@ export class LiveEdge {
         if (lag <= this.#maxLag && !catchingUp) return null;
       }
     }
-    const to = s.end - this.targetLatencyS;
+    let to = s.end - this.targetLatencyS;
+    const speech = s.speech;
+    if (speech?.speaking && lag <= this.maxLatencyS * SPEECH_CAP) return null;
+    if (speech && speech.nextStartS !== null && speech.nextStartS < to) {
+      // The silence before it goes, not the answer.
+      to = speech.nextStartS - SPEECH_LEAD_S;
+      if (to <= s.time) return null;
+    }
     this.#landed = { time: to, at: s.now, roomed: false };
     this.#catchUpUntil = 0;
     return to;

@@ -49,6 +49,13 @@ export interface LiveBufferOptions {
   onError?: (code: string, message: string) => void;
   /** The buffer changed (a segment appended): a paused video may start now. */
   onAppended?: () => void;
+  /**
+   * The speech at the playhead and the first start up to `toMs` (media ms), so that a
+   * live-edge jump skips silence, not speech (./live_edge.ts).
+   */
+  speechAhead?: (
+    toMs: number,
+  ) => { speaking: boolean; nextStartMs: number | null };
 }
 
 export interface LiveBufferStats {
@@ -90,6 +97,7 @@ export class LiveBuffer {
   readonly #keepBehind: number;
   readonly #onError: (code: string, message: string) => void;
   readonly #onAppended: () => void;
+  readonly #speechAhead: LiveBufferOptions["speechAhead"];
 
   constructor(
     readonly video: HTMLVideoElement,
@@ -102,6 +110,7 @@ export class LiveBuffer {
     this.#keepBehind = options.keepBehindS ?? 3;
     this.#onError = options.onError ?? (() => {});
     this.#onAppended = options.onAppended ?? (() => {});
+    this.#speechAhead = options.speechAhead;
   }
 
   /** Starts a new stream of type `mime`: a fresh MediaSource; earlier media is dropped. */
@@ -216,10 +225,18 @@ export class LiveBuffer {
       this.stats.gapSkips++;
       return this.#trim();
     }
+    const end = b.end(b.length - 1);
+    const speech = this.#speechAhead?.(end * 1000);
     const to = this.#edge.decide({
       now: performance.now(),
       time: t,
-      end: b.end(b.length - 1),
+      end,
+      speech: speech && {
+        speaking: speech.speaking,
+        nextStartS: speech.nextStartMs === null
+          ? null
+          : speech.nextStartMs / 1000,
+      },
     });
     if (to !== null) {
       this.video.currentTime = to;

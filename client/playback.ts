@@ -112,6 +112,8 @@ export class Playback {
       // Media arrived (only an open socket brings it): start the video now, not at
       // the next tick (throttled to about 1 s in a background tab).
       onAppended: () => this.#startIfPlayable(true),
+      // A jump to the live edge skips silence, not speech (./live_edge.ts).
+      speechAhead: (toMs) => this.#speech.speechAhead(toMs),
     });
     this.#media = o.transport === "webrtc_sfu" ? "rtc" : "fmp4";
     this.#surface = new AvatarSurface(o.video, o.canvas);

@@ -29,6 +29,20 @@ export class SpeakingSchedule {
     return this.#speaking !== null;
   }
 
+  /**
+   * The speech at and ahead of the playback clock, up to `toMs`: whether the avatar
+   * speaks now, and the first speech start scheduled by then (null: none).
+   */
+  speechAhead(toMs: number): { speaking: boolean; nextStartMs: number | null } {
+    const next = this.#pending.find((d) =>
+      d.speaking && d.media_time_ms <= toMs
+    );
+    return {
+      speaking: this.#speaking !== null,
+      nextStartMs: next?.media_time_ms ?? null,
+    };
+  }
+
   /** Schedules an event of the current stream. */
   add(detail: SpeakingDetail): void {
     this.#pending.push(detail);

@@ -5,8 +5,10 @@
  * plays, the lowest the queue went in each half second (what no jitter used) is trimmed
  * down to a margin of one step (one AAC frame); each underrun raises both by a step
  * (never lowered within a stream). Past `slackMs` over the start target (a takeover's
- * GOP burst, a stall that let media pile up) the oldest audio is dropped: the jump to
- * the live edge. It reports which media time it is playing; the page's presentation
+ * GOP burst, a stall that let media pile up) queued silence is dropped, oldest first:
+ * the jump to the live edge. Speech is kept — an answer a stalled page received in
+ * one burst plays late rather than not at all — unless more than `CAP_S` is queued;
+ * then the oldest audio goes, whatever it is. It reports which media time it is playing; the page's presentation
  * clock (`mediaTimeUs`) is that less the output's latency: what is heard now. Video is
  * shown on it.
  */
@@ -14,6 +16,11 @@ import { outputLatencyReadable } from "./support.ts";
 
 /** Name the processor registers under. */
 export const AUDIO_OUT_PROCESSOR = "avatar-audio-out";
+
+/** Audio queued past which the live-edge drop takes speech too (seconds). */
+export const CAP_S = 3;
+/** A sample at or above this (either sign) is speech, not silence: -40 dBFS. */
+export const AUDIBLE_LEVEL = 0.01;
 
 /**
  * Module source of the processor (plain JavaScript, loaded from a Blob URL). Messages
@@ -40,6 +47,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
     this.floor = Infinity;
     this.played = 0;
     this.stopped = false;
+    this.cap = ${CAP_S} * sampleRate;
     this.port.onmessage = (e) => this.onMessage(e.data);
   }
   onMessage(m) {
@@ -62,11 +70,42 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       this.report();
       return;
     }
-    this.chunks.push({ pcm: m.pcm, ptsUs: m.ptsUs });
+    let loud = false;
+    for (let i = 0; i < m.pcm.length && !loud; i++) {
+      loud = m.pcm[i] >= ${AUDIBLE_LEVEL} || m.pcm[i] <= -${AUDIBLE_LEVEL};
+    }
+    this.chunks.push({ pcm: m.pcm, ptsUs: m.ptsUs, loud });
     this.queued += m.pcm.length;
     if (this.queued > this.target + this.slack) this.drop(this.queued - this.target);
   }
+  // Catches up by n samples: silence first (oldest first, speech kept); past the cap,
+  // the oldest audio down to the target, whatever it is.
   drop(n) {
+    let dropped = this.dropSilence(n);
+    if (this.queued > this.cap) dropped += this.dropOldest(this.queued - this.target);
+    if (dropped === 0) return;
+    this.port.postMessage({ jumped: dropped });
+    this.report();
+  }
+  dropSilence(n) {
+    let dropped = 0;
+    let i = 0;
+    while (i < this.chunks.length && dropped < n) {
+      const c = this.chunks[i];
+      if (c.loud) { i++; continue; }
+      const start = i === 0 ? this.offset : 0;
+      const k = Math.min(c.pcm.length - start, n - dropped);
+      if (k === c.pcm.length - start) {
+        this.chunks.splice(i, 1);
+        if (i === 0) this.offset = 0;
+      } else if (i === 0) this.offset += k;
+      else { c.pcm = c.pcm.subarray(k); c.ptsUs += k * 1e6 / sampleRate; }
+      dropped += k;
+    }
+    this.queued -= dropped;
+    return dropped;
+  }
+  dropOldest(n) {
     let dropped = 0;
     while (dropped < n && this.chunks.length > 0) {
       const c = this.chunks[0];
@@ -77,8 +116,7 @@ class AvatarAudioOut extends AudioWorkletProcessor {
       if (this.offset >= c.pcm.length) { this.chunks.shift(); this.offset = 0; }
     }
     this.queued -= dropped;
-    this.port.postMessage({ jumped: dropped });
-    this.report();
+    return dropped;
   }
   report() {
     const c = this.chunks[0];

@@ -95,3 +95,16 @@ Deno.test("MediaClock: a paused video with an event pending is looked at no more
   await sleep(80);
   assert.deepEqual(fired, [START]);
 });
+
+Deno.test("SpeakingSchedule: what speech is at and ahead of the playhead, for the live edge", () => {
+  const video = fakeVideo(0.5);
+  const { s } = schedule(video);
+  s.add({ speaking: true, turn_id: "turn_1", media_time_ms: 2000 });
+  s.add({ speaking: false, turn_id: "turn_1", media_time_ms: 3000 });
+  assert.deepEqual(s.speechAhead(1500), { speaking: false, nextStartMs: null });
+  assert.deepEqual(s.speechAhead(2500), { speaking: false, nextStartMs: 2000 });
+  video.currentTime = 2.2;
+  video.present();
+  assert.deepEqual(s.speechAhead(2500), { speaking: true, nextStartMs: null });
+  s.reset();
+});

@@ -2,7 +2,7 @@
  * The live-edge policy of MSE playback (client/live_edge.ts): a jump past the limit,
  * a new stream caught up sooner, and no seek storm on a browser slower to preroll than
  * the stream grows — the storm that played WebKitGTK under load no sound for a minute
- * (72 jumps in 64 s).
+ * (72 jumps in 64 s) — and jumps that skip silence, not the avatar's answer.
  */
 import assert from "node:assert/strict";
 import {
@@ -11,6 +11,8 @@ import {
   MAX_ROOM,
   SETTLE_MAX_MS,
   SETTLE_S,
+  SPEECH_CAP,
+  SPEECH_LEAD_S,
 } from "../../client/live_edge.ts";
 
 const MAX = 1;
@@ -120,4 +122,52 @@ Deno.test("LiveEdge: a jump that never plays is followed by another after a whil
   e.reset(10_000);
   assert.equal(e.maxLagS, MAX);
   assert.equal(e.decide({ now: 10_100, time: 0, end: 0.3 }), null);
+});
+
+Deno.test("LiveEdge: no jump while the avatar speaks, unless far behind; speech buffered ahead is landed before, not skipped", () => {
+  const speaking = { speaking: true, nextStartS: null };
+  const e = edge();
+  assert.equal(e.decide({ now: 0, time: 10, end: 12, speech: speaking }), null);
+  assert.equal(
+    e.decide({
+      now: 0,
+      time: 10,
+      end: 10 + MAX * SPEECH_CAP + 0.1,
+      speech: speaking,
+    }),
+    10 + MAX * SPEECH_CAP + 0.1 - TARGET,
+  );
+  // Quiet now, an answer starts 0.5 s ahead of the playhead: the jump lands before it.
+  const ahead = edge();
+  assert.equal(
+    ahead.decide({
+      now: 0,
+      time: 10,
+      end: 12,
+      speech: { speaking: false, nextStartS: 10.5 },
+    }),
+    10.5 - SPEECH_LEAD_S,
+  );
+  // It starts right at the playhead: nothing to skip.
+  const close = edge();
+  assert.equal(
+    close.decide({
+      now: 0,
+      time: 10,
+      end: 12,
+      speech: { speaking: false, nextStartS: 10.05 },
+    }),
+    null,
+  );
+  // A start past where the jump lands is not skipped: the usual jump.
+  const after = edge();
+  assert.equal(
+    after.decide({
+      now: 0,
+      time: 10,
+      end: 12,
+      speech: { speaking: false, nextStartS: 11.9 },
+    }),
+    12 - TARGET,
+  );
 });

@@ -5,7 +5,10 @@
  * driven quantum by quantum.
  */
 import assert from "node:assert/strict";
-import { AUDIO_OUT_SOURCE } from "../../../client/webcodecs/audio_out.ts";
+import {
+  AUDIO_OUT_SOURCE,
+  CAP_S,
+} from "../../../client/webcodecs/audio_out.ts";
 
 const RATE = 48000;
 const QUANTUM = 128;
@@ -52,9 +55,12 @@ function processor(start = AAC) {
   let pts = 0;
   return {
     posted,
-    /** Queues `n` samples of the value 0.5 (the next ones on the timeline). */
-    push(n: number) {
-      send({ pcm: new Float32Array(n).fill(0.5), ptsUs: pts });
+    /**
+     * Queues `n` samples of `value` (the next ones on the timeline): 0.5 is speech,
+     * 0 the idle avatar's silence.
+     */
+    push(n: number, value = 0.5) {
+      send({ pcm: new Float32Array(n).fill(value), ptsUs: pts });
       pts += n * 1e6 / RATE;
     },
     /** Renders `n` quanta; returns the samples that were not silence. */
@@ -96,10 +102,10 @@ Deno.test("audio out grows its target by a frame on each underrun", () => {
   assert.ok(w.render(4) > 0);
 });
 
-Deno.test("audio out drops a burst past its slack: playback jumps to the live edge", () => {
+Deno.test("audio out drops a burst of silence past its slack: playback jumps to the live edge", () => {
   const w = processor();
-  // A takeover's GOP burst: a second of audio at once.
-  for (let i = 0; i < RATE / AAC; i++) w.push(AAC);
+  // A takeover's GOP burst while the avatar is quiet: a second of audio at once.
+  for (let i = 0; i < RATE / AAC; i++) w.push(AAC, 0);
   assert.equal(w.jumps() > 0, true);
   w.render(1);
   const heard = w.clock().clock as number;
@@ -111,19 +117,48 @@ Deno.test("audio out drops a burst past its slack: playback jumps to the live ed
   );
 });
 
-Deno.test("audio out trims a backlog that no jitter used for half a second", () => {
+Deno.test("audio out keeps speech that came in a burst: it plays late, the silence after it goes", () => {
   const w = processor();
-  // Start with 100 ms queued (under the 150-ms slack), then keep pace with playback.
-  w.push(RATE / 10);
-  let behindAtStart = 0;
-  for (let q = 0; q < 400; q++) {
-    if (q % 8 === 0) w.push(8 * QUANTUM);
-    w.render(1);
-    if (q === 1) behindAtStart = w.jumps();
+  // A page stalled 1.5 s through an answer: idle silence, then 1.2 s of speech and
+  // 0.3 s of silence arrive at once.
+  for (let i = 0; i < 10; i++) w.push(AAC, 0);
+  const speech = Math.round(1.2 * RATE / AAC);
+  for (let i = 0; i < speech; i++) w.push(AAC);
+  for (let i = 0; i < Math.round(0.3 * RATE / AAC); i++) w.push(AAC, 0);
+  const heard = w.render(Math.ceil(2 * RATE / QUANTUM));
+  assert.equal(heard, speech * AAC, "every sample of the answer is played");
+  assert.ok(w.jumps() > 0, "the silence around it was dropped");
+});
+
+Deno.test("audio out past its cap drops the oldest audio, speech or not", () => {
+  const w = processor();
+  // More than CAP_S of speech at once (a page stalled for seconds).
+  const frames = Math.ceil((CAP_S + 1) * RATE / AAC);
+  for (let i = 0; i < frames; i++) w.push(AAC);
+  assert.ok(w.jumps() > 0);
+  const heard = w.render(Math.ceil((CAP_S + 2) * RATE / QUANTUM));
+  assert.ok(heard <= CAP_S * RATE, `${heard / RATE} s played`);
+});
+
+Deno.test("audio out trims a backlog of silence that no jitter used for half a second, never speech", () => {
+  for (const value of [0, 0.5]) {
+    const w = processor();
+    // Start with 100 ms queued (under the 150-ms slack), then keep pace with playback.
+    w.push(RATE / 10, value);
+    let behindAtStart = 0;
+    for (let q = 0; q < 400; q++) {
+      if (q % 8 === 0) w.push(8 * QUANTUM, value);
+      w.render(1);
+      if (q === 1) behindAtStart = w.jumps();
+    }
+    assert.equal(behindAtStart, 0);
+    assert.equal(
+      w.jumps() >= 1,
+      value === 0,
+      value === 0 ? "the unused backlog was trimmed" : "speech was not cut",
+    );
+    assert.equal(w.underruns(), 0);
   }
-  assert.equal(behindAtStart, 0);
-  assert.ok(w.jumps() >= 1, "the unused backlog was trimmed");
-  assert.equal(w.underruns(), 0);
 });
 
 Deno.test("audio out that comes a video frame at a time is heard one AAC frame past its jitter", () => {
@@ -131,10 +166,10 @@ Deno.test("audio out that comes a video frame at a time is heard one AAC frame p
   // while the output opened); playback starts at one fragment.
   const FRAME = 1920;
   const w = processor(FRAME);
-  w.push(FRAME);
+  w.push(FRAME, 0);
   let floor = Infinity;
   for (let q = 0; q < 15 * 75; q++) {
-    if (q % 15 === 0) w.push(FRAME);
+    if (q % 15 === 0) w.push(FRAME, 0);
     w.render(1);
     const c = w.clock();
     if (q >= 15 * 50 && c.playing) floor = Math.min(floor, c.queued as number);
