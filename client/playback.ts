@@ -11,9 +11,7 @@
  * WebRTC is sent the fMP4 stream on a session created `auto`, DECISIONS 11).
  */
 import { LiveBuffer, type LiveBufferStats } from "./mse.ts";
-import { SpeakingSchedule } from "./speaking.ts";
-import { CaptionSchedule } from "./captions.ts";
-import { MediaClock } from "./clock.ts";
+import { TimedEvents } from "./timed_events.ts";
 import { AvatarSurface, pictureCanvas } from "./canvas.ts";
 import {
   asBufferStats,
@@ -41,7 +39,6 @@ import {
 } from "./webrtc.ts";
 import type { CaptionDetail, SpeakingDetail } from "./player_types.ts";
 import type { ServerMessage } from "./protocol.ts";
-import { RtcClock } from "./rtc_clock.ts";
 
 export interface PlaybackOptions {
   video: HTMLVideoElement;
@@ -95,9 +92,7 @@ export class Playback {
   /** The stream is a transparent avatar's stacked-alpha picture. */
   #alpha = false;
   readonly #surface: AvatarSurface;
-  readonly #speech: SpeakingSchedule;
-  readonly #captions: CaptionSchedule;
-  readonly #rtcClock: RtcClock;
+  readonly #events: TimedEvents;
   readonly #autoplay: Autoplay;
   readonly #opus = new OpusAsk((msg) => this.#o.send(msg));
   /** The current stream's init segment (its first binary frame), once it came. */
@@ -113,7 +108,7 @@ export class Playback {
       // the next tick (throttled to about 1 s in a background tab).
       onAppended: () => this.#startIfPlayable(true),
       // A jump to the live edge skips silence, not speech (./live_edge.ts).
-      speechAhead: (toMs) => this.#speech.speechAhead(toMs),
+      speechAhead: (toMs) => this.#events.speechAhead(toMs),
     });
     this.#media = o.transport === "webrtc_sfu" ? "rtc" : "fmp4";
     this.#surface = new AvatarSurface(o.video, o.canvas);
@@ -121,23 +116,20 @@ export class Playback {
     o.video.addEventListener("playing", () => {
       if (this.decoder !== "webcodecs") o.onShown();
     });
-    // WebRTC: `media_time_ms` is the sender's wall clock when the audio went out; it
-    // is heard that lag later (./rtc_clock.ts, docs/media-protocol.md).
-    // WebCodecs: the audio worklet's heard time (-1 until audio plays). MSE: the video.
-    this.#rtcClock = new RtcClock({
-      playoutDelayMs: () => this.#rtc?.playoutDelayMs ?? 0,
-      audioEnergy: () => this.#rtc?.audioEnergy() ?? Promise.resolve(null),
-    }, () => {
-      this.#speech.check();
-      this.#captions.check();
+    // WebRTC: the sender's clock less the lag measured (./rtc_clock.ts). WebCodecs:
+    // the audio worklet's heard time (-1 until audio plays). MSE: the video.
+    this.#events = new TimedEvents({
+      video: o.video,
+      rtc: () => this.#media === "rtc",
+      rtcSource: {
+        playoutDelayMs: () => this.#rtc?.playoutDelayMs ?? 0,
+        audioEnergy: () => this.#rtc?.audioEnergy() ?? Promise.resolve(null),
+      },
+      fmp4Clock: () =>
+        this.#mode === "webcodecs" ? this.#wc?.mediaTimeMs ?? -1 : null,
+      onSpeaking: o.onSpeaking,
+      onCaption: o.onCaption,
     });
-    const clock = new MediaClock(o.video, () => {
-      if (this.#media === "rtc") return this.#rtcClock.now();
-      if (this.#mode === "webcodecs") return this.#wc?.mediaTimeMs ?? -1;
-      return null;
-    });
-    this.#speech = new SpeakingSchedule(clock, o.onSpeaking);
-    this.#captions = new CaptionSchedule(clock, o.onCaption);
     // In WebKit on GStreamer this loads the WebAssembly Opus decoder while the picture
     // plays: once it runs the socket is asked for Opus; where it cannot, MSE plays.
     if (this.#webCodecsWanted()) {
@@ -158,7 +150,7 @@ export class Playback {
 
   /** Whether the avatar is audibly speaking at the playback clock's time. */
   get speaking(): boolean {
-    return this.#speech.speaking;
+    return this.#events.speaking;
   }
 
   /** Which decoder plays (null before the first stream). */
@@ -196,9 +188,7 @@ export class Playback {
         onFailed: this.#o.onFailed,
       });
     }
-    this.#speech.reset();
-    this.#captions.reset();
-    this.#rtcClock.reset();
+    this.#events.reset();
   }
 
   get bufferStats(): LiveBufferStats {
@@ -230,7 +220,7 @@ export class Playback {
           media_time_ms: msg.media_time_ms,
         });
       case "transcript":
-        return this.#captions.add({
+        return this.#events.caption({
           turn_id: msg.turn_id,
           role: msg.role,
           text: msg.text,
@@ -265,8 +255,7 @@ export class Playback {
     this.#alpha = alpha;
     this.#mime = mime;
     this.#init = null;
-    this.#speech.reset();
-    this.#captions.reset();
+    this.#events.reset();
     if (this.#mode === "webcodecs") this.#webCodecsStream();
     else if (this.#mode === "mse" || !this.#webCodecsWanted()) {
       this.#mode = "mse";
@@ -349,7 +338,7 @@ export class Playback {
    * sender's wall clock, which no new viewer restarts.
    */
   offer(sdp: string): void {
-    this.#rtcClock.reset();
+    this.#events.newViewer();
     void this.#rtc?.offer(sdp);
   }
 
@@ -360,10 +349,7 @@ export class Playback {
 
   /** `avatar.speaking`: scheduled for when playback reaches it. */
   speech(detail: SpeakingDetail): void {
-    if (this.#media === "rtc" && detail.speaking) {
-      this.#rtcClock.speechStarts(detail.media_time_ms);
-    }
-    this.#speech.add(detail);
+    this.#events.speech(detail);
   }
 
   /**
@@ -371,8 +357,7 @@ export class Playback {
    * and (while `open`) starting a paused video that has something to play.
    */
   tick(open: boolean): void {
-    this.#speech.check();
-    this.#captions.check();
+    this.#events.check();
     if (this.#media === "rtc") {
       void this.#rtc?.refreshStats().catch(() => {});
     } else if (this.#mode === "mse") this.#buffer.tick();
