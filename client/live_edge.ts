@@ -36,6 +36,31 @@ export const SPEECH_CAP = 4;
 /** A jump lands this far before a speech start it would skip (seconds). */
 export const SPEECH_LEAD_S = 0.1;
 
+/** A seek still under way after this long is no longer waited for (ms). */
+export const SEEK_WAIT_MS = 2_000;
+
+/**
+ * Whether to leave a seek under way to finish (another would restart it) — for at
+ * most `SEEK_WAIT_MS`: a seek the browser never completes (WebKitGTK under load kept
+ * one pending for a minute, the video stuck) is then overridden by the next one.
+ */
+export class SeekWait {
+  #since: number | null = null;
+
+  /** True while `seeking` (the video's) has lasted less than `SEEK_WAIT_MS` at `now`. */
+  wait(now: number, seeking: boolean): boolean {
+    if (!seeking) {
+      this.#since = null;
+      return false;
+    }
+    this.#since ??= now;
+    if (now - this.#since < SEEK_WAIT_MS) return true;
+    // Overridden: the seek made now gets its own wait.
+    this.#since = now;
+    return false;
+  }
+}
+
 /** Where the playhead is and what is buffered, as `decide` reads it. */
 export interface PlayheadState {
   /** `performance.now()`, ms. */

@@ -14,7 +14,7 @@
  */
 import { ArrivalWait } from "./arrival_wait.ts";
 import { errorText } from "./errors.ts";
-import { LiveEdge } from "./live_edge.ts";
+import { LiveEdge, SeekWait } from "./live_edge.ts";
 
 /** How close to the end of a buffered range the playhead counts as stalled at a hole. */
 const HOLE_EDGE_S = 0.1;
@@ -94,6 +94,7 @@ export class LiveBuffer {
   /** Bumped on every reset so callbacks of an older MediaSource do nothing. */
   #generation = 0;
   readonly #edge: LiveEdge;
+  readonly #seek = new SeekWait();
   readonly #keepBehind: number;
   readonly #onError: (code: string, message: string) => void;
   readonly #onAppended: () => void;
@@ -215,8 +216,11 @@ export class LiveBuffer {
       if (b.start(i) - 0.05 <= t && t < b.end(i)) current = i;
       else if (b.start(i) > t && next === null) next = b.start(i);
     }
-    // A seek under way (a jump, a skip) is left to finish: another would restart it.
-    if (this.video.seeking) return this.#trim();
+    // A seek under way (a jump, a skip) is left to finish, a while: another would
+    // restart it.
+    if (this.#seek.wait(performance.now(), this.video.seeking)) {
+      return this.#trim();
+    }
     // At (or outside) the end of a range with media after a hole: playback would stall.
     const atHole = next !== null &&
       (current === -1 || b.end(current) - t < HOLE_EDGE_S);

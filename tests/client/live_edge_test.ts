@@ -9,6 +9,8 @@ import {
   CATCH_UP_MS,
   LiveEdge,
   MAX_ROOM,
+  SEEK_WAIT_MS,
+  SeekWait,
   SETTLE_MAX_MS,
   SETTLE_S,
   SPEECH_CAP,
@@ -170,4 +172,17 @@ Deno.test("LiveEdge: no jump while the avatar speaks, unless far behind; speech 
     }),
     12 - TARGET,
   );
+});
+
+Deno.test("SeekWait: a seek under way is waited for, at most SEEK_WAIT_MS; then the next one gets its own wait", () => {
+  const w = new SeekWait();
+  assert.equal(w.wait(0, false), false);
+  assert.equal(w.wait(100, true), true);
+  assert.equal(w.wait(100 + SEEK_WAIT_MS - 1, true), true);
+  // Stuck (WebKitGTK kept one pending for a minute): overridden.
+  assert.equal(w.wait(100 + SEEK_WAIT_MS, true), false);
+  assert.equal(w.wait(100 + SEEK_WAIT_MS + 10, true), true);
+  // Done: the next seek starts its wait afresh.
+  assert.equal(w.wait(5000, false), false);
+  assert.equal(w.wait(5001, true), true);
 });
