@@ -128,12 +128,8 @@ export async function openWebKit(
   // A session of its own (setsid: same pid, its own process group), so that closing
   // ends MiniBrowser and its web processes too, even after the driver died: an
   // orphaned MiniBrowser kept the log's pipe open and the run waited on it.
-  // Ahead of the suite's other work (nice -10, as root; a warning and the usual
-  // priority otherwise): a starved web process played what its audio worklet
-  // rendered (peak 0.38) into a GStreamer sink that let none of it reach PulseAudio
-  // (docs/notes/performance-history.md).
   const driverProc = new Deno.Command("setsid", {
-    args: ["nice", "-n", "-10", WEBKIT_DRIVER, `--port=${port}`],
+    args: [WEBKIT_DRIVER, `--port=${port}`],
     env: { DISPLAY: x.display, PULSE_SERVER: pulseServer },
     stdin: "null",
     stdout: "null",
