@@ -22,6 +22,12 @@ export const ONSET_SLACK_MS = 800;
 /** A lag measured above this is not a speech start's (ms). */
 export const MAX_LAG_MS = 5_000;
 
+/** The received audio's total energy and when it was read (epoch ms). */
+export interface RtcEnergy {
+  energy: number;
+  at: number;
+}
+
 export interface RtcClockSource {
   /** The receiver's jitter-buffer delay now (ms). */
   playoutDelayMs(): number;
@@ -29,7 +35,7 @@ export interface RtcClockSource {
    * The received audio's total energy (`totalAudioEnergy`, seconds × level²) and when
    * it was read; null when the browser reports none.
    */
-  audioEnergy(): Promise<{ energy: number; at: number } | null>;
+  audioEnergy(): Promise<RtcEnergy | null>;
 }
 
 export class RtcClock {
@@ -38,10 +44,9 @@ export class RtcClock {
   /** A speech start awaited: its time, and the previous energy read. */
   #awaiting: {
     mediaTimeMs: number;
-    last: { energy: number; at: number } | null;
+    last: RtcEnergy | null;
     silent: boolean;
   } | null = null;
-  #generation = 0;
 
   /** `onHeard`: a held clock moved on (what was due may fire now). */
   constructor(
@@ -64,14 +69,15 @@ export class RtcClock {
 
   /** An `avatar.speaking` start at `mediaTimeMs` came: its onset sets the lag. */
   speechStarts(mediaTimeMs: number): void {
-    const generation = ++this.#generation;
-    this.#awaiting = { mediaTimeMs, last: null, silent: false };
+    // This start is awaited while `#awaiting` is this object: a newer start or a
+    // reset replaces it, and its polls stop.
+    const a = { mediaTimeMs, last: null as RtcEnergy | null, silent: false };
+    this.#awaiting = a;
     const deadline = mediaTimeMs + this.lagMs + ONSET_SLACK_MS;
     const poll = async () => {
-      const a = this.#awaiting;
-      if (generation !== this.#generation || !a) return;
+      if (this.#awaiting !== a) return;
       const read = await this.source.audioEnergy().catch(() => null);
-      if (generation !== this.#generation) return;
+      if (this.#awaiting !== a) return;
       if (!read) return this.#release(null);
       const last = a.last;
       a.last = read;
@@ -93,7 +99,6 @@ export class RtcClock {
 
   /** A new stream or PeerConnection: nothing awaited, the lag measured again. */
   reset(): void {
-    this.#generation++;
     this.#awaiting = null;
     this.#lag = null;
   }

@@ -12,6 +12,7 @@
  * `unsupported_media`.
  */
 import { errorText } from "./errors.ts";
+import type { RtcEnergy } from "./rtc_clock.ts";
 
 export interface IceServer {
   urls: string | string[];
@@ -198,16 +199,15 @@ export class RtcPlayback {
    * The received audio's total energy (inbound-rtp `totalAudioEnergy`) and when it was
    * read (epoch ms); null without a PeerConnection or where the browser reports none.
    */
-  async audioEnergy(): Promise<{ energy: number; at: number } | null> {
+  async audioEnergy(): Promise<RtcEnergy | null> {
     const pc = this.#pc;
     if (!pc) return null;
     let energy: number | null = null;
     (await pc.getStats()).forEach((r) => {
-      if (r.type === "inbound-rtp" && r.kind === "audio") {
-        if (typeof r.totalAudioEnergy === "number") {
-          energy = (energy ?? 0) + r.totalAudioEnergy;
-        }
-      }
+      const e = r.type === "inbound-rtp" && r.kind === "audio"
+        ? r.totalAudioEnergy
+        : undefined;
+      if (typeof e === "number") energy = (energy ?? 0) + e;
     });
     return energy === null || this.#pc !== pc
       ? null

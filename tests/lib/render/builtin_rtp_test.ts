@@ -66,12 +66,30 @@ async function rtpSession(sessionId: string) {
     bgId: "studio",
     output: "rtp",
   });
+  /**
+   * Publishes the session's RTP to the two sinks; the speech events it reports (when
+   * each came) and the errors.
+   */
+  const publish = () => {
+    const events: Array<SpeechEvent & { at: number }> = [];
+    const errors: Error[] = [];
+    session.publishRtp!({
+      host: "127.0.0.1",
+      videoPort: video.port,
+      audioPort: audio.port,
+    }, {
+      onError: (e) => errors.push(e),
+      onSpeech: (e) => events.push({ ...e, at: Date.now() }),
+    });
+    return { events, errors };
+  };
   return {
     session,
     video,
     audio,
     before,
     log,
+    publish,
     async close() {
       await session.stop({ graceful: false, timeoutMs: 0 });
       video.socket.close();
@@ -107,26 +125,11 @@ Deno.test("an rtp-only render session starts no fMP4 encoder and sends H.264 (96
 });
 
 Deno.test("the RTP output reports speech in the sender's wall clock and cuts at what it was written", async () => {
-  const { session, video, audio, close } = await rtpSession(
+  const { session, audio, publish, close } = await rtpSession(
     "session:rtp-speech",
   );
-  const events: Array<SpeechEvent & { at: number }> = [];
-  const errors: Error[] = [];
-  const until = async (what: string, check: () => boolean) => {
-    for (let i = 0; i < 200 && !check(); i++) {
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    assert.ok(check(), `waited too long for ${what}`);
-  };
   try {
-    session.publishRtp!({
-      host: "127.0.0.1",
-      videoPort: video.port,
-      audioPort: audio.port,
-    }, {
-      onError: (e) => errors.push(e),
-      onSpeech: (e) => events.push({ ...e, at: Date.now() }),
-    });
+    const { events, errors } = publish();
     await until("RTP", () => audio.pts.size > 0);
     const pushedAt = Date.now();
     session.pushAudio(tone(1.8), 16000, "turn_1");
@@ -167,25 +170,11 @@ Deno.test("the RTP output reports speech in the sender's wall clock and cuts at 
 });
 
 Deno.test("builtin renderer: over RTP, caption marks and a turn's end ride the sender's clock", async () => {
-  const { session, video, audio, close } = await rtpSession(
+  const { session, audio, publish, close } = await rtpSession(
     "session:rtp-captions",
   );
-  const events: Array<SpeechEvent & { at: number }> = [];
-  const until = async (what: string, check: () => boolean) => {
-    for (let i = 0; i < 200 && !check(); i++) {
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    assert.ok(check(), `waited too long for ${what}`);
-  };
   try {
-    session.publishRtp!({
-      host: "127.0.0.1",
-      videoPort: video.port,
-      audioPort: audio.port,
-    }, {
-      onError: () => {},
-      onSpeech: (e) => events.push({ ...e, at: Date.now() }),
-    });
+    const { events } = publish();
     await until("RTP", () => audio.pts.size > 0);
     // A 1.8-s answer pushed at once, a caption before it and one after 1 s of it.
     session.markText("turn_1", 1);
@@ -227,20 +216,12 @@ Deno.test("builtin renderer: over RTP, caption marks and a turn's end ride the s
 });
 
 Deno.test("an RTP encoder behind its input: speech is stamped when the encoder takes its audio, not when it was written", async () => {
-  const { session, video, audio, before, close } = await rtpSession(
+  const { session, audio, before, publish, close } = await rtpSession(
     "session:rtp-backlog",
   );
-  const events: Array<SpeechEvent & { at: number }> = [];
   let stopped = 0;
   try {
-    session.publishRtp!({
-      host: "127.0.0.1",
-      videoPort: video.port,
-      audioPort: audio.port,
-    }, {
-      onError: () => {},
-      onSpeech: (e) => events.push({ ...e, at: Date.now() }),
-    });
+    const { events } = publish();
     await until("RTP", () => audio.pts.size > 0);
     // ffmpeg stalls (a loaded machine): frames queue up, first in its socket's buffer.
     stopped = rtpPid(before)!;
