@@ -78,6 +78,8 @@ $("start").onclick = async () => {
     $("speaking").textContent = speaking ? "speaking" : "quiet";
   });
   player.on("interrupted", ({ played_ms }) => {
+    // The rest of the sentence was never said: its caption goes with it.
+    $("caption").textContent = "";
     log("notice", null, `Avatar interrupted after ${played_ms} ms`);
   });
   player.on("ended", ({ status, reason }) => {

@@ -33,6 +33,40 @@ export interface PageDriver {
   /** The value of a JavaScript expression in the page (JSON-serialisable). */
   eval<T = unknown>(expression: string): Promise<T>;
   close(): Promise<void>;
+  /** The browser's threads that run realtime (SCHED_FIFO or SCHED_RR), where known. */
+  realtimeThreads?(): Promise<string[]>;
+}
+
+/**
+ * The threads of the processes in process group `group` whose scheduling policy is
+ * realtime, as `comm (tid)`, read from /proc (field 5 of a process's stat is its group,
+ * field 41 of a thread's its policy: 1 FIFO, 2 RR).
+ */
+export async function realtimeThreadsOf(group: number): Promise<string[]> {
+  // The fields after the command name, which may hold spaces and parentheses.
+  const fields = async (path: string) => {
+    const stat = await Deno.readTextFile(path).catch(() => "");
+    const end = stat.lastIndexOf(")");
+    return end < 0 ? null : {
+      comm: stat.slice(stat.indexOf("(") + 1, end),
+      rest: stat.slice(end + 2).split(" "),
+    };
+  };
+  const out: string[] = [];
+  for await (const e of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    const proc = await fields(`/proc/${e.name}/stat`);
+    if (Number(proc?.rest[5 - 3]) !== group) continue;
+    const tasks = await Array.fromAsync(
+      Deno.readDir(`/proc/${e.name}/task`),
+    ).catch(() => []);
+    for (const task of tasks) {
+      const t = await fields(`/proc/${e.name}/task/${task.name}/stat`);
+      const policy = Number(t?.rest[41 - 3]);
+      if (policy === 1 || policy === 2) out.push(`${t!.comm} (${task.name})`);
+    }
+  }
+  return out;
 }
 
 async function require(path: string, pkg: string, name: string) {
@@ -128,8 +162,19 @@ export async function openWebKit(
   // A session of its own (setsid: same pid, its own process group), so that closing
   // ends MiniBrowser and its web processes too, even after the driver died: an
   // orphaned MiniBrowser kept the log's pipe open and the run waited on it.
+  // Without CAP_SYS_NICE, as a desktop user runs it: as root WebKit makes its web
+  // process's main thread and every AudioWorklet thread SCHED_RR with no RLIMIT_RTTIME
+  // (a user's go through rtkit, which bounds them), and on two cores they starved the
+  // threads that carry its sound to PulseAudio and its MSE pipeline (silent answers,
+  // seeks taking seconds, a page that stopped answering).
   const driverProc = new Deno.Command("setsid", {
-    args: [WEBKIT_DRIVER, `--port=${port}`],
+    args: [
+      "setpriv",
+      "--bounding-set=-sys_nice",
+      "--inh-caps=-sys_nice",
+      WEBKIT_DRIVER,
+      `--port=${port}`,
+    ],
     env: { DISPLAY: x.display, PULSE_SERVER: pulseServer },
     stdin: "null",
     stdout: "null",
@@ -199,6 +244,7 @@ export async function openWebKit(
       await answered("quit", wd.quit()).catch(() => {});
       await stopAll();
     },
+    realtimeThreads: () => realtimeThreadsOf(driverProc.pid),
   };
 }
 

@@ -271,6 +271,16 @@ export async function runMatrix(
         },
       );
     }
+    const realtime = page.realtimeThreads;
+    if (realtime) {
+      // As root a browser may make threads realtime with no bound on their CPU time (a
+      // desktop user's go through rtkit, which sets one): WebKit's busy main thread
+      // then starved its own sound and media threads on two cores.
+      await t.step(
+        "after sessions with sound, none of the browser's threads runs realtime",
+        async () => assert.deepEqual(await realtime(), []),
+      );
+    }
     const decoder = options.webCodecs ? "webcodecs" : "mse";
     const said = (what: string, r: Shipped) =>
       console.log(

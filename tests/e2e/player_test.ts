@@ -214,6 +214,15 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
           before,
           WAIT,
         );
+        // Its caption shows as it is said...
+        await page.waitForFunction(
+          () =>
+            document.getElementById("caption")!.textContent!.includes(
+              "a very long story",
+            ),
+          undefined,
+          WAIT,
+        );
         await page.evaluate(() => {
           const w = globalThis as unknown as Win & { cuts: unknown[] };
           w.cuts = [];
@@ -230,12 +239,19 @@ Deno.test("browser client plays the avatar, talks, and survives a dropped socket
         await page.locator("#log li", {
           hasText: `Avatar interrupted after ${cut.played_ms} ms`,
         }).waitFor(WAIT);
-        // The speaking indicator goes off with the cut.
+        // ...the speaking indicator goes off with the cut, and the caption of words
+        // never said with it.
         await page.waitForFunction(
           () =>
             document.getElementById("speaking")!.dataset.speaking === "false",
           undefined,
           WAIT,
+        );
+        assert.equal(
+          await page.evaluate(() =>
+            document.getElementById("caption")!.textContent
+          ),
+          "",
         );
       },
     );
