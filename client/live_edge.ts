@@ -10,7 +10,10 @@
  * `STRUGGLE_MS` of a jump gets half the limit more room, once per jump, up to
  * `MAX_ROOM` times it, for the rest of the stream. And a jump skips silence, not what
  * the avatar says: none while it speaks (unless `SPEECH_CAP` times the limit behind),
- * and one that would skip a speech start buffered ahead lands just before it.
+ * and one that would skip a speech start buffered ahead lands just before it. A
+ * playhead that has not moved for `SETTLE_MAX_MS` is sought again even so (before the
+ * speech start, or where it is inside speech): WebKitGTK under load left one stuck
+ * where a jump landed, and the speech rules kept it there for a minute.
  */
 
 /**
@@ -36,6 +39,10 @@ export const SPEECH_CAP = 4;
 /** A jump lands this far before a speech start it would skip (seconds). */
 export const SPEECH_LEAD_S = 0.1;
 
+/** A playhead that moved less than this has not moved (seconds). */
+export const STILL_S = 0.01;
+/** How far past a stuck playhead it is sought again (seconds). */
+export const NUDGE_S = 0.02;
 /** A seek still under way after this long is no longer waited for (ms). */
 export const SEEK_WAIT_MS = 2_000;
 
@@ -84,6 +91,8 @@ export class LiveEdge {
    * since gave the stream more room already; null before a jump.
    */
   #landed: { time: number; at: number; roomed: boolean } | null = null;
+  /** Where the playhead was last seen to move (media seconds), and when (ms). */
+  #still: { time: number; since: number } | null = null;
 
   constructor(
     private readonly maxLatencyS: number,
@@ -101,6 +110,7 @@ export class LiveEdge {
   reset(now: number): void {
     this.#maxLag = this.maxLatencyS;
     this.#landed = null;
+    this.#still = null;
     this.#catchUpUntil = now + CATCH_UP_MS;
   }
 
@@ -109,6 +119,13 @@ export class LiveEdge {
    * while a seek is under way (./mse.ts): another would restart it.
    */
   decide(s: PlayheadState): number | null {
+    const still = this.#still;
+    if (!still || Math.abs(s.time - still.time) > STILL_S) {
+      this.#still = { time: s.time, since: s.now };
+    }
+    // A playhead that has not moved for `SETTLE_MAX_MS` (WebKitGTK under load left
+    // one stuck where a jump landed): the speech rules below no longer hold it.
+    const stuck = s.now - this.#still!.since >= SETTLE_MAX_MS;
     const lag = s.end - s.time;
     const catchingUp = s.now < this.#catchUpUntil &&
       lag > this.targetLatencyS + CATCH_UP_SLACK_S;
@@ -128,13 +145,21 @@ export class LiveEdge {
     }
     let to = s.end - this.targetLatencyS;
     const speech = s.speech;
-    if (speech?.speaking && lag <= this.maxLatencyS * SPEECH_CAP) return null;
-    if (speech && speech.nextStartS !== null && speech.nextStartS < to) {
-      // The silence before it goes, not the answer.
+    if (speech?.speaking && lag <= this.maxLatencyS * SPEECH_CAP) {
+      if (!stuck) return null;
+      // Stuck inside speech: sought again just past where it is (a new seek, a new
+      // preroll; a seek to the very same time may be no seek at all).
+      to = s.time + NUDGE_S;
+    } else if (speech && speech.nextStartS !== null && speech.nextStartS < to) {
+      // The silence before it goes, not the answer (stuck there: sought again).
       to = speech.nextStartS - SPEECH_LEAD_S;
-      if (to <= s.time) return null;
+      if (to <= s.time) {
+        if (!stuck) return null;
+        to = s.time + NUDGE_S;
+      }
     }
     this.#landed = { time: to, at: s.now, roomed: false };
+    this.#still = { time: to, since: s.now };
     this.#catchUpUntil = 0;
     return to;
   }

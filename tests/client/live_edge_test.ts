@@ -9,6 +9,7 @@ import {
   CATCH_UP_MS,
   LiveEdge,
   MAX_ROOM,
+  NUDGE_S,
   SEEK_WAIT_MS,
   SeekWait,
   SETTLE_MAX_MS,
@@ -185,4 +186,53 @@ Deno.test("SeekWait: a seek under way is waited for, at most SEEK_WAIT_MS; then 
   // Done: the next seek starts its wait afresh.
   assert.equal(w.wait(5000, false), false);
   assert.equal(w.wait(5001, true), true);
+});
+
+Deno.test("LiveEdge: a playhead stuck just before a speech start is sought again, the speech kept", () => {
+  // WebKitGTK under load: the jump landed just before the answer and the video never
+  // moved from there; each later decision put the jump "before the speech", at or
+  // behind the playhead, so none was made: the page waited a minute (arrival 60 s).
+  const e = edge();
+  const start = 20;
+  const speech = { speaking: false, nextStartS: start };
+  let now = 0, end = 21.2;
+  const to = e.decide({ now, time: 10, end, speech })!;
+  assert.equal(to, start - SPEECH_LEAD_S);
+  const seeks: number[] = [];
+  for (let i = 0; i < 40; i++) {
+    now += 250;
+    end += 0.25;
+    const again = e.decide({ now, time: to, end, speech });
+    if (again !== null) seeks.push(again);
+  }
+  // Sought again just past where it is (still before the speech) once it has not
+  // moved for a while, not on every decision.
+  assert.ok(seeks.length >= 2 && seeks.length <= 4, JSON.stringify(seeks));
+  for (const s of seeks) assert.equal(s, to + NUDGE_S);
+  // Stuck there from the first (no jump before): the same.
+  const f = edge();
+  let t0 = 0, found: number | null = null;
+  for (let i = 0; i < 20 && found === null; i++) {
+    t0 += 250;
+    found = f.decide({
+      now: t0,
+      time: start - 0.05,
+      end: start + 1.2 + i * 0.25,
+      speech,
+    });
+  }
+  assert.equal(found, start - 0.05 + NUDGE_S);
+  assert.ok(t0 >= SETTLE_MAX_MS, `after ${t0} ms`);
+});
+
+Deno.test("LiveEdge: a playhead stuck inside speech is sought again just past where it is", () => {
+  const e = edge();
+  const speech = { speaking: true, nextStartS: null };
+  let now = 0, found: number | null = null;
+  for (let i = 0; i < 20 && found === null; i++) {
+    now += 250;
+    found = e.decide({ now, time: 30, end: 31.5 + i * 0.1, speech });
+  }
+  assert.equal(found, 30 + NUDGE_S);
+  assert.ok(now >= SETTLE_MAX_MS, `after ${now} ms`);
 });
