@@ -39,7 +39,7 @@ export const SPEECH_CAP = 4;
 /** A jump lands this far before a speech start it would skip (seconds). */
 export const SPEECH_LEAD_S = 0.1;
 
-/** A playhead that moved less than this has not moved (seconds). */
+/** A playhead that moved less than this past a nudge has not moved (seconds). */
 export const STILL_S = 0.01;
 /** How far past a stuck playhead it is sought again (seconds). */
 export const NUDGE_S = 0.02;
@@ -91,8 +91,11 @@ export class LiveEdge {
    * since gave the stream more room already; null before a jump.
    */
   #landed: { time: number; at: number; roomed: boolean } | null = null;
-  /** Where the playhead was last seen to move (media seconds), and when (ms). */
-  #still: { time: number; since: number } | null = null;
+  /**
+   * Where the playhead was last seen to move (media seconds), when (ms), and how
+   * often it was sought again since without moving.
+   */
+  #still: { time: number; since: number; kicks: number } | null = null;
 
   constructor(
     private readonly maxLatencyS: number,
@@ -119,13 +122,17 @@ export class LiveEdge {
    * while a seek is under way (./mse.ts): another would restart it.
    */
   decide(s: PlayheadState): number | null {
-    const still = this.#still;
-    if (!still || Math.abs(s.time - still.time) > STILL_S) {
-      this.#still = { time: s.time, since: s.now };
+    if (
+      !this.#still || Math.abs(s.time - this.#still.time) > NUDGE_S + STILL_S
+    ) {
+      this.#still = { time: s.time, since: s.now, kicks: 0 };
     }
+    const still = this.#still;
     // A playhead that has not moved for `SETTLE_MAX_MS` (WebKitGTK under load left
-    // one stuck where a jump landed): the speech rules below no longer hold it.
-    const stuck = s.now - this.#still!.since >= SETTLE_MAX_MS;
+    // one stuck where a jump landed): the speech rules below no longer hold it. Each
+    // seek that did not move it doubles the wait for the next (a browser slow to
+    // preroll is not sought again and again).
+    const stuck = s.now - still.since >= SETTLE_MAX_MS * 2 ** still.kicks;
     const lag = s.end - s.time;
     const catchingUp = s.now < this.#catchUpUntil &&
       lag > this.targetLatencyS + CATCH_UP_SLACK_S;
@@ -159,7 +166,13 @@ export class LiveEdge {
       }
     }
     this.#landed = { time: to, at: s.now, roomed: false };
-    this.#still = { time: to, since: s.now };
+    this.#still = {
+      time: to,
+      since: s.now,
+      kicks: stuck && Math.abs(to - s.time) <= NUDGE_S + STILL_S
+        ? still.kicks + 1
+        : 0,
+    };
     this.#catchUpUntil = 0;
     return to;
   }

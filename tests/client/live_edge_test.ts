@@ -236,3 +236,22 @@ Deno.test("LiveEdge: a playhead stuck inside speech is sought again just past wh
   assert.equal(found, 30 + NUDGE_S);
   assert.ok(now >= SETTLE_MAX_MS, `after ${now} ms`);
 });
+
+Deno.test("LiveEdge: a playhead that seeking does not move is sought again less and less often", () => {
+  // A browser slow to preroll is not kept seeking: 3 s, then 6 more, then 12 more.
+  const e = edge();
+  const speech = { speaking: true, nextStartS: null };
+  let now = 0;
+  const at: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    now += 250;
+    if (e.decide({ now, time: 30, end: 32 + i * 0.01, speech }) !== null) {
+      at.push(now);
+    }
+  }
+  // (Its first decision, at 250 ms, is when it was first seen there.)
+  assert.deepEqual(
+    at,
+    [1, 3, 7].map((k) => 250 + k * SETTLE_MAX_MS),
+  );
+});
